@@ -1,0 +1,708 @@
+#include "report/html.h"
+
+#include <algorithm>
+
+#include <nlohmann/json.hpp>
+
+#include "report/mermaid.h"
+#include "report/narrate.h"
+#include "sim/assert.h"
+
+namespace inboxsim {
+
+namespace {
+
+// Diagram geometry, in SVG user units. The SVG scales to the page width, so these fix
+// proportions rather than pixels.
+constexpr int kTimeColumnWidth = 84;
+constexpr int kLaneGap = 190;
+constexpr int kHeaderHeight = 50;
+constexpr int kRowHeight = 30;
+constexpr int kBodyPadding = 8;
+
+// ---- escaping ---------------------------------------------------------------------------------
+
+std::string escape_html(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  for (const char c : text) {
+    switch (c) {
+      case '&': out += "&amp;"; break;
+      case '<': out += "&lt;"; break;
+      case '>': out += "&gt;"; break;
+      case '"': out += "&quot;"; break;
+      case '\'': out += "&#39;"; break;
+      default: out.push_back(c);
+    }
+  }
+  return out;
+}
+
+// JSON embedded in a <script> element must never contain `</` (it would close the element) or
+// `<!--` (it would change how the rest is parsed). In JSON text a `<` can only occur inside a
+// string, where \u003c means the same character, so replacing every `<` is always safe.
+std::string script_safe_json(std::string_view json) {
+  std::string out;
+  out.reserve(json.size());
+  for (const char c : json) {
+    if (c == '<') {
+      out += "\\u003c";
+    } else {
+      out.push_back(c);
+    }
+  }
+  return out;
+}
+
+// ---- the embedded run data --------------------------------------------------------------------
+
+// The events are embedded in their canonical trace form (the same bytes as --trace), so the
+// page shows exactly what the JSONL file holds.
+std::string run_data_json(const RunResult& result) {
+  std::string events = "[";
+  nlohmann::json texts = nlohmann::json::array();
+  for (size_t i = 0; i < result.events.size(); ++i) {
+    if (i > 0) events += ",";
+    events += trace_event_json(result.events[i]);
+    texts.push_back(describe_event(result.events[i]));
+  }
+  events += "]";
+  nlohmann::json opening(result.opening_balances);
+  nlohmann::json transfers = nlohmann::json::array();
+  for (const auto& [id, state] : result.transfers) transfers.push_back(id);
+  std::string out = "{\"events\":" + events + ",\"text\":" + texts.dump() +
+                    ",\"opening\":" + opening.dump() + ",\"transfers\":" + transfers.dump() + "}";
+  return script_safe_json(out);
+}
+
+// ---- the swimlane diagram ---------------------------------------------------------------------
+
+struct Lanes {
+  std::vector<std::string> names;
+
+  int count() const { return static_cast<int>(names.size()); }
+  int width() const { return kTimeColumnWidth + count() * kLaneGap; }
+  int index(std::string_view name) const {
+    const auto found = std::find(names.begin(), names.end(), name);
+    return found == names.end() ? -1 : static_cast<int>(found - names.begin());
+  }
+  int x(int lane) const { return kTimeColumnWidth + kLaneGap / 2 + lane * kLaneGap; }
+};
+
+std::string lane_colour(std::string_view name) {
+  if (name == participant::client) return "#5c677d";
+  if (name == participant::transfer_service) return "#6741d9";
+  if (name == participant::relay) return "#9775fa";
+  if (name == participant::notifications) return "#845ef7";
+  if (name == participant::broker) return "#e8590c";
+  if (name == participant::account_service) return "#1971c2";
+  if (name == participant::operator_) return "#c92a2a";
+  return "#495057";
+}
+
+std::string num(int value) { return std::to_string(value); }
+
+// The tooltip: every field of the event, one per line, as the trace records it.
+std::string event_tooltip(const TraceEvent& event) {
+  std::string text = std::string(event_kind_name(event.kind)) + " at " +
+                     std::to_string(event.time_ms) + " ms";
+  auto field = [&text](std::string_view name, std::string_view value) {
+    if (!value.empty()) text += "\n" + std::string(name) + ": " + std::string(value);
+  };
+  field("from", event.service);
+  field("to", event.target);
+  field("messageId", event.message_id);
+  field("type", event.type);
+  field("transferId", event.transfer);
+  if (event.delivery_tag != 0) {
+    text += "\ndelivery tag: " + std::to_string(event.delivery_tag) +
+            "\nredelivered: " + (event.redelivered ? "true" : "false") +
+            "\nx-delivery-count: " + std::to_string(event.delivery_count);
+  }
+  field("account", event.account);
+  if (event.amount != 0) text += "\namount: " + std::to_string(event.amount);
+  field("detail", event.detail);
+  return escape_html(text);
+}
+
+struct ArrowStyle {
+  std::string css_class;
+  std::string label;
+};
+
+ArrowStyle arrow_style(const TraceEvent& event) {
+  const std::string what =
+      std::string(event.type) + (event.transfer.empty() ? "" : " " + event.transfer);
+  const std::string tag = "tag " + std::to_string(event.delivery_tag);
+  switch (event.kind) {
+    case EventKind::request:
+      return {"a-request", "request " + event.transfer + ": " + event.detail + " " +
+                               std::to_string(event.amount)};
+    case EventKind::publish:
+      if (event.service == participant::operator_) {
+        return {"a-operator", "publish COPY " + what + " (" + event.message_id + ")"};
+      }
+      return {"a-publish", "publish " + what + " (" + event.message_id + ")"};
+    case EventKind::deliver:
+      if (event.redelivered) {
+        return {"a-redeliver", "REDELIVERED #" + std::to_string(event.delivery_count) + " · " +
+                                   what + " (" + event.message_id + ", " + tag + ")"};
+      }
+      return {"a-deliver", "deliver " + what + " (" + event.message_id + ", " + tag + ")"};
+    case EventKind::ack: return {"a-ack", "ack " + tag};
+    case EventKind::ack_lost: return {"a-lost", "ack " + tag + " LOST"};
+    case EventKind::nack:
+      return {"a-lost", "nack " + tag + (event.detail.empty() ? "" : ": " + event.detail)};
+    case EventKind::confirm: return {"a-confirm", "confirm " + event.message_id};
+    case EventKind::confirm_lost: return {"a-lost", "confirm " + event.message_id + " LOST"};
+    default: return {"", ""};
+  }
+}
+
+std::string svg_text(int x, int y, std::string_view anchor, std::string_view css_class,
+                     std::string_view text) {
+  return "<text x=\"" + num(x) + "\" y=\"" + num(y) + "\" text-anchor=\"" + std::string(anchor) +
+         "\" class=\"" + std::string(css_class) + "\">" + escape_html(text) + "</text>";
+}
+
+std::string render_arrow(const TraceEvent& event, const Lanes& lanes, int y) {
+  const ArrowStyle style = arrow_style(event);
+  const int from = lanes.x(std::max(0, lanes.index(event.service)));
+  const int to = lanes.x(std::max(0, lanes.index(event.target)));
+  const int mid_y = y + kRowHeight / 2;
+  const bool lost = style.css_class == "a-lost";
+  std::string out = "<line class=\"arrow " + style.css_class + "\" x1=\"" + num(from) + "\" y1=\"" +
+                    num(mid_y + 6) + "\" x2=\"" + num(to) + "\" y2=\"" + num(mid_y + 6) +
+                    "\" marker-end=\"url(#" + (lost ? "cross" : "head") + ")\"/>";
+  out += svg_text((from + to) / 2, mid_y + 1, "middle", "lbl " + style.css_class, style.label);
+  return out;
+}
+
+// "REQUESTED->DEBITED" reads better on a screen as "REQUESTED → DEBITED".
+std::string arrowed(std::string text) {
+  if (const size_t at = text.find("->"); at != std::string::npos) text.replace(at, 2, " → ");
+  return text;
+}
+
+struct MarkerStyle {
+  std::string css_class;
+  std::string symbol;
+  std::string label;
+};
+
+MarkerStyle marker_style(const TraceEvent& event) {
+  switch (event.kind) {
+    case EventKind::effect:
+      return {event.amount < 0 ? "m-debit" : "m-credit", event.amount < 0 ? "−" : "+",
+              event.account + " " + (event.amount > 0 ? "+" : "") + std::to_string(event.amount) +
+                  "  " + event.detail + " " + event.transfer};
+    case EventKind::dedupe_hit:
+      return {"m-dedupe", "✓", event.detail + " (" + event.message_id + ") — acked without effect"};
+    case EventKind::crash:
+      return {
+          "m-crash", "✖",
+          "CRASH at " + event.detail +
+              (event.type.empty() ? ""
+                                  : " handling " + std::string(event.type) + " " + event.transfer)};
+    case EventKind::restart: return {"m-restart", "↻", "restart, committed data intact"};
+    case EventKind::dead_letter:
+      return {"m-crash", "☠", "DEAD-LETTERED " + std::string(event.type) + " " + event.transfer +
+                                  " (" + event.message_id + "): " + event.detail};
+    case EventKind::requeue:
+      return {"m-warn", "↺", "requeue " + event.message_id + ": " + event.detail};
+    case EventKind::saga: return {"m-saga", "◆", event.transfer + "  " + arrowed(event.detail)};
+    case EventKind::illegal_transition: return {"m-crash", "!", "refused " + event.detail};
+    case EventKind::consumer_fault: return {"m-crash", "⚠", "fault: " + event.detail};
+    case EventKind::rejected:
+      return {"m-warn", "✗", "rejected " + event.transfer + ": " + event.detail};
+    case EventKind::notification:
+      return {"m-saga", "✉", "notify " + event.transfer + ": " + event.detail};
+    case EventKind::connection_closed: return {"m-warn", "⚡", "connection closed: " + event.detail};
+    case EventKind::index_dropped: return {"m-crash", "✂", "index dropped: " + event.detail};
+    case EventKind::cleanup:
+      return {"m-note", "⌫", "cleanup deleted " + std::to_string(event.amount) + " row(s)"};
+    default: return {"m-note", "•", describe_event(event)};
+  }
+}
+
+std::string render_marker(const TraceEvent& event, const Lanes& lanes, int y) {
+  const MarkerStyle style = marker_style(event);
+  const int lane = std::max(0, lanes.index(event.service));
+  const int x = lanes.x(lane);
+  const int mid_y = y + kRowHeight / 2;
+  // Labels go towards the wider side of the picture, so that long ones are not cut off.
+  const bool leftwards = x * 100 > lanes.width() * 55;
+  std::string out = "<circle class=\"dot " + style.css_class + "\" cx=\"" + num(x) + "\" cy=\"" +
+                    num(mid_y) + "\" r=\"10\"/>";
+  out += svg_text(x, mid_y + 5, "middle", "sym", style.symbol);
+  out += svg_text(leftwards ? x - 16 : x + 16, mid_y + 5, leftwards ? "end" : "start",
+                  "lbl " + style.css_class, style.label);
+  return out;
+}
+
+// Steps, clock jumps and violations concern the whole system, so they span every lane.
+std::string render_band(const TraceEvent& event, const Lanes& lanes, int y, int step_number) {
+  std::string css_class = "b-step";
+  std::string label = "Step " + std::to_string(step_number) + " · " + event.detail;
+  if (event.kind == EventKind::advance) {
+    css_class = "b-advance";
+    label = "⇥ virtual clock jumps " + human_duration(event.amount);
+  } else if (event.kind == EventKind::violation) {
+    css_class = "b-violation";
+    label = "‼ VIOLATION  " + event.detail;
+  }
+  std::string out = "<rect class=\"band " + css_class + "\" x=\"2\" y=\"" + num(y + 2) +
+                    "\" width=\"" + num(lanes.width() - 4) + "\" height=\"" +
+                    num(kRowHeight - 4) + "\" rx=\"5\"/>";
+  out += svg_text(kTimeColumnWidth + 6, y + kRowHeight / 2 + 5, "start", "bandlbl " + css_class,
+                  label);
+  return out;
+}
+
+bool is_band(EventKind kind) {
+  return kind == EventKind::step || kind == EventKind::advance || kind == EventKind::violation;
+}
+
+std::string render_row(const TraceEvent& event, const Lanes& lanes, size_t index, int y,
+                       int step_number, bool show_time) {
+  std::string out = "<g class=\"ev k-" + std::string(event_kind_name(event.kind)) +
+                    "\" data-i=\"" + std::to_string(index) + "\"><title>" +
+                    event_tooltip(event) + "</title>";
+  out += "<rect class=\"hit\" x=\"0\" y=\"" + num(y) + "\" width=\"" + num(lanes.width()) +
+         "\" height=\"" + num(kRowHeight) + "\"/>";
+  if (show_time) {
+    out += svg_text(kTimeColumnWidth - 10, y + kRowHeight / 2 + 5, "end", "time",
+                    std::to_string(event.time_ms) + " ms");
+  }
+  if (is_band(event.kind)) {
+    out += render_band(event, lanes, y, step_number);
+  } else if (is_message_event(event.kind)) {
+    out += render_arrow(event, lanes, y);
+  } else {
+    out += render_marker(event, lanes, y);
+  }
+  return out + "</g>\n";
+}
+
+std::string svg_defs() {
+  return "<defs>"
+         "<marker id=\"head\" viewBox=\"0 0 10 10\" refX=\"9\" refY=\"5\" markerWidth=\"7\" "
+         "markerHeight=\"7\" orient=\"auto-start-reverse\"><path d=\"M0,0 L10,5 L0,10 z\" "
+         "fill=\"context-stroke\"/></marker>"
+         "<marker id=\"cross\" viewBox=\"0 0 10 10\" refX=\"5\" refY=\"5\" markerWidth=\"9\" "
+         "markerHeight=\"9\"><path d=\"M1,1 L9,9 M9,1 L1,9\" stroke=\"#e03131\" "
+         "stroke-width=\"2.2\"/></marker>"
+         "</defs>";
+}
+
+// The lane headers are a separate SVG above the scrolling body, so that they stay in view.
+std::string render_lane_header(const Lanes& lanes) {
+  std::string out = "<svg class=\"lanes-head\" viewBox=\"0 0 " + num(lanes.width()) + " " +
+                    num(kHeaderHeight) + "\" preserveAspectRatio=\"xMinYMin meet\">";
+  out += svg_text(kTimeColumnWidth - 10, kHeaderHeight / 2 + 5, "end", "time", "time");
+  for (int lane = 0; lane < lanes.count(); ++lane) {
+    const std::string& name = lanes.names[static_cast<size_t>(lane)];
+    const int box_width = kLaneGap - 24;
+    out += "<rect class=\"lanebox\" x=\"" + num(lanes.x(lane) - box_width / 2) +
+           "\" y=\"8\" width=\"" + num(box_width) + "\" height=\"" + num(kHeaderHeight - 16) +
+           "\" rx=\"8\" fill=\"" + lane_colour(name) + "\"/>";
+    out += svg_text(lanes.x(lane), kHeaderHeight / 2 + 5, "middle", "lanename", name);
+  }
+  return out + "</svg>";
+}
+
+std::string render_swimlanes(const RunResult& result, const Lanes& lanes) {
+  const int height = kBodyPadding * 2 + static_cast<int>(result.events.size()) * kRowHeight;
+  std::string out = "<svg id=\"swimlanes\" class=\"swimlanes\" viewBox=\"0 0 " +
+                    num(lanes.width()) + " " + num(height) + "\" role=\"img\" aria-label=\"" +
+                    "sequence diagram of the run\">" + svg_defs();
+  for (int lane = 0; lane < lanes.count(); ++lane) {
+    out += "<line class=\"lane\" x1=\"" + num(lanes.x(lane)) + "\" y1=\"0\" x2=\"" +
+           num(lanes.x(lane)) + "\" y2=\"" + num(height) + "\" stroke=\"" +
+           lane_colour(lanes.names[static_cast<size_t>(lane)]) + "\"/>";
+  }
+  int step_number = 0;
+  int64_t last_time_ms = -1;
+  for (size_t i = 0; i < result.events.size(); ++i) {
+    const TraceEvent& event = result.events[i];
+    if (event.kind == EventKind::step) ++step_number;
+    const int y = kBodyPadding + static_cast<int>(i) * kRowHeight;
+    out += render_row(event, lanes, i, y, step_number, event.time_ms != last_time_ms);
+    last_time_ms = event.time_ms;
+  }
+  return out + "</svg>";
+}
+
+// ---- tables -----------------------------------------------------------------------------------
+
+std::string cell(std::string_view text, std::string_view css_class = "") {
+  if (css_class.empty()) return "<td>" + escape_html(text) + "</td>";
+  return "<td class=\"" + std::string(css_class) + "\">" + escape_html(text) + "</td>";
+}
+
+std::string signed_text(int64_t amount) {
+  return (amount > 0 ? "+" : "") + std::to_string(amount);
+}
+
+std::string balances_table(const RunResult& result) {
+  std::string out = "<section class=\"card\"><h2>Balances</h2><table><thead><tr><th>account</th>"
+                    "<th class=\"n\">opening</th><th class=\"n\">final</th><th class=\"n\">change"
+                    "</th></tr></thead><tbody>";
+  for (const auto& [account, final_balance] : result.balances) {
+    const auto opening = result.opening_balances.find(account);
+    const int64_t start = opening == result.opening_balances.end() ? 0 : opening->second;
+    const int64_t change = final_balance - start;
+    out += "<tr>" + cell(account) + cell(std::to_string(start), "n") +
+           cell(std::to_string(final_balance), "n") +
+           cell(change == 0 ? "" : signed_text(change), change < 0 ? "n neg" : "n pos") + "</tr>";
+  }
+  return out + "</tbody></table></section>";
+}
+
+std::string transfers_table(const RunResult& result) {
+  std::string out = "<section class=\"card\"><h2>Transfers</h2><table><thead><tr><th>transfer</th>"
+                    "<th class=\"n\">amount</th><th>saga state</th></tr></thead><tbody>";
+  for (const auto& [id, state] : result.transfers) {
+    const auto amount = result.transfer_amounts.find(id);
+    const std::string name(saga_state_name(state));
+    out +=
+        "<tr>" + cell(id) +
+        cell(amount == result.transfer_amounts.end() ? "" : std::to_string(amount->second), "n") +
+        cell(name, is_terminal(state) ? "state" : "state open") + "</tr>";
+  }
+  return out + "</tbody></table></section>";
+}
+
+std::string invariants_table(const RunResult& result) {
+  std::string out = "<section class=\"card\"><h2>Invariants</h2><table><tbody>";
+  for (size_t i = 0; i < kInvariantCount; ++i) {
+    if (!result.invariant_applies[i]) continue;
+    const auto invariant = static_cast<Invariant>(i);
+    const auto broken = std::find_if(result.violations.begin(), result.violations.end(),
+                                     [&](const Violation& v) { return v.invariant == invariant; });
+    const bool held = broken == result.violations.end();
+    out += "<tr>" + cell(invariant_name(invariant), "mono") +
+           cell(held ? "held" : "VIOLATED", held ? "ok" : "bad") +
+           cell(held ? "" : broken->detail + " (at " + std::to_string(broken->time_ms) + " ms)") +
+           "</tr>";
+  }
+  return out + "</tbody></table></section>";
+}
+
+std::string expectations_table(const RunResult& result) {
+  std::string out = "<section class=\"card\"><h2>Expectations</h2><table><tbody>";
+  if (result.expectations.empty()) out += "<tr><td>none stated</td></tr>";
+  for (const ExpectationResult& expectation : result.expectations) {
+    out += "<tr>" + cell(expectation.what, "mono") +
+           cell(expectation.ok ? "ok" : "FAILED", expectation.ok ? "ok" : "bad") +
+           cell(expectation.detail) + "</tr>";
+  }
+  return out + "</tbody></table></section>";
+}
+
+std::string counters_line(const RunResult& result) {
+  const Stats& s = result.stats;
+  auto item = [](std::string_view name, int64_t value) {
+    return "<span><b>" + std::to_string(value) + "</b> " + std::string(name) + "</span>";
+  };
+  return "<section class=\"card wide counters\">" + item("published", s.published) +
+         item("deliveries", s.deliveries) + item("redelivered", s.redeliveries) +
+         item("acks", s.acks) + item("dedupe hits", s.dedupe_hits) + item("effects", s.effects) +
+         item("crashes", s.crashes) + item("transactions", s.transactions) +
+         item("dead-lettered", s.dead_lettered) + item("virtual ms", result.virtual_ms) +
+         "</section>";
+}
+
+// ---- page -------------------------------------------------------------------------------------
+
+// The page's only style sheet and script. They are inline so that the file works offline,
+// from a USB stick on a classroom projector.
+constexpr const char* kStyle = R"CSS(
+:root{--ink:#1f2430;--muted:#5c677d;--line:#dee2e6;--bg:#f4f6f9}
+*{box-sizing:border-box}
+body{margin:0;font:17px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,"DejaVu Sans",sans-serif;color:var(--ink);background:var(--bg)}
+header{padding:16px 28px 10px;background:#fff;border-bottom:1px solid var(--line)}
+.titlebar{display:flex;align-items:center;gap:16px}
+h1{font-size:28px;margin:0;line-height:1.2}
+.verdict{font-weight:800;padding:2px 14px;border-radius:6px;color:#fff;font-size:18px;letter-spacing:.05em}
+.verdict.pass{background:#2b8a3e}.verdict.fail{background:#c92a2a}
+.meta{color:var(--muted);margin:2px 0 6px;font-size:14px;font-family:"DejaVu Sans Mono",monospace}
+.description{margin:6px 0;max-width:1150px}
+.lesson{margin:8px 0 4px;padding:8px 14px;background:#fff9db;border-left:5px solid #f59f00;max-width:1150px;border-radius:0 6px 6px 0}
+.lesson b{color:#a05a00;margin-right:6px}
+.controls{position:sticky;top:0;z-index:5;display:flex;align-items:center;gap:8px;padding:8px 28px;background:#1f2430;color:#fff}
+.controls button{font:inherit;font-size:16px;min-width:44px;padding:4px 10px;border:0;border-radius:6px;background:#3b4252;color:#fff;cursor:pointer}
+.controls button:hover{background:#4c566a}
+.controls .play{min-width:96px;background:#1971c2}
+#scrub{width:200px;accent-color:#ffd43b}
+.counter{font-family:"DejaVu Sans Mono",monospace;font-size:14px;min-width:150px;color:#ced4da}
+.now{flex:1;min-width:0;font-family:"DejaVu Sans Mono",monospace;font-size:15px;white-space:nowrap;overflow:hidden;text-overflow:ellipsis;color:#ffe066}
+.stage{display:grid;grid-template-columns:minmax(0,1fr) 330px;gap:16px;padding:14px 28px}
+.diagram{background:#fff;border:1px solid var(--line);border-radius:10px;overflow:hidden;align-self:start}
+.lanes-head{display:block;width:100%;border-bottom:1px solid var(--line)}
+.scroller{max-height:calc(100vh - 130px);overflow-y:auto}
+.swimlanes{display:block;width:100%}
+svg text{font-family:system-ui,"DejaVu Sans",sans-serif;font-size:14px;fill:var(--ink)}
+.lanename{fill:#fff;font-weight:700;font-size:15px}
+.lane{stroke-width:1.5;stroke-dasharray:5 5;opacity:.5}
+.time{fill:#868e96;font-size:12px;font-family:"DejaVu Sans Mono",monospace}
+.hit{fill:transparent}
+.ev{cursor:pointer}
+.ev:hover .hit{fill:#f1f3f5}
+.ev.cur .hit{fill:#ffec99}
+.stepping .ev.future{opacity:.15}
+.lbl{paint-order:stroke;stroke:#fff;stroke-width:4px;stroke-linejoin:round}
+.ev:hover .lbl{stroke:#f1f3f5}.ev.cur .lbl{stroke:#ffec99}
+.arrow{stroke-width:2;stroke:#495057}
+lineline.a-request{stroke:#5c677d}
+line.a-publish{stroke:#7048e8}.lbl.a-publish{fill:#5f3dc4}
+line.a-deliver{stroke:#1971c2}.lbl.a-deliver{fill:#1864ab}
+line.a-redeliver{stroke:#e8590c;stroke-width:3}.lbl.a-redeliver{fill:#d9480f;font-weight:700}
+line.a-operator{stroke:#c92a2a;stroke-width:2.5}.lbl.a-operator{fill:#c92a2a;font-weight:700}
+line.a-ack{stroke:#2f9e44;stroke-dasharray:6 4}.lbl.a-ack{fill:#2b8a3e}
+line.a-confirm{stroke:#868e96;stroke-dasharray:6 4}.lbl.a-confirm{fill:#5c677d}
+line.a-lost{stroke:#e03131;stroke-dasharray:3 4}.lbl.a-lost{fill:#e03131;font-weight:700}
+.dot{stroke:#fff;stroke-width:2}
+.sym{fill:#fff;font-weight:700;font-size:13px}
+.m-debit{fill:#e03131}.lbl.m-debit{fill:#c92a2a;font-weight:700;font-size:15px}
+.m-credit{fill:#2f9e44}.lbl.m-credit{fill:#2b8a3e;font-weight:700;font-size:15px}
+.m-dedupe{fill:#0c8599}.lbl.m-dedupe{fill:#0b7285;font-weight:700}
+.m-crash{fill:#c92a2a}.lbl.m-crash{fill:#c92a2a;font-weight:800}
+.m-restart{fill:#2f9e44}.lbl.m-restart{fill:#2b8a3e;font-weight:700}
+.m-warn{fill:#f08c00}.lbl.m-warn{fill:#d9480f}
+.m-saga{fill:#7048e8}.lbl.m-saga{fill:#5f3dc4}
+.m-note{fill:#868e96}.lbl.m-note{fill:#495057}
+.band{stroke-width:1}
+.bandlbl{font-weight:700;font-size:15px}
+.band.b-step{fill:#e7f0fb;stroke:#a5c8f0}.bandlbl.b-step{fill:#1c3d6e}
+.band.b-advance{fill:#f8f9fa;stroke:#adb5bd;stroke-dasharray:5 4}.bandlbl.b-advance{fill:#495057}
+.band.b-violation{fill:#c92a2a;stroke:#a51111}.bandlbl.b-violation{fill:#fff}
+.ev.cur .band{stroke:#f59f00;stroke-width:3}
+.panel{position:sticky;top:62px;align-self:start;background:#fff;border:1px solid var(--line);border-radius:10px;padding:8px 16px 10px}
+.panel h2{font-size:14px;margin:10px 0 4px;text-transform:uppercase;letter-spacing:.06em;color:var(--muted)}
+.panel h2 small{text-transform:none;letter-spacing:0;font-weight:400}
+.panel table{width:100%;border-collapse:collapse;font-size:17px}
+.panel td{padding:3px 6px;border-bottom:1px solid #f1f3f5}
+.panel td.n{text-align:right;font-family:"DejaVu Sans Mono",monospace}
+.panel tr.changed td{background:#ffec99;font-weight:700}
+.panel .fields td{font-size:13px;font-family:"DejaVu Sans Mono",monospace;word-break:break-all}
+.panel .fields td:first-child{color:var(--muted);white-space:nowrap;width:1%}
+.hint{font-size:12px;color:var(--muted);margin:10px 0 0}
+.results{display:grid;grid-template-columns:1fr 1fr;gap:16px;padding:0 28px 16px}
+@media (max-width:900px){.results,.stage{grid-template-columns:1fr}}
+.card{background:#fff;border:1px solid var(--line);border-radius:10px;padding:10px 16px;min-width:0;overflow-x:auto}
+.card h2{font-size:19px;margin:4px 0 8px}
+.card table{width:100%;border-collapse:collapse}
+.card th{text-align:left;font-size:13px;color:var(--muted);font-weight:600;border-bottom:2px solid var(--line);padding:4px 6px}
+.card td{padding:5px 6px;border-bottom:1px solid #f1f3f5;vertical-align:top;overflow-wrap:break-word}
+.n{text-align:right;font-variant-numeric:tabular-nums}
+.neg{color:#c92a2a}.pos{color:#2b8a3e}
+.ok{color:#2b8a3e;font-weight:700}.bad{color:#c92a2a;font-weight:800}
+.state{font-weight:700}.state.open{color:#e8590c}
+.mono{font-family:"DejaVu Sans Mono",monospace;font-size:14px}
+.mono,.ok,.bad,.state{white-space:nowrap}
+.wide{grid-column:1/-1}
+.counters{display:flex;flex-wrap:wrap;gap:6px 24px;font-size:15px;color:var(--muted)}
+.counters b{color:var(--ink);font-size:18px}
+footer{padding:0 28px 24px;color:var(--muted);font-size:13px;font-family:"DejaVu Sans Mono",monospace}
+@media print{.controls,.panel{display:none}.scroller{max-height:none}.stage{grid-template-columns:1fr}}
+)CSS";
+
+constexpr const char* kScript = R"JS(
+(function () {
+  'use strict';
+  var data = JSON.parse(document.getElementById('run-data').textContent);
+  var events = data.events, count = events.length, cur = -1, timer = null;
+  var byId = function (id) { return document.getElementById(id); };
+  var svg = byId('swimlanes'), scroller = byId('scroller'), scrub = byId('scrub');
+  var rows = Array.prototype.slice.call(svg.querySelectorAll('g.ev'));
+  scrub.max = String(count - 1);
+
+  function esc(text) {
+    return String(text).replace(/[&<>"]/g, function (c) {
+      return {'&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;'}[c];
+    });
+  }
+
+  // Balances and saga states after event `upto`, replayed from the opening balances.
+  function stateAt(upto) {
+    var state = {balances: Object.assign({}, data.opening), sagas: {},
+                 account: null, transfer: null};
+    data.transfers.forEach(function (id) { state.sagas[id] = '—'; });
+    for (var i = 0; i <= upto; i++) {
+      var e = events[i];
+      if (e.kind === 'effect') {
+        state.balances[e.account] = (state.balances[e.account] || 0) + (e.amount || 0);
+        if (i === upto) state.account = e.account;
+      } else if (e.kind === 'request') {
+        state.sagas[e.transfer] = 'REQUESTED';
+      } else if (e.kind === 'saga') {
+        var parts = (e.detail || '').split('->');
+        state.sagas[e.transfer] = parts[parts.length - 1];
+        if (i === upto) state.transfer = e.transfer;
+      }
+    }
+    return state;
+  }
+
+  function tableRows(map, highlight) {
+    return Object.keys(map).map(function (key) {
+      return '<tr' + (key === highlight ? ' class="changed"' : '') + '><td>' + esc(key) +
+             '</td><td class="n">' + esc(map[key]) + '</td></tr>';
+    }).join('');
+  }
+
+  function showFields(e) {
+    if (!e) { byId('live-event').innerHTML = ''; return; }
+    byId('live-event').innerHTML = Object.keys(e).map(function (key) {
+      return '<tr><td>' + esc(key) + '</td><td>' + esc(e[key]) + '</td></tr>';
+    }).join('');
+  }
+
+  // Keeps the current row in view inside the diagram's own scroll box.
+  function reveal(row) {
+    var r = row.getBoundingClientRect(), s = scroller.getBoundingClientRect();
+    if (r.top < s.top + 20 || r.bottom > s.bottom - 20) {
+      scroller.scrollTop += r.top - s.top - s.height / 2;
+    }
+  }
+
+  function render(scroll) {
+    svg.classList.toggle('stepping', cur >= 0);
+    rows.forEach(function (row, i) {
+      row.classList.toggle('cur', i === cur);
+      row.classList.toggle('future', cur >= 0 && i > cur);
+    });
+    var state = stateAt(cur);
+    byId('live-balances').innerHTML = tableRows(state.balances, state.account);
+    byId('live-sagas').innerHTML = tableRows(state.sagas, state.transfer);
+    byId('bal-when').textContent = cur < 0 ? '(opening)' : '(at ' + events[cur].t + ' ms)';
+    byId('counter').textContent =
+        cur < 0 ? count + ' events' : 'event ' + (cur + 1) + ' / ' + count;
+    byId('now').textContent = cur < 0 ? 'press → or ▶ play to step through the run'
+                                      : events[cur].t + ' ms  ' + data.text[cur];
+    scrub.value = String(cur);
+    showFields(events[cur]);
+    if (scroll && cur >= 0) reveal(rows[cur]);
+  }
+
+  function go(index) {
+    cur = Math.max(-1, Math.min(count - 1, index));
+    render(true);
+  }
+
+  function stepBoundary(direction) {
+    for (var i = cur + direction; i >= 0 && i < count; i += direction) {
+      if (events[i].kind === 'step') return i;
+    }
+    return direction > 0 ? count - 1 : -1;
+  }
+
+  function stop() {
+    if (timer !== null) clearInterval(timer);
+    timer = null;
+    byId('b-play').textContent = '▶ play';
+  }
+
+  function play() {
+    if (timer !== null) { stop(); return; }
+    if (cur >= count - 1) cur = -1;
+    byId('b-play').textContent = '❚❚ pause';
+    timer = setInterval(function () {
+      if (cur >= count - 1) { stop(); return; }
+      go(cur + 1);
+    }, 900);
+  }
+
+  function button(id, action) {
+    byId(id).addEventListener('click', function () { action(); this.blur(); });
+  }
+  button('b-first', function () { stop(); go(-1); });
+  button('b-prev', function () { stop(); go(cur - 1); });
+  button('b-next', function () { stop(); go(cur + 1); });
+  button('b-last', function () { stop(); go(count - 1); });
+  button('b-play', play);
+  scrub.addEventListener('input', function () { stop(); go(Number(scrub.value)); });
+  rows.forEach(function (row, i) {
+    row.addEventListener('click', function () { stop(); go(i); });
+  });
+  document.addEventListener('keydown', function (event) {
+    if (event.target === scrub || event.altKey || event.ctrlKey || event.metaKey) return;
+    var keys = {
+      ArrowRight: function () { go(event.shiftKey ? stepBoundary(1) : cur + 1); },
+      ArrowLeft: function () { go(event.shiftKey ? stepBoundary(-1) : cur - 1); },
+      Home: function () { go(-1); },
+      End: function () { go(count - 1); }
+    };
+    if (event.key === ' ') { event.preventDefault(); play(); return; }
+    if (!keys[event.key]) return;
+    event.preventDefault();
+    stop();
+    keys[event.key]();
+  });
+  // A link can open the page at one moment of the run: report.html#event-12.
+  var wanted = /^#event-(\d+)$/.exec(window.location.hash);
+  if (wanted) { go(Number(wanted[1]) - 1); } else { render(false); }
+})();
+)JS";
+
+std::string page_header(const RunResult& result) {
+  const std::string verdict = result.passed ? "PASS" : "FAIL";
+  std::string out = "<header><div class=\"titlebar\"><h1>" +
+                    escape_html(result.title.empty() ? result.name : result.title) +
+                    "</h1><span class=\"verdict " + (result.passed ? "pass" : "fail") + "\">" +
+                    verdict + "</span></div>";
+  out += "<p class=\"meta\">" + escape_html(result.name) + " · seed " +
+         std::to_string(result.seed) + (result.trace_hash.empty() ? "" : " · trace " +
+         escape_html(result.trace_hash)) + "</p>";
+  if (!result.description.empty()) {
+    out += "<p class=\"description\">" + escape_html(result.description) + "</p>";
+  }
+  if (!result.lesson.empty()) {
+    out += "<p class=\"lesson\"><b>Lesson</b> " + escape_html(result.lesson) + "</p>";
+  }
+  return out + "</header>";
+}
+
+std::string controls() {
+  return "<nav class=\"controls\" id=\"controls\">"
+         "<button id=\"b-first\" title=\"start (Home)\">⇤</button>"
+         "<button id=\"b-prev\" title=\"previous event (←)\">◀</button>"
+         "<button id=\"b-play\" class=\"play\" title=\"play / pause (space)\">▶ play</button>"
+         "<button id=\"b-next\" title=\"next event (→)\">▶</button>"
+         "<button id=\"b-last\" title=\"end (End)\">⇥</button>"
+         "<input id=\"scrub\" type=\"range\" min=\"-1\" value=\"-1\" aria-label=\"position\">"
+         "<span id=\"counter\" class=\"counter\"></span>"
+         "<div id=\"now\" class=\"now\"></div></nav>";
+}
+
+std::string side_panel() {
+  return "<aside class=\"panel\"><h2>Balances <small id=\"bal-when\"></small></h2>"
+         "<table id=\"live-balances\"></table><h2>Transfers</h2>"
+         "<table id=\"live-sagas\"></table><h2>Event</h2><table id=\"live-event\" "
+         "class=\"fields\"></table><p class=\"hint\">← → step · shift+← → jump a step · space "
+         "play · click a row</p></aside>";
+}
+
+}  // namespace
+
+std::string render_html(const RunResult& result) {
+  const Lanes lanes{diagram_participants(result)};
+  std::string out = "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+                    "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
+                    "<title>" + escape_html(result.title.empty() ? result.name : result.title) +
+                    " · inboxsim</title><style>" + kStyle + "</style></head><body>\n";
+  out += page_header(result) + controls();
+  out += "<main class=\"stage\"><div class=\"diagram\">" + render_lane_header(lanes) +
+         "<div class=\"scroller\" id=\"scroller\">" + render_swimlanes(result, lanes) +
+         "</div></div>" + side_panel() + "</main>\n";
+  out += "<section class=\"results\">" + balances_table(result) + transfers_table(result) +
+         invariants_table(result) + expectations_table(result) + counters_line(result) +
+         "</section>\n";
+  out += "<footer>" + escape_html(verdict_line(result)) + " · drawn by inboxsim</footer>\n";
+  out += "<script type=\"application/json\" id=\"run-data\">" + run_data_json(result) +
+         "</script>\n<script>" + kScript + "</script>\n</body></html>\n";
+  return out;
+}
+
+}  // namespace inboxsim

@@ -1,0 +1,20 @@
+// A run as one self-contained HTML page for a classroom: a swimlane sequence diagram that can be
+// stepped through event by event, live balances and saga states, and the run's verdicts.
+//
+// The page works from a file:// URL with no network: styles and the script are inline, the
+// diagram is server-drawn SVG (so it shows even with scripts off), and the events are embedded
+// as JSON in a non-executed <script type="application/json"> block, with every `<` escaped so
+// that no event text can close it.
+#pragma once
+
+#include <string>
+
+#include "scenario/result.h"
+
+namespace inboxsim {
+
+// Returns the complete HTML document. Uses result.events (the run must have kept its trace),
+// the title, description, lesson, balances, transfers, invariant verdicts and expectations.
+std::string render_html(const RunResult& result);
+
+}  // namespace inboxsim

@@ -1,0 +1,229 @@
+#include "report/mermaid.h"
+
+#include <algorithm>
+#include <cctype>
+
+#include "report/narrate.h"
+
+namespace inboxsim {
+
+namespace {
+
+// Step groups alternate between two pale colours so that consecutive steps stay apart.
+constexpr std::string_view kStepColours[] = {"rgb(232, 240, 252)", "rgb(240, 246, 234)"};
+
+// Mermaid's lexer ends a message at `;`, `#` and a newline, and treats `<`/`>` as markup, so
+// they become entity codes (Mermaid decodes `#NN;` before drawing).
+std::string escape_label(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  for (const char c : text) {
+    switch (c) {
+      case ';': out += "#59;"; break;
+      case '#': out += "#35;"; break;
+      case '<': out += "#60;"; break;
+      case '>': out += "#62;"; break;
+      case '\n':
+      case '\r': out += ' '; break;
+      default: out.push_back(c);
+    }
+  }
+  return out;
+}
+
+// "transfer-service" becomes "TransferService": an identifier that cannot collide with a
+// Mermaid keyword (they are all lower case) and contains no `-`, which the lexer reads as an
+// arrow.
+std::string participant_id(std::string_view name) {
+  std::string id;
+  bool upper = true;
+  for (const char c : name) {
+    if (std::isalnum(static_cast<unsigned char>(c)) == 0) {
+      upper = true;
+      continue;
+    }
+    id.push_back(upper ? static_cast<char>(std::toupper(static_cast<unsigned char>(c))) : c);
+    upper = false;
+  }
+  return id.empty() ? "Unknown" : id;
+}
+
+std::string message_label(const TraceEvent& event) {
+  std::string label(event.type);
+  if (!event.transfer.empty()) label += " " + event.transfer;
+  return label;
+}
+
+std::string arrow_label(const TraceEvent& event) {
+  const std::string tag = " tag " + std::to_string(event.delivery_tag);
+  switch (event.kind) {
+    case EventKind::request:
+      return "request " + event.transfer + " " + event.detail + " " + std::to_string(event.amount);
+    case EventKind::publish:
+      return "publish " + message_label(event) + " (" + event.message_id + ")" +
+             (event.service == participant::operator_ ? " copy by hand" : "");
+    case EventKind::deliver:
+      return "deliver " + message_label(event) + " (" + event.message_id + ")" + tag +
+             (event.redelivered
+                  ? " REDELIVERED (delivery " + std::to_string(event.delivery_count) + ")"
+                  : "");
+    case EventKind::ack: return "ack" + tag;
+    case EventKind::ack_lost: return "ack" + tag + " LOST";
+    case EventKind::nack: return "nack" + tag + (event.detail.empty() ? "" : ": " + event.detail);
+    case EventKind::confirm: return "confirm " + event.message_id;
+    case EventKind::confirm_lost: return "confirm " + event.message_id + " LOST";
+    default: return {};
+  }
+}
+
+// Solid arrows carry work, dashed ones answer it; a cross marks what never arrived.
+std::string_view arrow_shape(EventKind kind) {
+  switch (kind) {
+    case EventKind::ack:
+    case EventKind::confirm: return "-->>";
+    case EventKind::ack_lost:
+    case EventKind::confirm_lost: return "--x";
+    case EventKind::nack: return "-x";
+    default: return "->>";
+  }
+}
+
+// What a `Note over` says for an event that happens inside one participant.
+std::string note_text(const TraceEvent& event) {
+  switch (event.kind) {
+    case EventKind::effect:
+      return event.account + " " + (event.amount > 0 ? "+" : "") + std::to_string(event.amount) +
+             " (" + event.detail + " " + event.transfer + ")";
+    case EventKind::dedupe_hit:
+      return "dedupe hit " + event.message_id + ": " + event.detail + ", acked without effect";
+    case EventKind::crash:
+      return "CRASH at " + event.detail +
+             (event.type.empty() ? "" : " handling " + message_label(event));
+    case EventKind::restart: return "restart with committed data";
+    case EventKind::dead_letter:
+      return "DEAD-LETTERED " + message_label(event) + " (" + event.message_id + ")";
+    case EventKind::violation: return "VIOLATION " + event.detail;
+    case EventKind::requeue: return "requeue " + event.message_id + ": " + event.detail;
+    case EventKind::connection_closed: return "connection to broker closed: " + event.detail;
+    case EventKind::saga: return "saga " + event.transfer + ": " + event.detail;
+    default: return describe_event(event);
+  }
+}
+
+class MermaidWriter {
+ public:
+  explicit MermaidWriter(const RunResult& result)
+      : result_(result), participants_(diagram_participants(result)) {}
+
+  std::string render() {
+    out_ += "sequenceDiagram\n";
+    if (!result_.title.empty()) out_ += "    title " + escape_label(result_.title) + "\n";
+    for (const std::string& name : participants_) {
+      out_ += "    participant " + participant_id(name) + " as " + escape_label(name) + "\n";
+    }
+    for (const TraceEvent& event : result_.events) write_event(event);
+    close_step();
+    return std::move(out_);
+  }
+
+ private:
+  void write_event(const TraceEvent& event) {
+    if (event.kind == EventKind::step) {
+      open_step(event);
+    } else if (is_message_event(event.kind)) {
+      line(participant_id(event.service) + std::string(arrow_shape(event.kind)) +
+           participant_id(event.target) + ": " + escape_label(arrow_label(event)));
+    } else {
+      line("Note " + note_place(event) + ": " + escape_label(note_text(event)));
+    }
+  }
+
+  // Events about the whole run span the diagram; the rest sit on their own participant.
+  std::string note_place(const TraceEvent& event) const {
+    const bool whole_run = event.kind == EventKind::violation || event.kind == EventKind::advance ||
+                           event.service.empty();
+    if (whole_run) return "over " + span();
+    return "over " + participant_id(event.service);
+  }
+
+  std::string span() const {
+    return participant_id(participants_.front()) + "," + participant_id(participants_.back());
+  }
+
+  void open_step(const TraceEvent& event) {
+    close_step();
+    ++step_count_;
+    const auto colour = kStepColours[static_cast<size_t>(step_count_ % 2)];
+    line("rect " + std::string(colour));
+    in_step_ = true;
+    line("Note over " + span() + ": " +
+         escape_label("Step " + std::to_string(step_count_) + " · " + event.detail));
+  }
+
+  void close_step() {
+    if (!in_step_) return;
+    in_step_ = false;
+    line("end");
+  }
+
+  void line(const std::string& text) {
+    out_ += in_step_ && text != "end" ? "        " : "    ";
+    out_ += text;
+    out_ += '\n';
+  }
+
+  const RunResult& result_;
+  std::vector<std::string> participants_;
+  std::string out_;
+  int64_t step_count_ = 0;
+  bool in_step_ = false;
+};
+
+}  // namespace
+
+bool is_message_event(EventKind kind) {
+  switch (kind) {
+    case EventKind::request:
+    case EventKind::publish:
+    case EventKind::deliver:
+    case EventKind::ack:
+    case EventKind::ack_lost:
+    case EventKind::nack:
+    case EventKind::confirm:
+    case EventKind::confirm_lost: return true;
+    default: return false;
+  }
+}
+
+std::vector<std::string> diagram_participants(const RunResult& result) {
+  std::vector<std::string> seen;
+  auto note = [&seen](std::string_view name) {
+    if (!name.empty() && std::find(seen.begin(), seen.end(), name) == seen.end()) {
+      seen.emplace_back(name);
+    }
+  };
+  for (const TraceEvent& event : result.events) {
+    if (event.kind == EventKind::step || event.kind == EventKind::advance) continue;
+    note(event.service);
+    note(event.target);
+  }
+  const std::string_view always[] = {participant::client, participant::transfer_service,
+                                     participant::relay, participant::broker,
+                                     participant::account_service};
+  std::vector<std::string> order;
+  for (const std::string_view name : always) {
+    order.emplace_back(name);
+    if (name == participant::transfer_service &&
+        std::find(seen.begin(), seen.end(), participant::notifications) != seen.end()) {
+      order.emplace_back(participant::notifications);
+    }
+  }
+  for (const std::string& name : seen) {
+    if (std::find(order.begin(), order.end(), name) == order.end()) order.push_back(name);
+  }
+  return order;
+}
+
+std::string render_mermaid(const RunResult& result) { return MermaidWriter(result).render(); }
+
+}  // namespace inboxsim

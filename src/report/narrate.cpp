@@ -1,0 +1,340 @@
+#include "report/narrate.h"
+
+#include <algorithm>
+#include <ostream>
+#include <string_view>
+
+#include "sim/assert.h"
+
+namespace inboxsim {
+
+namespace {
+
+// ANSI styles. Kept few and distinct so that a projector or a dim terminal still shows them.
+constexpr std::string_view kBold = "1";
+constexpr std::string_view kDim = "2";
+constexpr std::string_view kRed = "1;31";
+constexpr std::string_view kGreen = "32";
+constexpr std::string_view kBoldGreen = "1;32";
+constexpr std::string_view kYellow = "33";
+constexpr std::string_view kCyan = "36";
+constexpr std::string_view kMagenta = "35";
+constexpr std::string_view kInverseRed = "1;37;41";
+
+std::string signed_amount(int64_t amount) {
+  return (amount > 0 ? "+" : "") + std::to_string(amount);
+}
+
+// "Transfer.Requested t1 (m-3)" with the parts that are present.
+std::string message_ref(const TraceEvent& event) {
+  std::string text(event.type);
+  if (!event.transfer.empty()) text += (text.empty() ? "" : " ") + event.transfer;
+  if (!event.message_id.empty()) text += " (" + event.message_id + ")";
+  return text;
+}
+
+std::string arrow(const TraceEvent& event) {
+  return std::string(event.service) + " → " + std::string(event.target) + "  ";
+}
+
+std::string describe_deliver(const TraceEvent& event) {
+  std::string text = arrow(event) + "deliver " + std::string(event.type) + " " + event.transfer +
+                     " (" + event.message_id + ", tag " + std::to_string(event.delivery_tag) + ")";
+  // A redelivery is the whole point of the pattern, so it is flagged in capitals.
+  if (event.redelivered) {
+    text += "  REDELIVERED (delivery #" + std::to_string(event.delivery_count) + ")";
+  }
+  return text;
+}
+
+std::string describe_publish(const TraceEvent& event) {
+  std::string text = arrow(event) + "publish " + message_ref(event);
+  if (!event.detail.empty()) text += "  → " + event.detail;
+  if (event.service == participant::operator_) text += "  (a copy by hand, same message id)";
+  return text;
+}
+
+std::string describe_ack(const TraceEvent& event, std::string_view verb) {
+  return arrow(event) + std::string(verb) + " tag " + std::to_string(event.delivery_tag) + "  " +
+         message_ref(event);
+}
+
+// "inbox: already consumed and delivered" becomes
+// "inbox: message m-3 already consumed and delivered, acked without effect".
+std::string describe_dedupe(const TraceEvent& event) {
+  std::string mechanism = "dedupe";
+  std::string reason = event.detail;
+  if (const size_t colon = event.detail.find(':'); colon != std::string::npos) {
+    mechanism = event.detail.substr(0, colon);
+    reason = event.detail.substr(std::min(colon + 2, event.detail.size()));
+  }
+  if (reason.empty()) reason = "is a duplicate";
+  return std::string(event.service) + "  " + mechanism + ": message " + event.message_id + " " +
+         reason + ", acked without effect";
+}
+
+std::string describe_effect(const TraceEvent& event) {
+  return event.account + "  " + signed_amount(event.amount) + "  (" + event.detail + " " +
+         event.transfer + ")";
+}
+
+std::string describe_crash(const TraceEvent& event) {
+  std::string text = "✖ CRASH  " + std::string(event.service) + " died at " + event.detail;
+  const std::string what = message_ref(event);
+  if (!what.empty()) text += " while handling " + what;
+  return text;
+}
+
+std::string describe_saga(const TraceEvent& event) {
+  std::string change = event.detail;
+  if (const size_t pos = change.find("->"); pos != std::string::npos) {
+    change.replace(pos, 2, " → ");
+  }
+  return std::string(event.service) + "  saga " + event.transfer + "  " + change;
+}
+
+std::string describe_messaging(const TraceEvent& event) {
+  switch (event.kind) {
+    case EventKind::request:
+      return arrow(event) + "request " + event.transfer + ": " + event.detail + " " +
+             std::to_string(event.amount);
+    case EventKind::publish: return describe_publish(event);
+    case EventKind::deliver: return describe_deliver(event);
+    case EventKind::ack: return describe_ack(event, "ack");
+    case EventKind::ack_lost: return describe_ack(event, "ack LOST on the wire,");
+    case EventKind::nack:
+      return describe_ack(event, "nack (requeue)") +
+             (event.detail.empty() ? "" : ": " + event.detail);
+    case EventKind::requeue:
+      return std::string(event.service) + "  requeue " + message_ref(event) + ": " + event.detail;
+    case EventKind::dead_letter:
+      return "☠ DEAD-LETTERED  " + message_ref(event) + ": " + event.detail;
+    case EventKind::confirm: return arrow(event) + "confirm " + message_ref(event);
+    case EventKind::confirm_lost:
+      return arrow(event) + "confirm LOST " + message_ref(event) + ", the relay will republish";
+    default: return {};
+  }
+}
+
+std::string describe_service_event(const TraceEvent& event) {
+  const std::string who(event.service);
+  switch (event.kind) {
+    case EventKind::dedupe_hit: return describe_dedupe(event);
+    case EventKind::effect: return describe_effect(event);
+    case EventKind::rejected:
+      return who + "  rejected " + event.transfer + " (" + event.account + "): " + event.detail;
+    case EventKind::saga: return describe_saga(event);
+    case EventKind::illegal_transition:
+      return who + "  state machine refused " + event.transfer + ": " + event.detail + " (" +
+             event.message_id + ")";
+    case EventKind::consumer_fault:
+      return who + "  FAULT on " + message_ref(event) + ": " + event.detail +
+             "; rolled back, will nack";
+    case EventKind::notification: return who + "  notify " + event.transfer + ": " + event.detail;
+    case EventKind::crash: return describe_crash(event);
+    case EventKind::restart: return "↻ RESTART  " + who + " is back with its committed data";
+    case EventKind::connection_closed:
+      return who + " ✕ " + std::string(event.target) + "  connection closed: " + event.detail;
+    case EventKind::index_dropped:
+      return "✂ INDEX DROPPED  " + event.detail + " (" + who + ")";
+    case EventKind::advance: return "⇥ clock jumps " + human_duration(event.amount);
+    case EventKind::cleanup:
+      return who + "  cleanup deleted " + std::to_string(event.amount) + " row(s)" +
+             (event.detail.empty() ? "" : ": " + event.detail);
+    case EventKind::violation: return "‼ VIOLATION  " + event.detail;
+    default: return {};
+  }
+}
+
+// The colour of a whole line: loud for what a teacher wants the class to notice.
+std::string_view line_style(const TraceEvent& event) {
+  switch (event.kind) {
+    case EventKind::deliver: return event.redelivered ? kYellow : std::string_view{};
+    case EventKind::ack_lost:
+    case EventKind::confirm_lost:
+    case EventKind::nack:
+    case EventKind::requeue:
+    case EventKind::connection_closed: return kYellow;
+    case EventKind::dedupe_hit: return kCyan;
+    case EventKind::effect: return kBold;
+    case EventKind::saga:
+    case EventKind::notification: return kMagenta;
+    case EventKind::crash:
+    case EventKind::dead_letter:
+    case EventKind::consumer_fault:
+    case EventKind::illegal_transition:
+    case EventKind::index_dropped: return kRed;
+    case EventKind::restart: return kBoldGreen;
+    case EventKind::violation: return kInverseRed;
+    default: return {};
+  }
+}
+
+size_t widest_key(const std::map<std::string, int64_t>& map) {
+  size_t width = 0;
+  for (const auto& [key, value] : map) width = std::max(width, key.size());
+  return width;
+}
+
+std::string pad(std::string text, size_t width) {
+  if (text.size() < width) text.append(width - text.size(), ' ');
+  return text;
+}
+
+std::string pad_left(std::string text, size_t width) {
+  if (text.size() < width) text.insert(0, width - text.size(), ' ');
+  return text;
+}
+
+}  // namespace
+
+std::string human_duration(int64_t ms) {
+  std::string text = std::to_string(ms) + " ms";
+  if (ms < 1000) return text;
+  const int64_t seconds = ms / 1000;
+  const int64_t hours = seconds / 3600;
+  const int64_t minutes = (seconds % 3600) / 60;
+  std::string human;
+  if (hours > 0) human += std::to_string(hours) + " h ";
+  if (hours > 0 || minutes > 0) human += std::to_string(minutes) + " min ";
+  human += std::to_string(seconds % 60) + " s";
+  return text + " (" + human + ")";
+}
+
+std::string describe_event(const TraceEvent& event) {
+  if (event.kind == EventKind::step) return "step: " + event.detail;
+  std::string text = describe_messaging(event);
+  if (text.empty()) text = describe_service_event(event);
+  INBOXSIM_ASSERT(!text.empty());
+  return text;
+}
+
+std::string verdict_line(const RunResult& result) {
+  std::string line = result.passed ? "PASS  " : "FAIL  ";
+  line += result.name.empty() ? result.file : result.name;
+  if (!result.title.empty()) line += ": " + result.title;
+  const auto failed = std::count_if(result.expectations.begin(), result.expectations.end(),
+                                    [](const ExpectationResult& e) { return !e.ok; });
+  line += "  (";
+  if (failed > 0) {
+    line += std::to_string(failed) + " of " + std::to_string(result.expectations.size()) +
+            " expectations failed, ";
+  }
+  line += "seed " + std::to_string(result.seed);
+  if (!result.trace_hash.empty()) line += ", trace " + result.trace_hash;
+  return line + ")";
+}
+
+Narrator::Narrator(std::ostream& out, NarratorOptions options) : out_(out), options_(options) {}
+
+void Narrator::set_opening_balances(const std::map<std::string, int64_t>& balances) {
+  running_balances_ = balances;
+  balances_known_ = true;
+}
+
+std::string Narrator::paint(std::string_view text, std::string_view ansi) const {
+  if (!options_.color || ansi.empty()) return std::string(text);
+  return "\x1b[" + std::string(ansi) + "m" + std::string(text) + "\x1b[0m";
+}
+
+void Narrator::on_event(const TraceEvent& event) {
+  if (options_.quiet) return;
+  if (event.kind == EventKind::step) {
+    print_step_header(event);
+  } else {
+    print_event_line(event);
+  }
+}
+
+void Narrator::print_step_header(const TraceEvent& event) {
+  ++step_count_;
+  const std::string header = "── step " + std::to_string(step_count_) + " · " + event.detail +
+                             "  (t = " + std::to_string(event.time_ms) + " ms)";
+  out_ << '\n' << paint(header, kBold) << '\n';
+}
+
+void Narrator::print_event_line(const TraceEvent& event) {
+  std::string text = describe_event(event);
+  // With the opening balances known, an effect line also shows where the balance ends up,
+  // which is what makes a double debit visible at a glance.
+  if (event.kind == EventKind::effect && balances_known_) {
+    running_balances_[event.account] += event.amount;
+    text += "  → " + std::to_string(running_balances_[event.account]);
+  }
+  const std::string time = pad_left(std::to_string(event.time_ms) + "ms", 9);
+  out_ << paint(time, kDim) << "  " << paint(text, line_style(event)) << '\n';
+}
+
+void Narrator::print_balances(const RunResult& result) {
+  out_ << paint("Balances (opening → final)", kBold) << '\n';
+  const size_t width = widest_key(result.balances);
+  for (const auto& [account, final_balance] : result.balances) {
+    const auto opening = result.opening_balances.find(account);
+    const int64_t start = opening == result.opening_balances.end() ? 0 : opening->second;
+    std::string line = "  " + pad(account, width) + "  " + pad_left(std::to_string(start), 10) +
+                       " → " + pad_left(std::to_string(final_balance), 10);
+    if (final_balance != start) line += "  (" + signed_amount(final_balance - start) + ")";
+    out_ << line << '\n';
+  }
+}
+
+void Narrator::print_transfers(const RunResult& result) {
+  if (result.transfers.empty()) return;
+  out_ << paint("Transfers", kBold) << '\n';
+  for (const auto& [id, state] : result.transfers) {
+    const auto amount = result.transfer_amounts.find(id);
+    std::string line = "  " + id;
+    if (amount != result.transfer_amounts.end()) line += "  " + std::to_string(amount->second);
+    line += "  " + std::string(saga_state_name(state));
+    out_ << paint(line, is_terminal(state) ? std::string_view{} : kYellow) << '\n';
+  }
+}
+
+void Narrator::print_invariants(const RunResult& result) {
+  out_ << paint("Invariants", kBold) << '\n';
+  for (size_t i = 0; i < kInvariantCount; ++i) {
+    if (!result.invariant_applies[i]) continue;
+    const auto invariant = static_cast<Invariant>(i);
+    const auto broken = std::find_if(result.violations.begin(), result.violations.end(),
+                                     [&](const Violation& v) { return v.invariant == invariant; });
+    const std::string name(invariant_name(invariant));
+    if (broken == result.violations.end()) {
+      out_ << "  " << paint("held    ", kGreen) << "  " << name << '\n';
+    } else {
+      out_ << "  " << paint("VIOLATED", kRed) << "  " << name << ": " << broken->detail
+           << "  (at " << broken->time_ms << " ms)\n";
+    }
+  }
+}
+
+void Narrator::print_expectations(const RunResult& result) {
+  if (result.expectations.empty()) return;
+  out_ << paint("Expectations", kBold) << '\n';
+  for (const ExpectationResult& expectation : result.expectations) {
+    out_ << "  " << (expectation.ok ? paint("ok    ", kGreen) : paint("FAILED", kRed)) << "  "
+         << expectation.what;
+    if (!expectation.detail.empty()) out_ << ": " << expectation.detail;
+    out_ << '\n';
+  }
+}
+
+void Narrator::summary(const RunResult& result) {
+  if (!options_.quiet) {
+    out_ << '\n';
+    print_balances(result);
+    print_transfers(result);
+    print_invariants(result);
+    print_expectations(result);
+    const Stats& s = result.stats;
+    out_ << paint("Counters", kBold) << "  published " << s.published << ", deliveries "
+         << s.deliveries << " (" << s.redeliveries << " redelivered), acks " << s.acks
+         << ", dedupe hits " << s.dedupe_hits << ", effects " << s.effects << ", crashes "
+         << s.crashes << ", dead-lettered " << s.dead_lettered << '\n';
+    if (!result.lesson.empty()) out_ << '\n' << paint("Lesson: ", kBold) << result.lesson << '\n';
+    out_ << '\n';
+  }
+  out_ << paint(verdict_line(result), result.passed ? kBoldGreen : kInverseRed) << '\n';
+  out_.flush();
+}
+
+}  // namespace inboxsim

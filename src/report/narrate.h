@@ -1,0 +1,67 @@
+// Terminal narration of a run: one readable line per trace event, as it happens, and a summary.
+//
+// A Narrator is hooked to Trace::listener, so it sees events one at a time while the simulation
+// runs and keeps only what it needs to group lines under their step (a step counter and, when
+// given, running balances). summary() prints what a reader wants at the end: balances, saga
+// states, invariant verdicts, expectations, the lesson and a PASS/FAIL line. The Narrator owns
+// no stream; the caller keeps the ostream alive for the Narrator's lifetime.
+#pragma once
+
+#include <cstdint>
+#include <iosfwd>
+#include <map>
+#include <string>
+#include <string_view>
+
+#include "scenario/result.h"
+#include "sim/trace.h"
+
+namespace inboxsim {
+
+struct NarratorOptions {
+  bool color = false;  // ANSI colours; the CLI decides from --color, NO_COLOR and isatty
+  bool quiet = false;  // print nothing but the verdict line
+};
+
+class Narrator {
+ public:
+  Narrator(std::ostream& out, NarratorOptions options);
+
+  // Optional: the opening balances, so that effect lines also show the balance they leave.
+  void set_opening_balances(const std::map<std::string, int64_t>& balances);
+
+  // Prints the line(s) of one event: a header for a step, one line for anything else.
+  void on_event(const TraceEvent& event);
+
+  // Prints the end-of-run summary, or only the verdict line in quiet mode.
+  void summary(const RunResult& result);
+
+ private:
+  void print_step_header(const TraceEvent& event);
+  void print_event_line(const TraceEvent& event);
+  void print_balances(const RunResult& result);
+  void print_transfers(const RunResult& result);
+  void print_invariants(const RunResult& result);
+  void print_expectations(const RunResult& result);
+  std::string paint(std::string_view text, std::string_view ansi) const;
+
+  std::ostream& out_;
+  NarratorOptions options_;
+  int64_t step_count_ = 0;
+  bool balances_known_ = false;
+  std::map<std::string, int64_t> running_balances_;
+};
+
+// Returns one plain sentence for an event, without time or colour, e.g.
+// "broker → account-service  deliver Transfer.Requested t1 (m-3, tag 1) REDELIVERED #2".
+// The HTML report shows the same sentence for the current event.
+std::string describe_event(const TraceEvent& event);
+
+// Returns the one-line verdict, without colour:
+// "PASS  duplicate-debited: Two identical deliveries, one CreditRequested  (seed 1, trace …)".
+std::string verdict_line(const RunResult& result);
+
+// Formats a virtual duration for people: "1900000 ms (31 min 40 s)", "250 ms".
+std::string human_duration(int64_t ms);
+
+}  // namespace inboxsim
