@@ -1,0 +1,77 @@
+// The contract names (DESIGN §2, §4, §1) of the scenario enums, and their inverses.
+//
+// Each table is indexed by the enum's value, so a name and its parse can never disagree.
+#include <array>
+#include <optional>
+#include <string_view>
+
+#include "scenario/scenario.h"
+#include "sim/assert.h"
+
+namespace inboxsim {
+
+namespace {
+
+constexpr std::array<std::string_view, kFaultKindCount> kFaultKindNames = {
+    "crash", "drop_ack", "drop_connection", "nack", "duplicate", "lose_confirm", "delay"};
+
+constexpr size_t kIndexNameCount = 3;
+constexpr std::array<std::string_view, kIndexNameCount> kIndexNames = {
+    "transfer.processed_messages", "account.ledger", "account.inbox_state"};
+
+constexpr std::array<std::string_view, kInvariantCount> kInvariantNames = {
+    "conservation",      "ledger_balance", "single_effect", "saga_ledger",
+    "legal_transitions", "no_overdraft",   "notified",      "termination"};
+
+constexpr std::array<std::string_view, kSagaStateCount> kSagaStateNames = {
+    "REQUESTED", "DEBITED", "COMPLETED", "REJECTED", "COMPENSATING", "FAILED"};
+
+constexpr size_t kEntryTypeCount = 3;
+constexpr std::array<std::string_view, kEntryTypeCount> kEntryTypeNames = {"DEBIT", "CREDIT",
+                                                                           "REFUND"};
+
+template <typename Enum, size_t N>
+std::string_view name_of(const std::array<std::string_view, N>& names, Enum value) {
+  const auto index = static_cast<size_t>(value);
+  INBOXSIM_ASSERT(index < N);
+  return names[index];
+}
+
+template <typename Enum, size_t N>
+std::optional<Enum> parse_name(const std::array<std::string_view, N>& names,
+                               std::string_view name) {
+  for (size_t i = 0; i < N; ++i) {
+    if (names[i] == name) return static_cast<Enum>(i);
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::string_view fault_kind_name(FaultKind kind) { return name_of(kFaultKindNames, kind); }
+
+std::string_view index_name(IndexName index) { return name_of(kIndexNames, index); }
+
+std::optional<IndexName> parse_index_name(std::string_view name) {
+  return parse_name<IndexName>(kIndexNames, name);
+}
+
+std::string_view invariant_name(Invariant invariant) { return name_of(kInvariantNames, invariant); }
+
+std::optional<Invariant> parse_invariant(std::string_view name) {
+  return parse_name<Invariant>(kInvariantNames, name);
+}
+
+std::string_view saga_state_name(SagaState state) { return name_of(kSagaStateNames, state); }
+
+std::optional<SagaState> parse_saga_state(std::string_view name) {
+  return parse_name<SagaState>(kSagaStateNames, name);
+}
+
+std::string_view entry_type_name(EntryType type) { return name_of(kEntryTypeNames, type); }
+
+std::optional<EntryType> parse_entry_type(std::string_view name) {
+  return parse_name<EntryType>(kEntryTypeNames, name);
+}
+
+}  // namespace inboxsim

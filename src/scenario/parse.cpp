@@ -1,0 +1,914 @@
+// How a scenario file becomes a Scenario: bytes -> checked text -> JSON -> validated fields.
+//
+// Validation throws a file-local Failure at the first problem and the two public functions
+// catch it: unwinding is the shortest way out of a deep check, and it never crosses the API.
+// Every check reads only the keys it knows, so a hostile file cannot make it recurse or loop
+// beyond the size and nesting limits below.
+#include "scenario/parse.h"
+
+#include <algorithm>
+#include <array>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <iterator>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <span>
+#include <string_view>
+#include <vector>
+
+namespace inboxsim {
+
+namespace {
+
+using json = nlohmann::json;
+
+// The file size bounds everything else: steps, accounts and the work a parse can do.
+constexpr size_t kFileBytesMax = 16 * 1024 * 1024;
+// A valid scenario nests five levels deep; the limit only stops stack-exhaustion attacks.
+constexpr size_t kNestingDepthMax = 64;
+constexpr size_t kNameBytesMax = 256;
+// Long enough to jump past any retention window, short enough that a million steps of it
+// still fit in an int64 clock.
+constexpr int64_t kDurationMsMax = 1'000'000'000'000;
+constexpr int64_t kRestartAfterMsMax = 1'000'000'000;
+constexpr int64_t kNackTimesMax = 1'000;
+constexpr int64_t kOccurrenceMax = 1'000'000;
+// Offending values and name lists are shortened in messages so that a message stays one line.
+constexpr size_t kGotBytesMax = 60;
+constexpr size_t kListedNamesMax = 12;
+
+struct Failure {
+  std::string pointer;
+  std::string expected;
+};
+
+[[noreturn]] void fail(std::string pointer, std::string expected) {
+  throw Failure{std::move(pointer), std::move(expected)};
+}
+
+// A JSON value and where it is. `value` is null when the key is absent.
+struct Node {
+  const json* value = nullptr;
+  std::string pointer;
+};
+
+std::string child_pointer(const std::string& pointer, std::string_view key) {
+  return pointer + "/" + json_pointer_token(key);
+}
+
+std::string child_pointer(const std::string& pointer, size_t index) {
+  return pointer + "/" + std::to_string(index);
+}
+
+// Returns the member `key` of an object node, with a null value when absent.
+Node field(const Node& object, std::string_view key) {
+  const auto it = object.value->find(std::string(key));
+  if (it == object.value->end()) return Node{nullptr, child_pointer(object.pointer, key)};
+  return Node{&*it, child_pointer(object.pointer, key)};
+}
+
+// Cuts `text` to at most `bytes_max` bytes without splitting a UTF-8 sequence.
+std::string shorten(std::string text, size_t bytes_max) {
+  if (text.size() <= bytes_max) return text;
+  size_t end = bytes_max;
+  while (end > 0 && (static_cast<unsigned char>(text[end]) & 0xC0U) == 0x80U) --end;
+  return text.substr(0, end) + "...";
+}
+
+std::string quote_json(std::string_view text) {
+  return shorten(json(std::string(text)).dump(-1, ' ', false, json::error_handler_t::replace),
+                 kGotBytesMax);
+}
+
+// Describes a value for the "(got ...)" part of a message.
+std::string describe(const json* value) {
+  if (value == nullptr) return "missing";
+  switch (value->type()) {
+    case json::value_t::object: return "got an object";
+    case json::value_t::array: return "got an array";
+    case json::value_t::null: return "got null";
+    case json::value_t::string: return "got " + quote_json(value->get_ref<const std::string&>());
+    default: return "got " + shorten(value->dump(), kGotBytesMax);
+  }
+}
+
+[[noreturn]] void expect_failed(const Node& node, std::string_view expected) {
+  fail(node.pointer, "expected " + std::string(expected) + " (" + describe(node.value) + ")");
+}
+
+template <typename Names>
+std::string join(const Names& names) {
+  std::string text;
+  size_t count = 0;
+  for (const auto& name : names) {
+    if (count == kListedNamesMax) return text + ", ...";
+    if (count > 0) text += ", ";
+    text += name;
+    ++count;
+  }
+  return text;
+}
+
+const json& as_object(const Node& node, std::string_view expected) {
+  if (node.value == nullptr || !node.value->is_object()) expect_failed(node, expected);
+  return *node.value;
+}
+
+const std::string& as_string(const Node& node, std::string_view expected) {
+  if (node.value == nullptr || !node.value->is_string()) expect_failed(node, expected);
+  return node.value->get_ref<const std::string&>();
+}
+
+std::string as_name(const Node& node, std::string_view expected) {
+  const std::string& text = as_string(node, expected);
+  if (text.empty() || text.size() > kNameBytesMax) expect_failed(node, expected);
+  return text;
+}
+
+bool as_bool(const Node& node) {
+  if (node.value == nullptr || !node.value->is_boolean()) expect_failed(node, "true or false");
+  return node.value->get<bool>();
+}
+
+std::string integer_range(int64_t low, int64_t high) {
+  return "an integer from " + std::to_string(low) + " to " + std::to_string(high);
+}
+
+// Accepts only JSON integers (2.0 and 1e3 are floats) within [low, high].
+int64_t as_integer(const Node& node, int64_t low, int64_t high) {
+  const json* value = node.value;
+  if (value == nullptr || !value->is_number_integer()) {
+    expect_failed(node, integer_range(low, high));
+  }
+  if (value->is_number_unsigned() && value->get<uint64_t>() > static_cast<uint64_t>(high)) {
+    expect_failed(node, integer_range(low, high));
+  }
+  const auto number = value->get<int64_t>();
+  if (number < low || number > high) expect_failed(node, integer_range(low, high));
+  return number;
+}
+
+// Returns the enum value whose name `parse` accepts, or fails listing `names`.
+template <typename Parse>
+auto as_choice(const Node& node, Parse parse, const std::string& names) {
+  const std::string expected = "one of " + names;
+  const std::string& text = as_string(node, expected);
+  const auto parsed = parse(text);
+  if (!parsed) expect_failed(node, expected);
+  return *parsed;
+}
+
+// Fails at the first key of `object` that is not in `allowed`; `why` ends the message.
+void check_keys(const Node& object, std::span<const std::string_view> allowed,
+                std::string_view why) {
+  for (auto it = object.value->begin(); it != object.value->end(); ++it) {
+    if (std::find(allowed.begin(), allowed.end(), it.key()) == allowed.end()) {
+      fail(child_pointer(object.pointer, it.key()),
+           "expected one of the keys " + join(allowed) + " (" + std::string(why) + ")");
+    }
+  }
+}
+
+// What the whole file declares, so that a step or an expectation can name it in any order.
+struct Context {
+  std::map<std::string, AccountSpec> accounts;
+  std::set<std::string> declared_transfers;
+  std::map<std::string, std::string> transfer_pointers;  // id -> where it was declared
+};
+
+std::string account_expected(const Context& context) {
+  std::vector<std::string_view> names;
+  for (const auto& entry : context.accounts) names.push_back(entry.first);
+  return "an account named in /accounts: " + join(names);
+}
+
+std::string transfer_expected(const Context& context) {
+  if (context.declared_transfers.empty()) return "the id of a transfer step (this file has none)";
+  return "the id of a transfer step: " + join(context.declared_transfers);
+}
+
+// Lists the names of the first `count` values of an enum, for "expected one of ..." texts.
+template <typename Enum>
+std::string enum_names(size_t count, std::string_view (*name)(Enum)) {
+  std::vector<std::string_view> names;
+  for (size_t i = 0; i < count; ++i) names.push_back(name(static_cast<Enum>(i)));
+  return join(names);
+}
+
+// ---- Accounts and config ----------------------------------------------------------------------
+
+constexpr std::array<std::string_view, 2> kAccountKeys = {"balance", "closed"};
+
+AccountSpec parse_account(const Node& node) {
+  AccountSpec account;
+  if (node.value->is_object()) {
+    check_keys(node, kAccountKeys, "unknown key");
+    if (const Node balance = field(node, "balance"); balance.value != nullptr) {
+      account.balance = as_integer(balance, 0, kAmountMax);
+    }
+    if (const Node closed = field(node, "closed"); closed.value != nullptr) {
+      account.closed = as_bool(closed);
+    }
+    return account;
+  }
+  if (!node.value->is_number_integer()) {
+    expect_failed(node, integer_range(0, kAmountMax) + " or {\"balance\": N, \"closed\": true}");
+  }
+  account.balance = as_integer(node, 0, kAmountMax);
+  return account;
+}
+
+std::map<std::string, AccountSpec> parse_accounts(const Node& node) {
+  const json& object = as_object(node, "an object of accounts, name -> opening balance");
+  if (object.empty()) fail(node.pointer, "expected at least one account (got an empty object)");
+  std::map<std::string, AccountSpec> accounts;
+  for (auto it = object.begin(); it != object.end(); ++it) {
+    const Node account{&*it, child_pointer(node.pointer, it.key())};
+    if (it.key().empty() || it.key().size() > kNameBytesMax) {
+      fail(account.pointer, "expected an account name of 1 to " + std::to_string(kNameBytesMax) +
+                                " bytes (got " + quote_json(it.key()) + ")");
+    }
+    accounts[it.key()] = parse_account(account);
+  }
+  return accounts;
+}
+
+Config parse_config(const Node& node) {
+  const json& object = as_object(node, "an object of config keys and values");
+  Config config;
+  const auto& keys = config_keys();
+  for (auto it = object.begin(); it != object.end(); ++it) {
+    const Node value{&*it, child_pointer(node.pointer, it.key())};
+    if (std::find(keys.begin(), keys.end(), it.key()) == keys.end()) {
+      fail(value.pointer, "expected one of the keys " + join(keys) + " (unknown key)");
+    }
+    const std::string expected = config_set(config, it.key(), *it);
+    if (!expected.empty()) expect_failed(value, expected);
+  }
+  return config;
+}
+
+// ---- Steps --------------------------------------------------------------------------------------
+
+std::string as_account(const Node& node, const Context& context) {
+  const std::string expected = account_expected(context);
+  const std::string& name = as_string(node, expected);
+  if (!context.accounts.contains(name)) expect_failed(node, expected);
+  return name;
+}
+
+std::string as_declared_transfer(const Node& node, const Context& context) {
+  const std::string expected = transfer_expected(context);
+  const std::string& id = as_string(node, expected);
+  if (!context.declared_transfers.contains(id)) expect_failed(node, expected);
+  return id;
+}
+
+constexpr std::array<std::string_view, 4> kTransferKeys = {"id", "from", "to", "amount"};
+
+TransferSpec parse_transfer(const Node& node, Context& context) {
+  as_object(node, "an object with keys id, from, to, amount");
+  check_keys(node, kTransferKeys, "unknown key");
+  TransferSpec transfer;
+  const Node id = field(node, "id");
+  transfer.id = as_name(id, "a transfer id of 1 to " + std::to_string(kNameBytesMax) + " bytes");
+  const auto [first, inserted] = context.transfer_pointers.emplace(transfer.id, id.pointer);
+  if (!inserted) {
+    fail(id.pointer, "expected a transfer id not used before (got " + quote_json(transfer.id) +
+                         ", already declared at " + first->second + ")");
+  }
+  transfer.from = as_account(field(node, "from"), context);
+  const Node to = field(node, "to");
+  transfer.to = as_account(to, context);
+  if (transfer.to == transfer.from) expect_failed(to, "an account other than \"from\"");
+  transfer.amount = as_integer(field(node, "amount"), 1, kAmountMax);
+  return transfer;
+}
+
+constexpr std::array<std::string_view, 3> kMatchKeys = {"type", "transfer", "occurrence"};
+
+Match parse_match(const Node& node, const Context& context) {
+  as_object(node, "a match: an object with keys type, transfer, occurrence");
+  check_keys(node, kMatchKeys, "unknown key");
+  Match match;
+  const Node type = field(node, "type");
+  const Node transfer = field(node, "transfer");
+  if (type.value == nullptr && transfer.value == nullptr) {
+    fail(node.pointer, "expected a match with \"type\" or \"transfer\" (got neither)");
+  }
+  if (type.value != nullptr) {
+    match.type =
+        as_choice(type, parse_message_type, enum_names(kMessageTypeCount, message_type_name));
+  }
+  if (transfer.value != nullptr) match.transfer = as_declared_transfer(transfer, context);
+  if (const Node occurrence = field(node, "occurrence"); occurrence.value != nullptr) {
+    match.occurrence = as_integer(occurrence, 1, kOccurrenceMax);
+  }
+  return match;
+}
+
+// The crash points each service has (DESIGN §2): the relay of transfer-service publishes, the
+// consumer outbox of account-service sends.
+constexpr std::array<CrashPoint, 6> kAccountCrashPoints = {
+    CrashPoint::before_tx,    CrashPoint::after_dedupe,      CrashPoint::after_effect,
+    CrashPoint::after_commit, CrashPoint::after_outbox_send, CrashPoint::after_mark};
+constexpr std::array<CrashPoint, 6> kTransferCrashPoints = {
+    CrashPoint::before_tx,    CrashPoint::after_dedupe,  CrashPoint::after_effect,
+    CrashPoint::after_commit, CrashPoint::after_publish, CrashPoint::after_mark};
+
+CrashPoint as_crash_point(const Node& node, ServiceId service) {
+  const auto& points = service == ServiceId::account ? kAccountCrashPoints : kTransferCrashPoints;
+  std::vector<std::string_view> names;
+  for (const CrashPoint point : points) names.push_back(crash_point_name(point));
+  const std::string expected =
+      "one of " + join(names) + " for " + std::string(service_name(service));
+  const std::string& text = as_string(node, expected);
+  const auto point = parse_crash_point(text);
+  if (!point || std::find(points.begin(), points.end(), *point) == points.end()) {
+    expect_failed(node, expected);
+  }
+  return *point;
+}
+
+ServiceId as_service(const Node& node) {
+  return as_choice(node, parse_service, "account-service, transfer-service");
+}
+
+// The keys each fault kind takes. The first kFaultKindCount rows are indexed by FaultKind; the
+// last two are the fault spellings of the advance and drop_index steps (DESIGN §2 lists them).
+struct FaultKeys {
+  std::string_view kind;
+  std::array<std::string_view, 5> keys;
+  size_t key_count;
+};
+constexpr size_t kFaultAdvanceRow = kFaultKindCount;
+constexpr size_t kFaultDropIndexRow = kFaultKindCount + 1;
+constexpr std::array<FaultKeys, kFaultKindCount + 2> kFaultKeysByKind = {{
+    {"crash", {"kind", "service", "at", "match", "restart_after_ms"}, 5},
+    {"drop_ack", {"kind", "match"}, 2},
+    {"drop_connection", {"kind", "service", "match"}, 3},
+    {"nack", {"kind", "match", "times"}, 3},
+    {"duplicate", {"kind", "match"}, 2},
+    {"lose_confirm", {"kind", "match"}, 2},
+    {"delay", {"kind", "match", "ms"}, 3},
+    {"advance", {"kind", "ms"}, 2},
+    {"drop_index", {"kind", "index"}, 2},
+}};
+constexpr std::array<std::string_view, 8> kAllFaultKeys = {
+    "kind", "service", "at", "match", "ms", "restart_after_ms", "times", "index"};
+
+size_t as_fault_row(const Node& node) {
+  std::vector<std::string_view> kinds;
+  for (const auto& row : kFaultKeysByKind) kinds.push_back(row.kind);
+  const std::string expected = "one of " + join(kinds);
+  const std::string& text = as_string(node, expected);
+  for (size_t row = 0; row < kFaultKeysByKind.size(); ++row) {
+    if (kFaultKeysByKind[row].kind == text) return row;
+  }
+  expect_failed(node, expected);
+}
+
+FaultSpec parse_fault(const Node& node, FaultKind kind, const Context& context) {
+  FaultSpec fault;
+  fault.kind = kind;
+  // Only crash and drop_connection act on a service; for them the match is optional.
+  const bool on_service = kind == FaultKind::crash || kind == FaultKind::drop_connection;
+  if (on_service) fault.service = as_service(field(node, "service"));
+  if (kind == FaultKind::crash) fault.at = as_crash_point(field(node, "at"), *fault.service);
+  const Node match = field(node, "match");
+  if (match.value != nullptr || !on_service) {
+    fault.match = parse_match(match, context);
+    fault.has_match = true;
+  }
+  if (kind == FaultKind::delay) fault.ms = as_integer(field(node, "ms"), 0, kDurationMsMax);
+  // check_keys has already rejected the keys this kind does not take.
+  if (const Node restart = field(node, "restart_after_ms"); restart.value != nullptr) {
+    fault.restart_after_ms = as_integer(restart, 0, kRestartAfterMsMax);
+  }
+  if (const Node times = field(node, "times"); times.value != nullptr) {
+    fault.times = as_integer(times, 1, kNackTimesMax);
+  }
+  return fault;
+}
+
+IndexName as_index(const Node& node) {
+  return as_choice(node, parse_index_name,
+                   "transfer.processed_messages, account.ledger, "
+                   "account.inbox_state");
+}
+
+Step parse_fault_step(const Node& node, const Context& context) {
+  as_object(node, "a fault: an object with a \"kind\"");
+  check_keys(node, kAllFaultKeys, "unknown key");
+  const size_t row = as_fault_row(field(node, "kind"));
+  const FaultKeys& keys = kFaultKeysByKind[row];
+  const std::string why = "not used by a " + std::string(keys.kind) + " fault";
+  check_keys(node, std::span(keys.keys.data(), keys.key_count), why);
+  Step step;
+  if (row == kFaultAdvanceRow) {
+    step.kind = StepKind::advance;
+    step.ms = as_integer(field(node, "ms"), 0, kDurationMsMax);
+  } else if (row == kFaultDropIndexRow) {
+    step.kind = StepKind::drop_index;
+    step.index = as_index(field(node, "index"));
+  } else {
+    step.kind = StepKind::fault;
+    step.fault = parse_fault(node, static_cast<FaultKind>(row), context);
+  }
+  return step;
+}
+
+constexpr std::array<std::string_view, 2> kRunKeys = {"until", "ms"};
+constexpr std::array<std::string_view, 1> kAdvanceKeys = {"ms"};
+
+Step parse_run(const Node& node) {
+  as_object(node, "{\"until\": \"quiescent\"} or {\"ms\": N}");
+  check_keys(node, kRunKeys, "unknown key");
+  const Node until = field(node, "until");
+  const Node ms = field(node, "ms");
+  if (until.value != nullptr && ms.value != nullptr) {
+    fail(node.pointer, "expected either \"until\" or \"ms\", not both");
+  }
+  Step step;
+  step.kind = StepKind::run;
+  if (ms.value != nullptr) {
+    step.until_quiescent = false;
+    step.ms = as_integer(ms, 0, kDurationMsMax);
+  } else if (until.value != nullptr && as_string(until, "\"quiescent\"") != "quiescent") {
+    expect_failed(until, "\"quiescent\"");
+  }
+  return step;
+}
+
+Step parse_advance(const Node& node) {
+  as_object(node, "{\"ms\": N}");
+  check_keys(node, kAdvanceKeys, "unknown key");
+  Step step;
+  step.kind = StepKind::advance;
+  step.ms = as_integer(field(node, "ms"), 0, kDurationMsMax);
+  return step;
+}
+
+constexpr std::array<std::string_view, 5> kStepKeys = {"transfer", "fault", "run", "advance",
+                                                       "drop_index"};
+
+Step parse_step(const Node& node, Context& context) {
+  const std::string expected =
+      "a step: an object with exactly one of the keys transfer, fault, run, advance, drop_index";
+  const json& object = as_object(node, expected);
+  check_keys(node, kStepKeys, "unknown step");
+  if (object.size() != 1) {
+    fail(node.pointer,
+         "expected " + expected + " (got " + std::to_string(object.size()) + " keys)");
+  }
+  const std::string& key = object.begin().key();
+  const Node body = field(node, key);
+  Step step;
+  if (key == "transfer") {
+    step.kind = StepKind::transfer;
+    step.transfer = parse_transfer(body, context);
+  } else if (key == "fault") {
+    step = parse_fault_step(body, context);
+  } else if (key == "run") {
+    step = parse_run(body);
+  } else if (key == "advance") {
+    step = parse_advance(body);
+  } else {
+    step.kind = StepKind::drop_index;
+    step.index = as_index(body);
+  }
+  return step;
+}
+
+// Collects every transfer id the steps declare, before validating them, so that a fault may
+// match a transfer declared later in the file. Malformed steps are skipped here and reported
+// by parse_step.
+std::set<std::string> declared_transfer_ids(const json* steps) {
+  std::set<std::string> ids;
+  if (steps == nullptr || !steps->is_array()) return ids;
+  for (const json& step : *steps) {
+    if (!step.is_object()) continue;
+    const auto transfer = step.find("transfer");
+    if (transfer == step.end() || !transfer->is_object()) continue;
+    const auto id = transfer->find("id");
+    if (id != transfer->end() && id->is_string()) ids.insert(id->get<std::string>());
+  }
+  return ids;
+}
+
+std::vector<Step> parse_steps(const Node& node, Context& context) {
+  if (!node.value->is_array()) expect_failed(node, "an array of steps");
+  std::vector<Step> steps;
+  steps.reserve(node.value->size());
+  for (size_t i = 0; i < node.value->size(); ++i) {
+    steps.push_back(parse_step(Node{&(*node.value)[i], child_pointer(node.pointer, i)}, context));
+  }
+  return steps;
+}
+
+// ---- Expectations -------------------------------------------------------------------------------
+
+// Fails at a key of an expectation object that names nothing the file declares.
+[[noreturn]] void key_failed(const Node& member, const std::string& key,
+                             std::string_view expected) {
+  fail(member.pointer,
+       "expected the key to be " + std::string(expected) + " (got " + quote_json(key) + ")");
+}
+
+// Reads an object whose keys `key_of` turns into Keys and whose values `value_of` reads.
+template <typename Key, typename Value>
+std::map<Key, Value> parse_map(const Node& node, std::string_view expected,
+                               const std::function<Key(const std::string&, const Node&)>& key_of,
+                               const std::function<Value(const Node&)>& value_of) {
+  const json& object = as_object(node, expected);
+  std::map<Key, Value> result;
+  for (auto it = object.begin(); it != object.end(); ++it) {
+    const Node member{&*it, child_pointer(node.pointer, it.key())};
+    Key key = key_of(it.key(), member);
+    result[std::move(key)] = value_of(member);
+  }
+  return result;
+}
+
+int64_t as_count(const Node& node) { return as_integer(node, 0, kAmountMax); }
+
+std::map<EntryType, int64_t> parse_entry_counts(const Node& node) {
+  const std::string names = enum_names(3, entry_type_name);
+  return parse_map<EntryType, int64_t>(
+      node, "an object of entry type -> count",
+      [&](const std::string& key, const Node& member) {
+        const auto type = parse_entry_type(key);
+        if (!type) key_failed(member, key, "one of " + names);
+        return *type;
+      },
+      as_count);
+}
+
+void parse_expect_maps(const Node& node, const Context& context, Expect& expect) {
+  const auto account_key = [&](const std::string& key, const Node& member) {
+    if (!context.accounts.contains(key)) key_failed(member, key, account_expected(context));
+    return key;
+  };
+  const auto transfer_key = [&](const std::string& key, const Node& member) {
+    if (!context.declared_transfers.contains(key)) {
+      key_failed(member, key, transfer_expected(context));
+    }
+    return key;
+  };
+  if (const Node balances = field(node, "balances"); balances.value != nullptr) {
+    expect.balances = parse_map<std::string, int64_t>(
+        balances, "an object of account -> balance", account_key,
+        [](const Node& member) { return as_integer(member, -kAmountMax, kAmountMax); });
+  }
+  if (const Node transfers = field(node, "transfers"); transfers.value != nullptr) {
+    const std::string states = enum_names(kSagaStateCount, saga_state_name);
+    expect.transfers = parse_map<std::string, SagaState>(
+        transfers, "an object of transfer id -> saga state", transfer_key,
+        [&](const Node& member) { return as_choice(member, parse_saga_state, states); });
+  }
+  if (const Node effects = field(node, "effects"); effects.value != nullptr) {
+    expect.effects = parse_map<std::string, std::map<EntryType, int64_t>>(
+        effects, "an object of transfer id -> {DEBIT, CREDIT, REFUND -> count}", transfer_key,
+        parse_entry_counts);
+  }
+}
+
+void parse_expect_counts(const Node& node, Expect& expect) {
+  if (const Node published = field(node, "published"); published.value != nullptr) {
+    const std::string types = enum_names(kMessageTypeCount, message_type_name);
+    expect.published = parse_map<MessageType, int64_t>(
+        published, "an object of message type -> count",
+        [&](const std::string& key, const Node& member) {
+          const auto type = parse_message_type(key);
+          if (!type) key_failed(member, key, "one of " + types);
+          return *type;
+        },
+        as_count);
+  }
+  if (const Node hits = field(node, "dedupe_hits"); hits.value != nullptr) {
+    expect.dedupe_hits = parse_map<ServiceId, int64_t>(
+        hits, "an object of service -> count",
+        [](const std::string& key, const Node& member) {
+          const auto service = parse_service(key);
+          if (!service) key_failed(member, key, "one of account-service, transfer-service");
+          return *service;
+        },
+        as_count);
+  }
+  if (const Node dead = field(node, "dead_lettered"); dead.value != nullptr) {
+    expect.dead_lettered = as_count(dead);
+  }
+}
+
+std::vector<Invariant> parse_violations(const Node& node) {
+  if (!node.value->is_array()) expect_failed(node, "an array of invariant names");
+  const std::string names = enum_names(kInvariantCount, invariant_name);
+  std::set<Invariant> violations;
+  for (size_t i = 0; i < node.value->size(); ++i) {
+    const Node item{&(*node.value)[i], child_pointer(node.pointer, i)};
+    violations.insert(as_choice(item, parse_invariant, names));
+  }
+  return {violations.begin(), violations.end()};
+}
+
+constexpr std::array<std::string_view, 7> kExpectKeys = {
+    "balances", "transfers", "published", "effects", "dedupe_hits", "dead_lettered", "violations"};
+
+Expect parse_expect(const Node& node, const Context& context) {
+  as_object(node, "an object of expectations");
+  check_keys(node, kExpectKeys, "unknown key");
+  Expect expect;
+  parse_expect_maps(node, context, expect);
+  parse_expect_counts(node, expect);
+  if (const Node violations = field(node, "violations"); violations.value != nullptr) {
+    expect.violations = parse_violations(violations);
+  }
+  return expect;
+}
+
+// ---- The whole file -----------------------------------------------------------------------------
+
+constexpr std::array<std::string_view, 9> kTopKeys = {
+    "name", "title", "description", "lesson", "seed", "config", "accounts", "steps", "expect"};
+
+std::string optional_string(const Node& object, std::string_view key, std::string fallback) {
+  const Node node = field(object, key);
+  if (node.value == nullptr) return fallback;
+  return as_string(node, "a string");
+}
+
+Scenario parse_root(const json& root, const std::string& file_label) {
+  const Node node{&root, ""};
+  if (!root.is_object()) {
+    fail("", "expected a JSON object at the top level (" + describe(&root) + ")");
+  }
+  check_keys(node, kTopKeys, "unknown key");
+  Scenario scenario;
+  scenario.file = file_label;
+  scenario.name = optional_string(node, "name", std::filesystem::path(file_label).stem().string());
+  scenario.title = optional_string(node, "title", "");
+  scenario.description = optional_string(node, "description", "");
+  scenario.lesson = optional_string(node, "lesson", "");
+  if (const Node seed = field(node, "seed"); seed.value != nullptr) {
+    scenario.seed = static_cast<uint64_t>(as_integer(seed, 0, kAmountMax));
+  }
+  if (const Node config = field(node, "config"); config.value != nullptr) {
+    scenario.config = parse_config(config);
+  }
+  Context context;
+  context.accounts = parse_accounts(field(node, "accounts"));
+  const Node steps = field(node, "steps");
+  context.declared_transfers = declared_transfer_ids(steps.value);
+  if (steps.value != nullptr) scenario.steps = parse_steps(steps, context);
+  if (const Node expect = field(node, "expect"); expect.value != nullptr) {
+    scenario.expect = parse_expect(expect, context);
+  }
+  scenario.accounts = std::move(context.accounts);
+  return scenario;
+}
+
+// ---- Bytes to JSON ------------------------------------------------------------------------------
+
+std::string position_text(std::string_view text, size_t offset) {
+  const size_t end = std::min(offset, text.size());
+  const auto line = std::count(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(end), '\n');
+  const size_t line_start = text.rfind('\n', end == 0 ? 0 : end - 1);
+  const size_t column =
+      line_start == std::string_view::npos || end == 0 ? end + 1 : end - line_start;
+  return "line " + std::to_string(line + 1) + ", column " + std::to_string(column);
+}
+
+// Returns the offset of the first byte that does not begin a well-formed UTF-8 sequence (no
+// overlong forms, no surrogates, nothing above U+10FFFF), or npos.
+size_t invalid_utf8_offset(std::string_view text) {
+  size_t i = 0;
+  while (i < text.size()) {
+    const auto lead = static_cast<uint32_t>(static_cast<unsigned char>(text[i]));
+    if (lead < 0x80U) {
+      ++i;
+      continue;
+    }
+    size_t length = 0;
+    uint32_t code = 0;
+    uint32_t code_min = 0;
+    if ((lead & 0xE0U) == 0xC0U) {
+      length = 2, code = lead & 0x1FU, code_min = 0x80U;
+    } else if ((lead & 0xF0U) == 0xE0U) {
+      length = 3, code = lead & 0x0FU, code_min = 0x800U;
+    } else if ((lead & 0xF8U) == 0xF0U) {
+      length = 4, code = lead & 0x07U, code_min = 0x10000U;
+    } else {
+      return i;
+    }
+    if (i + length > text.size()) return i;
+    for (size_t k = 1; k < length; ++k) {
+      const auto next = static_cast<uint32_t>(static_cast<unsigned char>(text[i + k]));
+      if ((next & 0xC0U) != 0x80U) return i;
+      code = (code << 6U) | (next & 0x3FU);
+    }
+    if (code < code_min || code > 0x10FFFFU || (code >= 0xD800U && code <= 0xDFFFU)) return i;
+    i += length;
+  }
+  return std::string_view::npos;
+}
+
+// Returns the offset where brackets first nest deeper than kNestingDepthMax, or npos. Brackets
+// inside strings do not count; the text need not be valid JSON.
+size_t too_deep_offset(std::string_view text) {
+  size_t depth = 0;
+  bool in_string = false;
+  bool escaped = false;
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (in_string) {
+      if (escaped) {
+        escaped = false;
+      } else if (c == '\\') {
+        escaped = true;
+      } else if (c == '"') {
+        in_string = false;
+      }
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '[' || c == '{') {
+      if (++depth > kNestingDepthMax) return i;
+    } else if ((c == ']' || c == '}') && depth > 0) {
+      --depth;
+    }
+  }
+  return std::string_view::npos;
+}
+
+// Rejects, before any JSON parsing, what the parser should never see.
+void check_text(std::string_view text) {
+  if (text.size() > kFileBytesMax) {
+    fail("", "larger than " + std::to_string(kFileBytesMax / (1024 * 1024)) + " MiB");
+  }
+  if (text.find_first_not_of(" \t\r\n") == std::string_view::npos) fail("", "empty file");
+  if (const size_t bad = invalid_utf8_offset(text); bad != std::string_view::npos) {
+    char byte[8];
+    std::snprintf(byte, sizeof byte, "0x%02X",
+                  static_cast<unsigned>(static_cast<unsigned char>(text[bad])));
+    fail("", "not valid UTF-8: byte " + std::string(byte) + " at " + position_text(text, bad));
+  }
+  if (const size_t deep = too_deep_offset(text); deep != std::string_view::npos) {
+    fail("", "nested deeper than " + std::to_string(kNestingDepthMax) + " levels at " +
+                 position_text(text, deep));
+  }
+}
+
+// Replaces control characters, so that a message stays on one line.
+std::string printable(std::string text) {
+  for (char& c : text) {
+    if (static_cast<unsigned char>(c) < 0x20U || c == 0x7F) c = ' ';
+  }
+  return text;
+}
+
+std::string json_error_text(const json::exception& error) {
+  std::string text = error.what();
+  // nlohmann prefixes "[json.exception.parse_error.101] parse error at "; only the rest is news.
+  if (const size_t end = text.find("] "); end != std::string::npos) text.erase(0, end + 2);
+  constexpr std::string_view kPrefix = "parse error at ";
+  if (text.starts_with(kPrefix)) text.erase(0, kPrefix.size());
+  return "not valid JSON: " + printable(text);
+}
+
+// Watches the parser's events for a key that appears twice in one object. nlohmann keeps the
+// last value silently, which would hide a typo like a second "amount".
+class DuplicateKeyFinder {
+ public:
+  bool on_event(json::parse_event_t event, const json& parsed) {
+    switch (event) {
+      case json::parse_event_t::object_start: push_frame(/*is_object=*/true); break;
+      case json::parse_event_t::array_start: push_frame(/*is_object=*/false); break;
+      case json::parse_event_t::key: on_key(parsed.get<std::string>()); break;
+      case json::parse_event_t::object_end:
+      case json::parse_event_t::array_end:
+        if (!frames_.empty()) frames_.pop_back();
+        element_done();
+        break;
+      case json::parse_event_t::value: element_done(); break;
+    }
+    return true;
+  }
+
+  const std::optional<std::string>& duplicate_pointer() const { return duplicate_pointer_; }
+
+ private:
+  struct Frame {
+    bool is_object = false;
+    size_t index = 0;  // arrays: the index of the element being parsed
+    std::string key;   // objects: the key being parsed
+    std::set<std::string> keys;
+  };
+
+  void push_frame(bool is_object) {
+    frames_.emplace_back();
+    frames_.back().is_object = is_object;
+  }
+
+  void on_key(std::string key) {
+    if (frames_.empty()) return;
+    Frame& frame = frames_.back();
+    frame.key = std::move(key);
+    if (!frame.keys.insert(frame.key).second && !duplicate_pointer_) {
+      std::string pointer;
+      for (const Frame& outer : frames_) {
+        pointer = outer.is_object ? child_pointer(pointer, outer.key)
+                                  : child_pointer(pointer, outer.index);
+      }
+      duplicate_pointer_ = pointer;
+    }
+  }
+
+  void element_done() {
+    if (!frames_.empty() && !frames_.back().is_object) ++frames_.back().index;
+  }
+
+  std::vector<Frame> frames_;
+  std::optional<std::string> duplicate_pointer_;
+};
+
+json parse_json(const std::string& text) {
+  check_text(text);
+  DuplicateKeyFinder finder;
+  json root;
+  try {
+    root = json::parse(
+        text,
+        [&finder](int /*depth*/, json::parse_event_t event, json& parsed) {
+          return finder.on_event(event, parsed);
+        },
+        /*allow_exceptions=*/true, /*ignore_comments=*/false);
+  } catch (const json::exception& error) {
+    fail("", json_error_text(error));
+  }
+  if (finder.duplicate_pointer()) {
+    fail(*finder.duplicate_pointer(), "expected each key at most once in an object (got it twice)");
+  }
+  return root;
+}
+
+ParseResult failed(const std::string& file, std::string pointer, std::string expected) {
+  return ParseResult{std::nullopt, InputError{file, std::move(pointer), std::move(expected)}};
+}
+
+}  // namespace
+
+std::string json_pointer_token(std::string_view key) {
+  std::string token;
+  token.reserve(key.size());
+  for (const char c : key) {
+    if (c == '~') {
+      token += "~0";
+    } else if (c == '/') {
+      token += "~1";
+    } else {
+      token += c;
+    }
+  }
+  return token;
+}
+
+std::string InputError::message() const {
+  std::string line = file + ": ";
+  if (!pointer.empty()) line += pointer + ": ";
+  return printable(line + expected);
+}
+
+ParseResult parse_scenario_text(const std::string& text, const std::string& file_label) {
+  try {
+    const json root = parse_json(text);
+    return ParseResult{parse_root(root, file_label), std::nullopt};
+  } catch (const Failure& failure) {
+    return failed(file_label, failure.pointer, failure.expected);
+  }
+}
+
+ParseResult parse_scenario_file(const std::string& path) {
+  std::error_code error;
+  const auto status = std::filesystem::status(path, error);
+  if (status.type() == std::filesystem::file_type::not_found) {
+    return failed(path, "", "cannot read: no such file");
+  }
+  if (error) return failed(path, "", "cannot read: " + error.message());
+  if (std::filesystem::is_directory(status)) return failed(path, "", "is a directory");
+  if (!std::filesystem::is_regular_file(status)) return failed(path, "", "not a regular file");
+  const auto size_bytes = std::filesystem::file_size(path, error);
+  if (error) return failed(path, "", "cannot read: " + error.message());
+  if (size_bytes > kFileBytesMax) {
+    return failed(path, "",
+                  "larger than " + std::to_string(kFileBytesMax / (1024 * 1024)) + " MiB");
+  }
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return failed(path, "", "cannot read: cannot open the file");
+  const std::string text{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+  if (in.bad()) return failed(path, "", "cannot read: I/O error");
+  return parse_scenario_text(text, path);
+}
+
+}  // namespace inboxsim

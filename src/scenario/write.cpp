@@ -1,0 +1,132 @@
+#include "scenario/write.h"
+
+#include "sim/assert.h"
+
+namespace inboxsim {
+
+namespace {
+
+using ordered_json = nlohmann::ordered_json;
+
+// The values a FaultSpec has when the file does not name them; writing them would be noise.
+const FaultSpec kDefaultFault{};
+
+ordered_json match_to_json(const Match& match) {
+  ordered_json out = ordered_json::object();
+  if (match.type) out["type"] = message_type_name(*match.type);
+  if (!match.transfer.empty()) out["transfer"] = match.transfer;
+  if (match.occurrence != kDefaultFault.match.occurrence) out["occurrence"] = match.occurrence;
+  return out;
+}
+
+ordered_json fault_to_json(const FaultSpec& fault) {
+  const bool on_service =
+      fault.kind == FaultKind::crash || fault.kind == FaultKind::drop_connection;
+  INBOXSIM_ASSERT(!on_service || fault.service.has_value());
+  INBOXSIM_ASSERT(on_service || fault.has_match);
+  ordered_json out;
+  out["kind"] = fault_kind_name(fault.kind);
+  if (on_service) out["service"] = service_name(*fault.service);
+  if (fault.kind == FaultKind::crash) out["at"] = crash_point_name(fault.at);
+  if (fault.has_match) out["match"] = match_to_json(fault.match);
+  if (fault.kind == FaultKind::delay) out["ms"] = fault.ms;
+  if (fault.kind == FaultKind::crash && fault.restart_after_ms != kDefaultFault.restart_after_ms) {
+    out["restart_after_ms"] = fault.restart_after_ms;
+  }
+  if (fault.kind == FaultKind::nack && fault.times != kDefaultFault.times) {
+    out["times"] = fault.times;
+  }
+  return out;
+}
+
+ordered_json step_to_json(const Step& step) {
+  ordered_json out;
+  switch (step.kind) {
+    case StepKind::transfer:
+      out["transfer"] = ordered_json{{"id", step.transfer.id},
+                                     {"from", step.transfer.from},
+                                     {"to", step.transfer.to},
+                                     {"amount", step.transfer.amount}};
+      break;
+    case StepKind::fault: out["fault"] = fault_to_json(step.fault); break;
+    case StepKind::run:
+      out["run"] = step.until_quiescent ? ordered_json{{"until", "quiescent"}}
+                                        : ordered_json{{"ms", step.ms}};
+      break;
+    case StepKind::advance: out["advance"] = ordered_json{{"ms", step.ms}}; break;
+    case StepKind::drop_index: out["drop_index"] = index_name(step.index); break;
+  }
+  return out;
+}
+
+ordered_json accounts_to_json(const std::map<std::string, AccountSpec>& accounts) {
+  ordered_json out = ordered_json::object();
+  for (const auto& [name, account] : accounts) {
+    if (account.closed) {
+      out[name] = ordered_json{{"balance", account.balance}, {"closed", true}};
+    } else {
+      out[name] = account.balance;
+    }
+  }
+  return out;
+}
+
+// Writes the keyed maps of an expectation, naming keys the way the file spells them.
+void expect_maps_to_json(const Expect& expect, ordered_json& out) {
+  if (expect.balances) out["balances"] = ordered_json(*expect.balances);
+  if (expect.transfers) {
+    ordered_json& transfers = out["transfers"] = ordered_json::object();
+    for (const auto& [id, state] : *expect.transfers) transfers[id] = saga_state_name(state);
+  }
+  if (expect.published) {
+    ordered_json& published = out["published"] = ordered_json::object();
+    for (const auto& [type, count] : *expect.published) {
+      published[std::string(message_type_name(type))] = count;
+    }
+  }
+  if (expect.effects) {
+    ordered_json& effects = out["effects"] = ordered_json::object();
+    for (const auto& [id, counts] : *expect.effects) {
+      ordered_json& entry = effects[id] = ordered_json::object();
+      for (const auto& [type, count] : counts) entry[std::string(entry_type_name(type))] = count;
+    }
+  }
+  if (expect.dedupe_hits) {
+    ordered_json& hits = out["dedupe_hits"] = ordered_json::object();
+    for (const auto& [service, count] : *expect.dedupe_hits) {
+      hits[std::string(service_name(service))] = count;
+    }
+  }
+}
+
+ordered_json expect_to_json(const Expect& expect) {
+  ordered_json out = ordered_json::object();
+  expect_maps_to_json(expect, out);
+  if (expect.dead_lettered) out["dead_lettered"] = *expect.dead_lettered;
+  ordered_json& violations = out["violations"] = ordered_json::array();
+  for (const Invariant invariant : expect.violations) {
+    violations.push_back(invariant_name(invariant));
+  }
+  return out;
+}
+
+}  // namespace
+
+ordered_json scenario_to_json(const Scenario& scenario) {
+  ordered_json out;
+  out["name"] = scenario.name;
+  if (!scenario.title.empty()) out["title"] = scenario.title;
+  if (!scenario.description.empty()) out["description"] = scenario.description;
+  if (!scenario.lesson.empty()) out["lesson"] = scenario.lesson;
+  out["seed"] = scenario.seed;
+  if (const ordered_json config = config_diff_json(scenario.config); !config.empty()) {
+    out["config"] = config;
+  }
+  out["accounts"] = accounts_to_json(scenario.accounts);
+  ordered_json& steps = out["steps"] = ordered_json::array();
+  for (const Step& step : scenario.steps) steps.push_back(step_to_json(step));
+  out["expect"] = expect_to_json(scenario.expect);
+  return out;
+}
+
+}  // namespace inboxsim

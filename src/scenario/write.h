@@ -1,0 +1,21 @@
+// Writing a Scenario back as a v1 scenario file (DESIGN §6).
+//
+// The fuzzer uses this to save a shrunk counterexample that `inboxsim run` replays, so the
+// output must parse back into the same scenario: parse_scenario_text(scenario_to_json(s).dump())
+// gives `s` again (with Scenario::file set to the label given to the parser).
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include "scenario/scenario.h"
+
+namespace inboxsim {
+
+// Returns the scenario as a JSON object with keys in the order name, title, description,
+// lesson, seed, config, accounts, steps, expect. Empty texts, default config values, default
+// fault fields and absent expectations are left out.
+// REQUIRES: `scenario` is valid as parse_scenario_text() would accept it (e.g. every crash
+// fault has a service, every fault that needs a match has one).
+nlohmann::ordered_json scenario_to_json(const Scenario& scenario);
+
+}  // namespace inboxsim
