@@ -1,0 +1,209 @@
+#include "broker/broker.h"
+
+#include <algorithm>
+
+#include "sim/assert.h"
+
+namespace inboxsim {
+
+namespace {
+
+// Splits off the first dot-separated word of `text`.
+std::string_view first_word(std::string_view text) { return text.substr(0, text.find('.')); }
+
+std::string_view rest_after_word(std::string_view text) {
+  const size_t dot = text.find('.');
+  return dot == std::string_view::npos ? std::string_view{} : text.substr(dot + 1);
+}
+
+bool words_match(std::string_view pattern, std::string_view key, bool key_has_words) {
+  if (pattern.empty()) return !key_has_words;
+  const std::string_view word = first_word(pattern);
+  const std::string_view pattern_rest = rest_after_word(pattern);
+  const bool pattern_has_rest = pattern.find('.') != std::string_view::npos;
+  if (word == "#") {
+    // '#' matches zero words, or one word and then '#' again.
+    if (words_match(pattern_has_rest ? pattern_rest : std::string_view{}, key, key_has_words)) {
+      return true;
+    }
+    if (!key_has_words) return false;
+    const bool key_has_rest = key.find('.') != std::string_view::npos;
+    return words_match(pattern, rest_after_word(key), key_has_rest);
+  }
+  if (!key_has_words) return false;
+  const std::string_view key_word = first_word(key);
+  if (word != "*" && word != key_word) return false;
+  const bool key_has_rest = key.find('.') != std::string_view::npos;
+  if (!pattern_has_rest) return !key_has_rest;
+  return words_match(pattern_rest, rest_after_word(key), key_has_rest);
+}
+
+}  // namespace
+
+bool topic_matches(std::string_view pattern, std::string_view routing_key) {
+  return words_match(pattern, routing_key, !routing_key.empty());
+}
+
+Broker::Broker(Trace& trace, int64_t prefetch, int64_t delivery_limit)
+    : trace_(trace), prefetch_(prefetch), delivery_limit_(delivery_limit) {
+  INBOXSIM_ASSERT(prefetch > 0);
+  INBOXSIM_ASSERT(delivery_limit > 0);
+}
+
+size_t Broker::declare_queue(std::string_view name, std::vector<std::string> patterns) {
+  queues_.push_back(Queue{std::string(name), std::move(patterns), {}});
+  return queues_.size() - 1;
+}
+
+size_t Broker::add_consumer(std::string_view name, size_t queue) {
+  INBOXSIM_ASSERT(queue < queues_.size());
+  Consumer consumer;
+  consumer.name = std::string(name);
+  consumer.queue = queue;
+  consumers_.push_back(std::move(consumer));
+  return consumers_.size() - 1;
+}
+
+size_t Broker::publish(const MessagePtr& message) {
+  INBOXSIM_ASSERT(message != nullptr);
+  const std::string_view key = routing_key(message->type);
+  size_t routed = 0;
+  for (Queue& queue : queues_) {
+    const bool bound = std::any_of(queue.patterns.begin(), queue.patterns.end(),
+                                   [&](const std::string& p) { return topic_matches(p, key); });
+    if (!bound) continue;
+    queue.ready.push_back(Queued{message, next_position_++, 0, false});
+    ++routed;
+  }
+  return routed;
+}
+
+void Broker::pump(int64_t now_ms, std::vector<Delivery>& out) {
+  (void)now_ms;
+  for (size_t index = 0; index < consumers_.size(); ++index) {
+    Consumer& consumer = consumers_[index];
+    Queue& queue = queues_[consumer.queue];
+    while (consumer.connected && !queue.ready.empty() &&
+           static_cast<int64_t>(consumer.unacked.size()) < prefetch_) {
+      Queued queued = std::move(queue.ready.front());
+      queue.ready.pop_front();
+      const int64_t tag = consumer.next_tag++;
+      out.push_back(Delivery{queued.message, index, consumer.channel, tag, queued.redelivered,
+                             queued.delivery_count});
+      consumer.unacked.emplace(tag, std::move(queued));
+    }
+  }
+}
+
+bool Broker::channel_open(size_t consumer, uint64_t channel) const {
+  INBOXSIM_ASSERT(consumer < consumers_.size());
+  const Consumer& c = consumers_[consumer];
+  return c.connected && c.channel == channel;
+}
+
+std::optional<Delivery> Broker::ack(size_t consumer, uint64_t channel, int64_t delivery_tag) {
+  if (!channel_open(consumer, channel)) return std::nullopt;
+  Consumer& c = consumers_[consumer];
+  auto found = c.unacked.find(delivery_tag);
+  // An ack for a tag this channel never had unacked would be a channel error in RabbitMQ;
+  // our consumers settle each delivery exactly once, so it cannot happen.
+  INBOXSIM_ASSERT(found != c.unacked.end());
+  const Queued& queued = found->second;
+  Delivery settled{queued.message, consumer, channel, delivery_tag, queued.redelivered,
+                   queued.delivery_count};
+  c.unacked.erase(found);
+  return settled;
+}
+
+std::optional<Delivery> Broker::nack(size_t consumer, uint64_t channel, int64_t delivery_tag,
+                                     int64_t now_ms) {
+  if (!channel_open(consumer, channel)) return std::nullopt;
+  Consumer& c = consumers_[consumer];
+  auto found = c.unacked.find(delivery_tag);
+  INBOXSIM_ASSERT(found != c.unacked.end());
+  Queued queued = std::move(found->second);
+  c.unacked.erase(found);
+  Delivery settled{queued.message, consumer, channel, delivery_tag, queued.redelivered,
+                   queued.delivery_count};
+  requeue(c, std::move(queued), now_ms, "nack");
+  return settled;
+}
+
+void Broker::close_connection(size_t consumer, int64_t now_ms, std::string_view reason) {
+  INBOXSIM_ASSERT(consumer < consumers_.size());
+  Consumer& c = consumers_[consumer];
+  if (!c.connected) return;
+  c.connected = false;
+  ++c.channel;
+  c.next_tag = 1;
+  std::map<int64_t, Queued> unacked;
+  unacked.swap(c.unacked);
+  for (auto& [tag, queued] : unacked) {
+    requeue(c, std::move(queued), now_ms, reason);
+  }
+}
+
+void Broker::open_connection(size_t consumer) {
+  INBOXSIM_ASSERT(consumer < consumers_.size());
+  Consumer& c = consumers_[consumer];
+  INBOXSIM_ASSERT(c.unacked.empty());
+  c.connected = true;
+}
+
+bool Broker::connected(size_t consumer) const {
+  INBOXSIM_ASSERT(consumer < consumers_.size());
+  return consumers_[consumer].connected;
+}
+
+std::string_view Broker::consumer_name(size_t consumer) const {
+  INBOXSIM_ASSERT(consumer < consumers_.size());
+  return consumers_[consumer].name;
+}
+
+bool Broker::idle() const { return ready_messages() == 0 && unacked_messages() == 0; }
+
+size_t Broker::ready_messages() const {
+  size_t count = 0;
+  for (const Queue& queue : queues_) count += queue.ready.size();
+  return count;
+}
+
+size_t Broker::unacked_messages() const {
+  size_t count = 0;
+  for (const Consumer& consumer : consumers_) count += consumer.unacked.size();
+  return count;
+}
+
+void Broker::requeue(Consumer& consumer, Queued queued, int64_t now_ms, std::string_view reason) {
+  Queue& queue = queues_[consumer.queue];
+  ++queued.delivery_count;
+  queued.redelivered = true;
+  if (queued.delivery_count >= delivery_limit_) {
+    // Quorum-queue style: past the delivery limit the message leaves the queue for good, as
+    // MassTransit would move it to its _error queue.
+    record(EventKind::dead_letter, queued, queue.name, "delivery_limit", now_ms);
+    dead_letters_.push_back(DeadLetter{queued.message, queue.name, "delivery_limit"});
+    return;
+  }
+  record(EventKind::requeue, queued, queue.name, std::string(reason), now_ms);
+  const auto at = std::lower_bound(
+      queue.ready.begin(), queue.ready.end(), queued.position,
+      [](const Queued& existing, uint64_t position) { return existing.position < position; });
+  queue.ready.insert(at, std::move(queued));
+}
+
+void Broker::record(EventKind kind, const Queued& queued, std::string_view queue,
+                    std::string detail, int64_t now_ms) {
+  TraceEvent event;
+  event.time_ms = now_ms;
+  event.kind = kind;
+  event.service = participant::broker;
+  event.message_id = queued.message->message_id;
+  event.type = message_type_name(queued.message->type);
+  event.transfer = queued.message->transfer;
+  event.delivery_count = queued.delivery_count;
+  event.detail = std::string(queue) + ": " + detail;
+  trace_.record(std::move(event));
+}
+
+}  // namespace inboxsim

@@ -1,0 +1,31 @@
+// A message as it travels through the broker: the envelope of DESIGN §1 (messageId, type,
+// transferId, occurredAt, payload) plus the AMQP message-id property, which relays set to the
+// envelope's messageId. Messages are immutable once published and shared between the queues
+// they were routed to.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "services/messages.h"
+
+namespace inboxsim {
+
+struct Message {
+  std::string message_id;  // envelope messageId == AMQP message-id property
+  MessageType type = MessageType::transfer_requested;
+  std::string transfer;
+  std::string from;
+  std::string to;
+  int64_t amount = 0;
+  std::string reason;  // for the *Rejected types
+  int64_t occurred_at_ms = 0;
+};
+
+using MessagePtr = std::shared_ptr<const Message>;
+
+// Returns the envelope as a JSON text, as a publisher would put it in the body.
+std::string envelope_json(const Message& message);
+
+}  // namespace inboxsim

@@ -1,0 +1,224 @@
+#include "check/checker.h"
+
+#include <set>
+
+#include "sim/assert.h"
+
+namespace inboxsim {
+
+namespace {
+
+size_t entry_index(EntryType type) { return static_cast<size_t>(type); }
+
+std::string money(int64_t amount) { return std::to_string(amount); }
+
+}  // namespace
+
+bool is_legal_transition(std::optional<SagaState> from, SagaState to) {
+  if (!from) return to == SagaState::requested;
+  switch (*from) {
+    case SagaState::requested: return to == SagaState::debited || to == SagaState::rejected;
+    case SagaState::debited: return to == SagaState::completed || to == SagaState::compensating;
+    case SagaState::compensating: return to == SagaState::failed;
+    case SagaState::completed:
+    case SagaState::rejected:
+    case SagaState::failed: return false;
+  }
+  return false;
+}
+
+Checker::Checker(const std::map<std::string, AccountSpec>& accounts, bool notifications_enabled)
+    : notifications_enabled_(notifications_enabled) {
+  for (const auto& [name, spec] : accounts) {
+    opening_[name] = spec.balance;
+    balance_[name] = spec.balance;
+    ledger_sum_[name] = 0;
+    opening_total_ += spec.balance;
+  }
+  balance_total_ = opening_total_;
+}
+
+bool Checker::applies(Invariant invariant) const {
+  return invariant != Invariant::notified || notifications_enabled_;
+}
+
+void Checker::register_transfer(const std::string& id, int64_t amount) {
+  transfers_[id].amount = amount;
+}
+
+int64_t Checker::in_flight(const TransferFacts& facts) const {
+  const bool debited = facts.entries[entry_index(EntryType::debit)] > 0;
+  const bool settled = facts.entries[entry_index(EntryType::credit)] > 0 ||
+                       facts.entries[entry_index(EntryType::refund)] > 0;
+  return debited && !settled ? facts.amount : 0;
+}
+
+void Checker::on_commit(const CommitRecord& record, int64_t now_ms) {
+  std::set<std::string> touched_transfers;
+  std::set<std::string> touched_accounts;
+  for (const LedgerEntry& entry : record.ledger) {
+    TransferFacts& facts = transfers_[entry.transfer];
+    in_flight_total_ -= in_flight(facts);
+    ++facts.entries[entry_index(entry.type)];
+    in_flight_total_ += in_flight(facts);
+    ledger_sum_[entry.account] += entry.amount;
+    touched_transfers.insert(entry.transfer);
+    touched_accounts.insert(entry.account);
+  }
+  for (const BalanceWrite& write : record.balances) {
+    balance_total_ += write.balance - balance_[write.account];
+    balance_[write.account] = write.balance;
+    touched_accounts.insert(write.account);
+  }
+  for (const SagaTransition& transition : record.transitions) {
+    check_transition(transition, now_ms);
+    transfers_[transition.transfer].state = transition.to;
+    touched_transfers.insert(transition.transfer);
+  }
+  for (const std::string& transfer : record.notifications) {
+    const int64_t count = ++transfers_[transfer].notifications;
+    if (notifications_enabled_ && count > 1) {
+      report(Invariant::notified,
+             "transfer " + transfer + " notified " + std::to_string(count) + " times", now_ms);
+    }
+  }
+  for (const std::string& id : touched_transfers) check_transfer(id, transfers_[id], now_ms);
+  for (const std::string& account : touched_accounts) check_account(account, now_ms);
+  if (balance_total_ + in_flight_total_ != opening_total_) {
+    report(Invariant::conservation,
+           "balances " + money(balance_total_) + " + in flight " + money(in_flight_total_) +
+               " = " + money(balance_total_ + in_flight_total_) + ", opening total " +
+               money(opening_total_),
+           now_ms);
+  }
+}
+
+void Checker::check_transition(const SagaTransition& transition, int64_t now_ms) {
+  if (is_legal_transition(transition.from, transition.to)) return;
+  const std::string from =
+      transition.from ? std::string(saga_state_name(*transition.from)) : std::string("(none)");
+  report(Invariant::legal_transitions,
+         "transfer " + transition.transfer + " went " + from + " -> " +
+             std::string(saga_state_name(transition.to)),
+         now_ms);
+}
+
+void Checker::check_transfer(const std::string& id, const TransferFacts& facts, int64_t now_ms) {
+  for (size_t type = 0; type < facts.entries.size(); ++type) {
+    if (facts.entries[type] > 1) {
+      report(Invariant::single_effect,
+             "transfer " + id + " has " + std::to_string(facts.entries[type]) + " " +
+                 std::string(entry_type_name(static_cast<EntryType>(type))) + " entries",
+             now_ms);
+    }
+  }
+  if (!facts.state || !is_terminal(*facts.state)) return;
+  const int64_t debits = facts.entries[entry_index(EntryType::debit)];
+  const int64_t credits = facts.entries[entry_index(EntryType::credit)];
+  const int64_t refunds = facts.entries[entry_index(EntryType::refund)];
+  bool agrees = true;
+  switch (*facts.state) {
+    case SagaState::completed: agrees = debits == 1 && credits == 1 && refunds == 0; break;
+    case SagaState::rejected: agrees = debits == 0 && credits == 0 && refunds == 0; break;
+    case SagaState::failed: agrees = debits == 1 && credits == 0 && refunds == 1; break;
+    default: break;
+  }
+  if (!agrees) {
+    report(Invariant::saga_ledger,
+           "transfer " + id + " is " + std::string(saga_state_name(*facts.state)) +
+               " with DEBIT x" + std::to_string(debits) + ", CREDIT x" +
+               std::to_string(credits) + ", REFUND x" + std::to_string(refunds),
+           now_ms);
+  }
+}
+
+void Checker::check_account(const std::string& account, int64_t now_ms) {
+  const int64_t balance = balance_[account];
+  const int64_t expected = opening_[account] + ledger_sum_[account];
+  if (balance != expected) {
+    report(Invariant::ledger_balance,
+           "account " + account + " balance " + money(balance) + " but opening + ledger = " +
+               money(expected),
+           now_ms);
+  }
+  if (balance < 0) {
+    report(Invariant::no_overdraft, "account " + account + " balance " + money(balance), now_ms);
+  }
+}
+
+void Checker::check_final(const FinalState& state, int64_t now_ms) {
+  // Rebuild every fact from the databases, not from what transactions reported, so a
+  // reporting mistake cannot hide a broken invariant.
+  std::map<std::string, TransferFacts> transfers;
+  for (const auto& [id, facts] : transfers_) transfers[id].amount = facts.amount;
+  std::map<std::string, int64_t> ledger_sum;
+  for (const LedgerEntry& entry : state.ledger) {
+    ++transfers[entry.transfer].entries[entry_index(entry.type)];
+    ledger_sum[entry.account] += entry.amount;
+  }
+  for (const auto& [id, saga] : state.sagas) transfers[id].state = saga;
+  for (const auto& [id, count] : state.notifications) transfers[id].notifications = count;
+  int64_t total = 0;
+  for (const auto& [account, balance] : state.balances) {
+    total += balance;
+    balance_[account] = balance;
+    ledger_sum_[account] = ledger_sum[account];
+    check_account(account, now_ms);
+  }
+  int64_t in_flight_total = 0;
+  for (const auto& [id, facts] : transfers) {
+    in_flight_total += in_flight(facts);
+    check_transfer(id, facts, now_ms);
+  }
+  if (total + in_flight_total != opening_total_) {
+    report(Invariant::conservation,
+           "at the end: balances " + money(total) + " + in flight " + money(in_flight_total) +
+               ", opening total " + money(opening_total_),
+           now_ms);
+  }
+  if (notifications_enabled_) {
+    for (const auto& [id, facts] : transfers) {
+      const bool finished = facts.state == SagaState::completed || facts.state == SagaState::failed;
+      if (finished && facts.notifications != 1) {
+        report(Invariant::notified,
+               "transfer " + id + " is " + std::string(saga_state_name(*facts.state)) +
+                   " with " + std::to_string(facts.notifications) + " notifications",
+               now_ms);
+      }
+    }
+  }
+  std::string unsettled;
+  for (const auto& [id, facts] : transfers) {
+    if (!facts.state || !is_terminal(*facts.state)) {
+      if (!unsettled.empty()) unsettled += ", ";
+      unsettled += id + " is " +
+                   (facts.state ? std::string(saga_state_name(*facts.state)) : "unknown");
+    }
+  }
+  if (!state.quiescent) unsettled += (unsettled.empty() ? "" : "; ") + std::string("no quiescence within the event bound");
+  if (state.queued_messages > 0) {
+    unsettled += (unsettled.empty() ? "" : "; ") + std::to_string(state.queued_messages) +
+                 " messages still queued";
+  }
+  if (state.unsent_outbox_rows > 0) {
+    unsettled += (unsettled.empty() ? "" : "; ") + std::to_string(state.unsent_outbox_rows) +
+                 " outbox rows unsent";
+  }
+  if (!unsettled.empty()) {
+    if (state.dead_lettered > 0) {
+      unsettled += " (" + std::to_string(state.dead_lettered) + " dead-lettered)";
+    }
+    report(Invariant::termination, "did not settle: " + unsettled, now_ms);
+  }
+}
+
+void Checker::report(Invariant invariant, std::string detail, int64_t now_ms) {
+  const auto index = static_cast<size_t>(invariant);
+  INBOXSIM_ASSERT(index < kInvariantCount);
+  if (violated_[index]) return;
+  violated_[index] = true;
+  violations_.push_back(Violation{invariant, std::move(detail), now_ms});
+  if (on_violation) on_violation(violations_.back());
+}
+
+}  // namespace inboxsim

@@ -1,0 +1,88 @@
+// The invariants of DESIGN §4: whether money was invented or destroyed, whether the ledger and
+// the balances agree, whether any effect happened twice, whether the saga and the ledger agree,
+// whether every saga change was legal, whether a balance went negative, whether every finished
+// transfer was notified once, and whether the world settled.
+//
+// Safety invariants are checked incrementally after every committed transaction, from what the
+// transaction reported (balances as the database returned them). check_final() checks them all
+// again from the databases' committed state, and checks termination. Each invariant is reported
+// once, with the first detail that broke it.
+#pragma once
+
+#include <array>
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "scenario/result.h"
+#include "scenario/scenario.h"
+#include "services/host.h"
+
+namespace inboxsim {
+
+// The committed state of both services and the broker at the end of a run.
+struct FinalState {
+  std::map<std::string, int64_t> balances;
+  std::vector<LedgerEntry> ledger;
+  std::map<std::string, SagaState> sagas;
+  std::map<std::string, int64_t> notifications;
+  int64_t queued_messages = 0;    // ready or unacked in the broker
+  int64_t unsent_outbox_rows = 0; // both services
+  int64_t dead_lettered = 0;
+  bool quiescent = true;          // the last run reached quiescence within its bound
+};
+
+class Checker {
+ public:
+  Checker(const std::map<std::string, AccountSpec>& accounts, bool notifications_enabled);
+
+  // Remembers a transfer's amount (in flight once debited).
+  void register_transfer(const std::string& id, int64_t amount);
+
+  // Checks the safety invariants after one committed transaction.
+  void on_commit(const CommitRecord& record, int64_t now_ms);
+
+  // Checks every invariant from the final committed state.
+  void check_final(const FinalState& state, int64_t now_ms);
+
+  // Violations found so far, one per invariant, in the order found.
+  const std::vector<Violation>& violations() const { return violations_; }
+  bool violated(Invariant invariant) const {
+    return violated_[static_cast<size_t>(invariant)];
+  }
+  bool applies(Invariant invariant) const;
+
+  // Called once per newly violated invariant.
+  std::function<void(const Violation&)> on_violation;
+
+ private:
+  struct TransferFacts {
+    int64_t amount = 0;
+    std::array<int64_t, 3> entries{};  // per EntryType
+    std::optional<SagaState> state;
+    int64_t notifications = 0;
+  };
+
+  void report(Invariant invariant, std::string detail, int64_t now_ms);
+  int64_t in_flight(const TransferFacts& facts) const;
+  void check_transfer(const std::string& id, const TransferFacts& facts, int64_t now_ms);
+  void check_account(const std::string& account, int64_t now_ms);
+  void check_transition(const SagaTransition& transition, int64_t now_ms);
+
+  bool notifications_enabled_;
+  int64_t opening_total_ = 0;
+  int64_t balance_total_ = 0;
+  int64_t in_flight_total_ = 0;
+  std::map<std::string, int64_t> opening_;
+  std::map<std::string, int64_t> balance_;
+  std::map<std::string, int64_t> ledger_sum_;
+  std::map<std::string, TransferFacts> transfers_;
+  std::array<bool, kInvariantCount> violated_{};
+  std::vector<Violation> violations_;
+};
+
+// True if the saga may move from `from` (empty: creation) to `to`.
+bool is_legal_transition(std::optional<SagaState> from, SagaState to);
+
+}  // namespace inboxsim

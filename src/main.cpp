@@ -1,0 +1,265 @@
+// The inboxsim command line (DESIGN §5, contract): run, list, and the verbs built on them.
+//
+// This file only turns flags into calls: every behaviour lives in the parts under src/. Exit
+// codes: 0 all expectations met, 1 an expectation failed or a violation was found, 2 bad input
+// or usage, 3 internal error.
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+
+#include "report/html.h"
+#include "report/json_output.h"
+#include "report/mermaid.h"
+#include "report/narrate.h"
+#include "scenario/parse.h"
+#include "scenario/runner.h"
+
+#ifndef INBOXSIM_VERSION
+#define INBOXSIM_VERSION "0.0.0"
+#endif
+
+namespace inboxsim {
+namespace {
+
+constexpr int kExitOk = 0;
+constexpr int kExitFailed = 1;
+constexpr int kExitBadInput = 2;
+constexpr int kExitInternal = 3;
+
+struct RunCommand {
+  std::vector<std::string> files;
+  std::optional<uint64_t> seed;
+  bool json = false;
+  std::string trace_path;
+  std::string html_path;
+  std::string mermaid_path;
+  std::string db_dir;
+  bool quiet = false;
+  bool step = false;
+  std::string color = "auto";
+  std::vector<std::string> sets;
+};
+
+struct ListCommand {
+  std::string directory;
+};
+
+// Reports bad input the way every verb does: one line on stderr, exit code 2.
+int bad_input(const std::string& message) {
+  std::cerr << "inboxsim: " << message << "\n";
+  return kExitBadInput;
+}
+
+bool use_color(const std::string& mode) {
+  if (mode == "always") return true;
+  if (mode == "never") return false;
+  const char* no_color = std::getenv("NO_COLOR");
+  if (no_color != nullptr && no_color[0] != '\0') return false;
+  return isatty(STDOUT_FILENO) != 0;
+}
+
+// With several scenario files, `--html out.html` becomes out-NAME.html for each.
+std::string output_path(const std::string& path, const std::string& name, bool several) {
+  if (!several) return path;
+  const std::filesystem::path original(path);
+  std::filesystem::path renamed = original.parent_path() /
+      (original.stem().string() + "-" + name + original.extension().string());
+  return renamed.string();
+}
+
+bool write_file(const std::string& path, const std::string& text) {
+  std::ofstream out(path, std::ios::binary);
+  out << text;
+  out.close();
+  if (!out) {
+    std::cerr << "inboxsim: cannot write " << path << "\n";
+    return false;
+  }
+  return true;
+}
+
+// Parses every file and applies --set; the first problem found ends the command with exit 2
+// before anything runs.
+std::optional<int> load_scenarios(const RunCommand& command, std::vector<Scenario>& scenarios) {
+  for (const std::string& file : command.files) {
+    ParseResult parsed = parse_scenario_file(file);
+    if (parsed.error) return bad_input(parsed.error->message());
+    scenarios.push_back(std::move(*parsed.scenario));
+  }
+  for (const std::string& assignment : command.sets) {
+    const size_t equals = assignment.find('=');
+    if (equals == std::string::npos || equals == 0) {
+      return bad_input("--set " + assignment + ": expected KEY=VALUE");
+    }
+    const std::string key = assignment.substr(0, equals);
+    const std::string value = assignment.substr(equals + 1);
+    for (Scenario& scenario : scenarios) {
+      const std::string expected = config_set_text(scenario.config, key, value);
+      if (!expected.empty()) return bad_input("--set " + assignment + ": expected " + expected);
+    }
+  }
+  return std::nullopt;
+}
+
+bool write_views(const RunCommand& command, const RunResult& result, bool several) {
+  bool ok = true;
+  if (!command.trace_path.empty()) {
+    ok &= write_file(output_path(command.trace_path, result.name, several), trace_jsonl(result));
+  }
+  if (!command.html_path.empty()) {
+    ok &= write_file(output_path(command.html_path, result.name, several), render_html(result));
+  }
+  if (!command.mermaid_path.empty()) {
+    ok &= write_file(output_path(command.mermaid_path, result.name, several),
+                     render_mermaid(result));
+  }
+  return ok;
+}
+
+int run_command(const RunCommand& command) {
+  std::vector<Scenario> scenarios;
+  if (auto failed = load_scenarios(command, scenarios)) return *failed;
+  const bool several = scenarios.size() > 1;
+  const bool narrate = !command.json;
+  NarratorOptions narrator_options;
+  narrator_options.color = use_color(command.color);
+  narrator_options.quiet = command.quiet;
+  nlohmann::ordered_json json_results = nlohmann::ordered_json::array();
+  bool all_passed = true;
+  bool views_ok = true;
+  for (const Scenario& scenario : scenarios) {
+    Narrator narrator(std::cout, narrator_options);
+    RunOptions options;
+    options.seed = command.seed;
+    options.db_dir = command.db_dir;
+    if (narrate) {
+      std::map<std::string, int64_t> opening;
+      for (const auto& [name, spec] : scenario.accounts) opening[name] = spec.balance;
+      narrator.set_opening_balances(opening);
+      std::cout << "\n== " << scenario.name << ": " << scenario.title << "\n";
+      if (!command.quiet && !scenario.description.empty()) {
+        std::cout << scenario.description << "\n";
+      }
+      options.listener = [&narrator](const TraceEvent& event) { narrator.on_event(event); };
+    }
+    if (command.step) {
+      options.after_step = [] {
+        std::cout << "  [Enter] next step" << std::flush;
+        std::string line;
+        std::getline(std::cin, line);
+      };
+    }
+    RunResult result = run_scenario(scenario, options);
+    if (narrate) narrator.summary(result);
+    if (narrate && !result.unfired_faults.empty() && !command.quiet) {
+      for (const std::string& fault : result.unfired_faults) {
+        std::cout << "  note: this fault never fired: " << fault << "\n";
+      }
+    }
+    views_ok &= write_views(command, result, several);
+    all_passed &= result.passed;
+    json_results.push_back(run_result_json(result));
+  }
+  if (command.json) {
+    std::cout << (several ? json_results.dump(2) : json_results[0].dump(2)) << "\n";
+  }
+  if (!views_ok) return kExitBadInput;
+  return all_passed ? kExitOk : kExitFailed;
+}
+
+std::string default_scenario_directory() {
+  if (std::filesystem::is_directory("scenarios")) return "scenarios";
+#ifdef INBOXSIM_SOURCE_DIR
+  return std::string(INBOXSIM_SOURCE_DIR) + "/scenarios";
+#else
+  return "scenarios";
+#endif
+}
+
+int list_command(const ListCommand& command) {
+  const std::string directory =
+      command.directory.empty() ? default_scenario_directory() : command.directory;
+  std::error_code error;
+  if (!std::filesystem::is_directory(directory, error)) {
+    return bad_input(directory + ": expected a directory of scenario files");
+  }
+  std::vector<std::string> files;
+  for (const auto& entry : std::filesystem::directory_iterator(directory, error)) {
+    if (entry.is_regular_file() && entry.path().extension() == ".json") {
+      files.push_back(entry.path().string());
+    }
+  }
+  std::sort(files.begin(), files.end());
+  size_t width = 0;
+  std::vector<Scenario> scenarios;
+  for (const std::string& file : files) {
+    ParseResult parsed = parse_scenario_file(file);
+    if (parsed.error) return bad_input(parsed.error->message());
+    width = std::max(width, parsed.scenario->name.size());
+    scenarios.push_back(std::move(*parsed.scenario));
+  }
+  for (const Scenario& scenario : scenarios) {
+    std::cout << scenario.name << std::string(width + 2 - scenario.name.size(), ' ')
+              << scenario.title << "\n";
+  }
+  return kExitOk;
+}
+
+int main_guarded(int argc, char** argv) {
+  CLI::App app{"inboxsim: a deterministic bank on an at-least-once broker, to watch and test "
+               "the idempotent consumer (inbox) pattern."};
+  app.set_version_flag("--version", std::string("inboxsim ") + INBOXSIM_VERSION);
+  app.require_subcommand(1);
+
+  RunCommand run;
+  CLI::App* run_app = app.add_subcommand("run", "Run scenario files, narrated, and check them.");
+  run_app->add_option("FILE", run.files, "Scenario files (JSON, DESIGN §6)")->required();
+  run_app->add_option("--seed", run.seed, "Seed for the run (default: the scenario's seed)");
+  run_app->add_flag("--json", run.json, "Print one JSON object (an array for several files)");
+  run_app->add_option("--trace", run.trace_path, "Write the event trace as JSON lines");
+  run_app->add_option("--html", run.html_path, "Write a self-contained HTML report");
+  run_app->add_option("--mermaid", run.mermaid_path, "Write a Mermaid sequence diagram");
+  run_app->add_option("--db-dir", run.db_dir, "Keep each service's SQLite database here");
+  run_app->add_flag("--quiet", run.quiet, "Print only the verdict");
+  run_app->add_flag("--step", run.step, "Pause after each step until Enter (live demos)");
+  run_app->add_option("--color", run.color, "Colours: auto, always or never")
+      ->check(CLI::IsMember({"auto", "always", "never"}));
+  run_app->add_option("--set", run.sets, "Override a config key: KEY=VALUE (repeatable)");
+
+  ListCommand list;
+  CLI::App* list_app = app.add_subcommand("list", "List the scenarios with their titles.");
+  list_app->add_option("DIR", list.directory, "Scenario folder (default: ./scenarios)");
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& error) {
+    const int code = app.exit(error);
+    return code == 0 ? kExitOk : kExitBadInput;
+  }
+  if (app.got_subcommand(run_app)) return run_command(run);
+  if (app.got_subcommand(list_app)) return list_command(list);
+  return kExitBadInput;
+}
+
+}  // namespace
+}  // namespace inboxsim
+
+int main(int argc, char** argv) {
+  try {
+    return inboxsim::main_guarded(argc, argv);
+  } catch (const std::exception& error) {
+    std::cerr << "inboxsim: internal error: " << error.what() << "\n";
+    return inboxsim::kExitInternal;
+  } catch (...) {
+    std::cerr << "inboxsim: internal error\n";
+    return inboxsim::kExitInternal;
+  }
+}

@@ -1,0 +1,21 @@
+// The `--json` object of `inboxsim run` (DESIGN §5, contract) and the `--trace` JSONL file.
+#pragma once
+
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "scenario/result.h"
+
+namespace inboxsim {
+
+// Returns the contract object: scenario, passed, seed, trace_hash, virtual_ms, stats,
+// balances, transfers, violations, expectations (plus a few extra fields).
+nlohmann::ordered_json run_result_json(const RunResult& result);
+
+nlohmann::ordered_json stats_json(const Stats& stats);
+
+// Returns the canonical trace: one JSON object per line, each line ending in '\n'.
+std::string trace_jsonl(const RunResult& result);
+
+}  // namespace inboxsim

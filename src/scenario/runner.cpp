@@ -1,0 +1,166 @@
+#include "scenario/runner.h"
+
+#include <algorithm>
+#include <filesystem>
+
+#include "sim/assert.h"
+#include "sim/faults.h"
+#include "sim/world.h"
+
+namespace inboxsim {
+
+Stats& Stats::operator+=(const Stats& other) {
+  published += other.published;
+  deliveries += other.deliveries;
+  redeliveries += other.redeliveries;
+  acks += other.acks;
+  dedupe_hits += other.dedupe_hits;
+  effects += other.effects;
+  crashes += other.crashes;
+  transactions += other.transactions;
+  dead_lettered += other.dead_lettered;
+  return *this;
+}
+
+std::string describe_step(const Step& step) {
+  switch (step.kind) {
+    case StepKind::transfer:
+      return "transfer " + step.transfer.id + ": " + step.transfer.from + " -> " +
+             step.transfer.to + " " + std::to_string(step.transfer.amount);
+    case StepKind::fault: return "fault armed: " + describe_fault(step.fault);
+    case StepKind::run:
+      return step.until_quiescent ? std::string("run until quiescent")
+                                  : "run for " + std::to_string(step.ms) + " ms";
+    case StepKind::advance: return "advance " + std::to_string(step.ms) + " ms";
+    case StepKind::drop_index: return "drop index " + std::string(index_name(step.index));
+  }
+  INBOXSIM_ASSERT(false);
+}
+
+namespace {
+
+void play_step(World& world, const Step& step) {
+  switch (step.kind) {
+    case StepKind::transfer: world.request_transfer(step.transfer); return;
+    case StepKind::fault: world.arm_fault(step.fault); return;
+    case StepKind::run:
+      if (step.until_quiescent) {
+        world.run_until_quiescent();
+      } else {
+        world.run_for(step.ms);
+      }
+      return;
+    case StepKind::advance: world.advance(step.ms); return;
+    case StepKind::drop_index: world.drop_index(step.index); return;
+  }
+  INBOXSIM_ASSERT(false);
+}
+
+void expect_equal(RunResult& result, std::string what, int64_t expected, int64_t actual) {
+  result.expectations.push_back(ExpectationResult{
+      std::move(what), expected == actual,
+      "expected " + std::to_string(expected) + ", got " + std::to_string(actual)});
+}
+
+template <typename Map, typename Key>
+int64_t value_or_zero(const Map& map, const Key& key) {
+  const auto found = map.find(key);
+  return found == map.end() ? 0 : found->second;
+}
+
+std::string invariant_list(const std::vector<Invariant>& invariants) {
+  std::string text = "[";
+  for (size_t i = 0; i < invariants.size(); ++i) {
+    if (i > 0) text += ", ";
+    text += invariant_name(invariants[i]);
+  }
+  return text + "]";
+}
+
+}  // namespace
+
+void evaluate_expectations(const Expect& expect, RunResult& result) {
+  result.expectations.clear();
+  if (expect.balances) {
+    for (const auto& [account, balance] : *expect.balances) {
+      expect_equal(result, "balances." + account, balance, value_or_zero(result.balances, account));
+    }
+  }
+  if (expect.transfers) {
+    for (const auto& [id, state] : *expect.transfers) {
+      const auto found = result.transfers.find(id);
+      const std::string actual =
+          found == result.transfers.end() ? "missing" : std::string(saga_state_name(found->second));
+      result.expectations.push_back(ExpectationResult{
+          "transfers." + id, found != result.transfers.end() && found->second == state,
+          "expected " + std::string(saga_state_name(state)) + ", got " + actual});
+    }
+  }
+  if (expect.published) {
+    for (const auto& [type, count] : *expect.published) {
+      expect_equal(result, "published." + std::string(message_type_name(type)), count,
+                   value_or_zero(result.published_ids, type));
+    }
+  }
+  if (expect.effects) {
+    for (const auto& [transfer, per_type] : *expect.effects) {
+      for (const auto& [type, count] : per_type) {
+        const auto actual = std::count_if(
+            result.ledger.begin(), result.ledger.end(),
+            [&](const LedgerEntry& e) { return e.transfer == transfer && e.type == type; });
+        expect_equal(result, "effects." + transfer + "." + std::string(entry_type_name(type)),
+                     count, static_cast<int64_t>(actual));
+      }
+    }
+  }
+  if (expect.dedupe_hits) {
+    for (const auto& [service, count] : *expect.dedupe_hits) {
+      expect_equal(result, "dedupe_hits." + std::string(service_name(service)), count,
+                   value_or_zero(result.dedupe_hits, service));
+    }
+  }
+  if (expect.dead_lettered) {
+    expect_equal(result, "dead_lettered", *expect.dead_lettered, result.stats.dead_lettered);
+  }
+  std::vector<Invariant> violated;
+  for (const Violation& violation : result.violations) violated.push_back(violation.invariant);
+  std::sort(violated.begin(), violated.end());
+  result.expectations.push_back(ExpectationResult{
+      "violations", violated == expect.violations,
+      "expected " + invariant_list(expect.violations) + ", got " + invariant_list(violated)});
+  result.passed = std::all_of(result.expectations.begin(), result.expectations.end(),
+                              [](const ExpectationResult& e) { return e.ok; });
+}
+
+RunResult run_scenario(const Scenario& scenario, const RunOptions& options) {
+  WorldOptions world_options;
+  world_options.seed = options.seed.value_or(scenario.seed);
+  world_options.keep_trace = options.keep_trace;
+  if (!options.db_dir.empty()) {
+    std::filesystem::create_directories(options.db_dir);
+    world_options.db_dir = options.db_dir;
+    world_options.db_prefix = scenario.name + ".";
+  }
+  World world(scenario, scenario.config, world_options);
+  if (options.listener) world.trace().listener = options.listener;
+  for (const Step& step : scenario.steps) {
+    world.mark_step(describe_step(step));
+    play_step(world, step);
+    if (options.after_step) options.after_step();
+  }
+  if (scenario.steps.empty() || scenario.steps.back().kind != StepKind::run) {
+    world.mark_step("run until quiescent (end of the scenario)");
+    world.run_until_quiescent();
+  }
+  RunResult result = world.finish();
+  result.file = scenario.file;
+  result.name = scenario.name;
+  result.title = scenario.title;
+  result.description = scenario.description;
+  result.lesson = scenario.lesson;
+  result.seed = world_options.seed;
+  evaluate_expectations(scenario.expect, result);
+  return result;
+}
+
+}  // namespace inboxsim

@@ -1,0 +1,34 @@
+// Runs a scenario: builds a World, plays the steps in order, runs the world to quiescence at
+// the end, checks the invariants and the scenario's expectations.
+#pragma once
+
+#include <functional>
+#include <string>
+
+#include "scenario/result.h"
+#include "scenario/scenario.h"
+#include "sim/trace.h"
+
+namespace inboxsim {
+
+struct RunOptions {
+  std::optional<uint64_t> seed;  // overrides the scenario's seed
+  std::string db_dir;            // keep each service's database as a file here
+  bool keep_trace = true;        // keep events in the result (views need them)
+  // Called with each event as it happens (live narration), if set.
+  std::function<void(const TraceEvent&)> listener;
+  // Called after each step has run (the --step pause), if set.
+  std::function<void()> after_step;
+};
+
+// Plays `scenario` and returns what happened, expectations evaluated.
+RunResult run_scenario(const Scenario& scenario, const RunOptions& options);
+
+// Returns one line describing a step ("transfer t1: alice -> bob 2500").
+std::string describe_step(const Step& step);
+
+// Compares a finished run with the scenario's `expect`; fills result.expectations and
+// result.passed.
+void evaluate_expectations(const Expect& expect, RunResult& result);
+
+}  // namespace inboxsim

@@ -1,0 +1,138 @@
+// A scenario (DESIGN §6, contract v1): accounts, configuration, steps and expectations.
+//
+// This is the parsed, validated form. Everything in it has been checked by parse_scenario():
+// every account a step or expectation names exists, every transfer id is unique, amounts are
+// positive and below 2^53. The runner may therefore assert on it instead of re-checking.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "services/config.h"
+#include "services/crash.h"
+#include "services/messages.h"
+
+namespace inboxsim {
+
+// The largest amount or balance a scenario may use: 2^53, so every value survives a round trip
+// through a JSON number in any language.
+inline constexpr int64_t kAmountMax = int64_t{1} << 53;
+
+enum class FaultKind : uint8_t {
+  crash,            // service, at, match (optional: without it, the next time `at` is reached)
+  drop_ack,         // match: the ack of the matched delivery is lost, the connection resets
+  drop_connection,  // service, match (optional: without it, at once)
+  nack,             // match, times: the handler fails transiently `times` times in a row
+  duplicate,        // match: the operator publishes a copy with the same message id
+  lose_confirm,     // match: the publisher confirm of the matched publish is lost
+  delay,            // match, ms: the matched delivery is held back
+};
+
+inline constexpr size_t kFaultKindCount = 7;
+std::string_view fault_kind_name(FaultKind kind);
+
+// Selects events by message type, transfer and occurrence. Empty fields match anything.
+struct Match {
+  std::optional<MessageType> type;
+  std::string transfer;
+  int64_t occurrence = 1;  // fire on the n-th matching event after the fault is armed
+};
+
+struct FaultSpec {
+  FaultKind kind = FaultKind::crash;
+  std::optional<ServiceId> service;
+  CrashPoint at = CrashPoint::before_tx;
+  bool has_match = false;
+  Match match;
+  int64_t ms = 0;                  // delay: how long the delivery is held back
+  int64_t restart_after_ms = 1000; // crash: how long the service stays down
+  int64_t times = 1;               // nack: how many consecutive failures
+};
+
+struct TransferSpec {
+  std::string id;
+  std::string from;
+  std::string to;
+  int64_t amount = 0;
+};
+
+enum class StepKind : uint8_t { transfer, fault, run, advance, drop_index };
+
+// The unique indexes a drop_index step can remove.
+enum class IndexName : uint8_t { transfer_processed_messages, account_ledger, account_inbox_state };
+std::string_view index_name(IndexName index);
+std::optional<IndexName> parse_index_name(std::string_view name);
+
+struct Step {
+  StepKind kind = StepKind::run;
+  TransferSpec transfer;   // kind == transfer
+  FaultSpec fault;         // kind == fault
+  bool until_quiescent = true;  // kind == run: until quiescent, or for `ms`
+  int64_t ms = 0;          // kind == run (when !until_quiescent) or advance
+  IndexName index = IndexName::transfer_processed_messages;  // kind == drop_index
+};
+
+struct AccountSpec {
+  int64_t balance = 0;
+  bool closed = false;
+};
+
+// The invariants of DESIGN §4, in contract order.
+enum class Invariant : uint8_t {
+  conservation,
+  ledger_balance,
+  single_effect,
+  saga_ledger,
+  legal_transitions,
+  no_overdraft,
+  notified,
+  termination,
+};
+inline constexpr size_t kInvariantCount = 8;
+std::string_view invariant_name(Invariant invariant);
+std::optional<Invariant> parse_invariant(std::string_view name);
+
+// Saga states (DESIGN §1, contract).
+enum class SagaState : uint8_t { requested, debited, completed, rejected, compensating, failed };
+inline constexpr size_t kSagaStateCount = 6;
+std::string_view saga_state_name(SagaState state);
+std::optional<SagaState> parse_saga_state(std::string_view name);
+inline bool is_terminal(SagaState state) {
+  return state == SagaState::completed || state == SagaState::rejected ||
+         state == SagaState::failed;
+}
+
+// Ledger entry types.
+enum class EntryType : uint8_t { debit, credit, refund };
+std::string_view entry_type_name(EntryType type);
+std::optional<EntryType> parse_entry_type(std::string_view name);
+
+// What must hold at the end. Absent keys are not checked (DESIGN §6), except violations: an
+// absent or empty list means every invariant must hold.
+struct Expect {
+  std::optional<std::map<std::string, int64_t>> balances;
+  std::optional<std::map<std::string, SagaState>> transfers;
+  std::optional<std::map<MessageType, int64_t>> published;
+  std::optional<std::map<std::string, std::map<EntryType, int64_t>>> effects;
+  std::optional<std::map<ServiceId, int64_t>> dedupe_hits;
+  std::optional<int64_t> dead_lettered;
+  std::vector<Invariant> violations;  // sorted, unique
+};
+
+struct Scenario {
+  std::string file;  // where it was read from, for messages
+  std::string name;
+  std::string title;
+  std::string description;
+  std::string lesson;
+  uint64_t seed = 1;
+  Config config;
+  std::map<std::string, AccountSpec> accounts;
+  std::vector<Step> steps;
+  Expect expect;
+};
+
+}  // namespace inboxsim

@@ -1,0 +1,162 @@
+#include "services/config.h"
+
+#include <array>
+#include <charconv>
+
+#include "sim/assert.h"
+
+namespace inboxsim {
+
+namespace {
+
+constexpr std::array<std::string_view, 5> kAccountInboxNames = {
+    "masstransit", "marten", "none", "external-before", "external-after"};
+constexpr std::array<std::string_view, 4> kTransferDedupeNames = {
+    "processed_messages", "none", "external-before", "external-after"};
+constexpr std::array<std::string_view, 2> kDedupeKeyNames = {"message_id", "message_id+consumer"};
+
+// The largest value accepted for a millisecond window: 100 years, well inside int64.
+constexpr int64_t kWindowMsMax = 100LL * 365 * 24 * 3600 * 1000;
+constexpr int64_t kPrefetchMax = 10'000;
+constexpr int64_t kDeliveryLimitMax = 1'000;
+
+template <size_t N>
+std::string one_of(const std::array<std::string_view, N>& names) {
+  std::string text = "one of ";
+  for (size_t i = 0; i < N; ++i) {
+    if (i > 0) text += ", ";
+    text += names[i];
+  }
+  return text;
+}
+
+template <typename Enum, size_t N>
+std::string set_choice(Enum& field, const std::array<std::string_view, N>& names,
+                       const nlohmann::json& value) {
+  if (value.is_string()) {
+    const auto& text = value.get_ref<const std::string&>();
+    for (size_t i = 0; i < N; ++i) {
+      if (names[i] == text) {
+        field = static_cast<Enum>(i);
+        return {};
+      }
+    }
+  }
+  return "a string, " + one_of(names);
+}
+
+std::string set_bool(bool& field, const nlohmann::json& value) {
+  if (!value.is_boolean()) return "true or false";
+  field = value.get<bool>();
+  return {};
+}
+
+std::string set_integer(int64_t& field, const nlohmann::json& value, int64_t low, int64_t high) {
+  const std::string expected =
+      "an integer from " + std::to_string(low) + " to " + std::to_string(high);
+  if (!value.is_number_integer()) return expected;
+  if (value.is_number_unsigned() && value.get<uint64_t>() > static_cast<uint64_t>(high)) {
+    return expected;
+  }
+  const auto number = value.get<int64_t>();
+  if (number < low || number > high) return expected;
+  field = number;
+  return {};
+}
+
+}  // namespace
+
+const std::vector<std::string>& config_keys() {
+  static const std::vector<std::string> keys = {
+      "account.inbox",          "account.ledger_unique",     "account.inbox_window_ms",
+      "transfer.dedupe",        "transfer.processed_unique", "transfer.dedupe_key",
+      "transfer.processed_ttl_ms", "transfer.state_machine", "transfer.notifications",
+      "relay.stable_message_id", "broker.prefetch",          "broker.delivery_limit"};
+  return keys;
+}
+
+std::string config_set(Config& config, std::string_view key, const nlohmann::json& value) {
+  if (key == "account.inbox") return set_choice(config.account_inbox, kAccountInboxNames, value);
+  if (key == "account.ledger_unique") return set_bool(config.account_ledger_unique, value);
+  if (key == "account.inbox_window_ms") {
+    return set_integer(config.account_inbox_window_ms, value, 0, kWindowMsMax);
+  }
+  if (key == "transfer.dedupe") {
+    return set_choice(config.transfer_dedupe, kTransferDedupeNames, value);
+  }
+  if (key == "transfer.processed_unique") return set_bool(config.transfer_processed_unique, value);
+  if (key == "transfer.dedupe_key") {
+    return set_choice(config.transfer_dedupe_key, kDedupeKeyNames, value);
+  }
+  if (key == "transfer.processed_ttl_ms") {
+    return set_integer(config.transfer_processed_ttl_ms, value, 0, kWindowMsMax);
+  }
+  if (key == "transfer.state_machine") return set_bool(config.transfer_state_machine, value);
+  if (key == "transfer.notifications") return set_bool(config.transfer_notifications, value);
+  if (key == "relay.stable_message_id") return set_bool(config.relay_stable_message_id, value);
+  if (key == "broker.prefetch") return set_integer(config.broker_prefetch, value, 1, kPrefetchMax);
+  if (key == "broker.delivery_limit") {
+    return set_integer(config.broker_delivery_limit, value, 1, kDeliveryLimitMax);
+  }
+  std::string expected = "a known config key: ";
+  bool first = true;
+  for (const auto& name : config_keys()) {
+    if (!first) expected += ", ";
+    expected += name;
+    first = false;
+  }
+  return expected;
+}
+
+std::string config_set_text(Config& config, std::string_view key, std::string_view text) {
+  // Interpret the text as the JSON type the key wants: bools and integers by their spelling,
+  // everything else as a string, so config_set gives the same messages for both sources.
+  nlohmann::json value;
+  int64_t number = 0;
+  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), number);
+  if (text == "true" || text == "false") {
+    value = (text == "true");
+  } else if (!text.empty() && error == std::errc() && end == text.data() + text.size()) {
+    value = number;
+  } else {
+    value = std::string(text);
+  }
+  return config_set(config, key, value);
+}
+
+std::string_view account_inbox_name(AccountInbox inbox) {
+  return kAccountInboxNames[static_cast<size_t>(inbox)];
+}
+
+std::string_view transfer_dedupe_name(TransferDedupe dedupe) {
+  return kTransferDedupeNames[static_cast<size_t>(dedupe)];
+}
+
+nlohmann::ordered_json config_to_json(const Config& config) {
+  nlohmann::ordered_json out;
+  out["account.inbox"] = account_inbox_name(config.account_inbox);
+  out["account.ledger_unique"] = config.account_ledger_unique;
+  out["account.inbox_window_ms"] = config.account_inbox_window_ms;
+  out["transfer.dedupe"] = transfer_dedupe_name(config.transfer_dedupe);
+  out["transfer.processed_unique"] = config.transfer_processed_unique;
+  out["transfer.dedupe_key"] = kDedupeKeyNames[static_cast<size_t>(config.transfer_dedupe_key)];
+  out["transfer.processed_ttl_ms"] = config.transfer_processed_ttl_ms;
+  out["transfer.state_machine"] = config.transfer_state_machine;
+  out["transfer.notifications"] = config.transfer_notifications;
+  out["relay.stable_message_id"] = config.relay_stable_message_id;
+  out["broker.prefetch"] = config.broker_prefetch;
+  out["broker.delivery_limit"] = config.broker_delivery_limit;
+  return out;
+}
+
+nlohmann::ordered_json config_diff_json(const Config& config) {
+  const auto current = config_to_json(config);
+  const auto defaults = config_to_json(Config{});
+  nlohmann::ordered_json out = nlohmann::ordered_json::object();
+  for (const auto& [key, value] : current.items()) {
+    if (value != defaults[key]) out[key] = value;
+  }
+  return out;
+}
+
+}  // namespace inboxsim

@@ -1,0 +1,57 @@
+// The defences and knobs of a run (DESIGN §3): which dedupe mechanism each service uses, which
+// unique indexes exist, retention windows and broker limits.
+//
+// A Config is plain data. config_set() is the one place that turns a key and a value (from a
+// scenario's "config" object or from --set KEY=VALUE) into a field, and says what was expected
+// when it cannot.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace inboxsim {
+
+enum class AccountInbox : uint8_t { masstransit, marten, none, external_before, external_after };
+enum class TransferDedupe : uint8_t { processed_messages, none, external_before, external_after };
+enum class DedupeKey : uint8_t { message_id, message_id_and_consumer };
+
+struct Config {
+  AccountInbox account_inbox = AccountInbox::masstransit;
+  bool account_ledger_unique = true;
+  int64_t account_inbox_window_ms = 1'800'000;
+  TransferDedupe transfer_dedupe = TransferDedupe::processed_messages;
+  bool transfer_processed_unique = true;
+  DedupeKey transfer_dedupe_key = DedupeKey::message_id;
+  int64_t transfer_processed_ttl_ms = 86'400'000;
+  bool transfer_state_machine = true;
+  bool transfer_notifications = false;
+  bool relay_stable_message_id = true;
+  int64_t broker_prefetch = 16;
+  int64_t broker_delivery_limit = 20;
+};
+
+// Every config key, in the order DESIGN §3 lists them.
+const std::vector<std::string>& config_keys();
+
+// Sets `key` from a JSON value of the right type (string for choices, bool, integer).
+// Returns an empty string on success, else what was expected ("one of masstransit, marten, ...").
+std::string config_set(Config& config, std::string_view key, const nlohmann::json& value);
+
+// Sets `key` from text, as given by --set KEY=VALUE ("true", "1800000", "marten").
+// Returns an empty string on success, else what was expected.
+std::string config_set_text(Config& config, std::string_view key, std::string_view text);
+
+// Returns the value of every key, as a JSON object with keys in config_keys() order.
+nlohmann::ordered_json config_to_json(const Config& config);
+
+// Returns only the keys whose value differs from the default, in config_keys() order.
+nlohmann::ordered_json config_diff_json(const Config& config);
+
+std::string_view account_inbox_name(AccountInbox inbox);
+std::string_view transfer_dedupe_name(TransferDedupe dedupe);
+
+}  // namespace inboxsim

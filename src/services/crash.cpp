@@ -1,0 +1,38 @@
+#include "services/crash.h"
+
+#include <array>
+
+#include "sim/assert.h"
+
+namespace inboxsim {
+
+namespace {
+constexpr std::array<std::string_view, kCrashPointCount> kCrashPointNames = {
+    "before_tx",         "after_dedupe",  "after_effect", "after_commit",
+    "after_outbox_send", "after_publish", "after_mark"};
+}  // namespace
+
+std::string_view crash_point_name(CrashPoint point) {
+  const auto index = static_cast<size_t>(point);
+  INBOXSIM_ASSERT(index < kCrashPointCount);
+  return kCrashPointNames[index];
+}
+
+std::optional<CrashPoint> parse_crash_point(std::string_view name) {
+  for (size_t i = 0; i < kCrashPointCount; ++i) {
+    if (kCrashPointNames[i] == name) return static_cast<CrashPoint>(i);
+  }
+  return std::nullopt;
+}
+
+std::string_view service_name(ServiceId service) {
+  return service == ServiceId::account ? "account-service" : "transfer-service";
+}
+
+std::optional<ServiceId> parse_service(std::string_view name) {
+  if (name == "account-service") return ServiceId::account;
+  if (name == "transfer-service") return ServiceId::transfer;
+  return std::nullopt;
+}
+
+}  // namespace inboxsim

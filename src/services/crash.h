@@ -1,0 +1,47 @@
+// The crash model (DESIGN §2): named crash points inside every unit of work.
+//
+// A crash is a ServiceCrash thrown at the crash point. It unwinds the handler, so RAII rolls
+// back the open SQLite transaction, exactly as a process death would; the World then closes the
+// service's broker connection and restarts it later with only its committed data.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string_view>
+
+namespace inboxsim {
+
+enum class CrashPoint : uint8_t {
+  before_tx,          // consumer: delivery received, nothing written
+  after_dedupe,       // consumer: the dedupe step ran (MassTransit: inbox row committed)
+  after_effect,       // consumer: business change and outbox rows written, not committed
+  after_commit,       // consumer: committed, not acked
+  after_outbox_send,  // account-service: outbox rows sent, `delivered` not yet set
+  after_publish,      // relay: published, not yet marked sent
+  after_mark,         // external-* modes: the external seen-set was marked
+};
+
+inline constexpr size_t kCrashPointCount = 7;
+
+std::string_view crash_point_name(CrashPoint point);
+std::optional<CrashPoint> parse_crash_point(std::string_view name);
+
+enum class ServiceId : uint8_t { account, transfer };
+
+std::string_view service_name(ServiceId service);
+std::optional<ServiceId> parse_service(std::string_view name);
+
+// Thrown at a crash point; carries nothing, because a dead process remembers nothing.
+struct ServiceCrash {
+  ServiceId service;
+  CrashPoint point;
+};
+
+// Thrown by a consumer whose handler failed for a reason other than a crash (a unique index
+// rejected a second ledger entry, a lost publisher confirm): the transaction rolls back and the
+// delivery is nacked with requeue.
+struct ConsumerFault {
+  std::string_view reason;
+};
+
+}  // namespace inboxsim

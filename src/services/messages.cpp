@@ -1,0 +1,43 @@
+#include "services/messages.h"
+
+#include "sim/assert.h"
+
+namespace inboxsim {
+
+namespace {
+struct TypeNames {
+  std::string_view name;
+  std::string_view routing_key;
+};
+constexpr std::array<TypeNames, kMessageTypeCount> kNames = {{
+    {"Transfer.Requested", "transfers.transfer.requested"},
+    {"Transfer.CreditRequested", "transfers.credit.requested"},
+    {"Transfer.RefundRequested", "transfers.refund.requested"},
+    {"Account.Debited", "accounts.account.debited"},
+    {"Account.DebitRejected", "accounts.debit.rejected"},
+    {"Account.Credited", "accounts.account.credited"},
+    {"Account.CreditRejected", "accounts.credit.rejected"},
+    {"Account.Refunded", "accounts.account.refunded"},
+}};
+}  // namespace
+
+std::string_view message_type_name(MessageType type) {
+  const auto index = static_cast<size_t>(type);
+  INBOXSIM_ASSERT(index < kMessageTypeCount);
+  return kNames[index].name;
+}
+
+std::string_view routing_key(MessageType type) {
+  const auto index = static_cast<size_t>(type);
+  INBOXSIM_ASSERT(index < kMessageTypeCount);
+  return kNames[index].routing_key;
+}
+
+std::optional<MessageType> parse_message_type(std::string_view name) {
+  for (size_t i = 0; i < kMessageTypeCount; ++i) {
+    if (kNames[i].name == name) return static_cast<MessageType>(i);
+  }
+  return std::nullopt;
+}
+
+}  // namespace inboxsim

@@ -1,0 +1,45 @@
+// Small helpers around SQLiteCpp shared by both services.
+#pragma once
+
+#include <string>
+
+#include <SQLiteCpp/SQLiteCpp.h>
+
+namespace inboxsim {
+
+// Resets a prepared statement before and after use, so a statement that threw halfway (a
+// crash point, a constraint) never keeps a read lock or stale bindings.
+class StatementUse {
+ public:
+  explicit StatementUse(SQLite::Statement& statement) : statement_(statement) {
+    statement_.reset();
+    statement_.clearBindings();
+  }
+  ~StatementUse() {
+    try {
+      statement_.reset();
+    } catch (...) {
+      // reset() reports the error of the last step again; it was already handled there.
+    }
+  }
+  StatementUse(const StatementUse&) = delete;
+  StatementUse& operator=(const StatementUse&) = delete;
+
+  SQLite::Statement* operator->() { return &statement_; }
+  SQLite::Statement& operator*() { return statement_; }
+
+ private:
+  SQLite::Statement& statement_;
+};
+
+// SQLITE_CONSTRAINT_PRIMARYKEY and SQLITE_CONSTRAINT_UNIQUE: a duplicate is detected by its
+// extended error code, never by the message text.
+inline bool is_unique_violation(const SQLite::Exception& error) {
+  const int code = error.getExtendedErrorCode();
+  return code == 1555 || code == 2067;
+}
+
+// Opens a service database: in memory, or a fresh file when a path is given.
+SQLite::Database open_service_database(const std::string& path);
+
+}  // namespace inboxsim

@@ -1,0 +1,407 @@
+#include "services/transfer_service.h"
+
+#include <optional>
+
+#include "services/sql.h"
+#include "sim/assert.h"
+
+namespace inboxsim {
+
+namespace {
+
+// Rows one relay poll publishes at most; a full batch asks for another poll at once.
+constexpr int64_t kRelayBatchRows = 64;
+
+constexpr std::string_view kSagaConsumer = "saga";
+constexpr std::string_view kNotificationsConsumer = "notifications";
+
+void create_schema(SQLite::Database& db, const Config& config) {
+  db.exec(
+      "CREATE TABLE sagas (transfer_id TEXT PRIMARY KEY, state TEXT NOT NULL,"
+      "  from_account TEXT NOT NULL, to_account TEXT NOT NULL, amount INTEGER NOT NULL,"
+      "  updated_ms INTEGER NOT NULL);"
+      "CREATE TABLE processed_messages (id INTEGER PRIMARY KEY, message_id TEXT NOT NULL,"
+      "  consumer TEXT NOT NULL, processed_ms INTEGER NOT NULL);"
+      "CREATE INDEX processed_messages_age ON processed_messages (processed_ms);"
+      "CREATE TABLE outbox (seq INTEGER PRIMARY KEY, message_id TEXT NOT NULL,"
+      "  type TEXT NOT NULL, transfer_id TEXT NOT NULL, from_account TEXT NOT NULL,"
+      "  to_account TEXT NOT NULL, amount INTEGER NOT NULL, created_ms INTEGER NOT NULL,"
+      "  sent_ms INTEGER);"
+      "CREATE INDEX outbox_unsent ON outbox (seq) WHERE sent_ms IS NULL;"
+      "CREATE TABLE notifications (id INTEGER PRIMARY KEY, transfer_id TEXT NOT NULL,"
+      "  kind TEXT NOT NULL, created_ms INTEGER NOT NULL);");
+  if (config.transfer_processed_unique) {
+    db.exec(config.transfer_dedupe_key == DedupeKey::message_id
+                ? "CREATE UNIQUE INDEX processed_messages_key ON processed_messages (message_id)"
+                : "CREATE UNIQUE INDEX processed_messages_key"
+                  " ON processed_messages (message_id, consumer)");
+  }
+}
+
+SQLite::Database open_with_schema(const std::string& path, const Config& config) {
+  SQLite::Database db = open_service_database(path);
+  create_schema(db, config);
+  return db;
+}
+
+struct UnitOfWork {
+  UnitOfWork(SQLite::Database& db, CommitRecord& record) : transaction(db) { record.clear(); }
+  SQLite::Transaction transaction;
+};
+
+// One edge of the saga (DESIGN §1): in `from`, event `on` leads to `to` and emits `emit`.
+struct SagaEdge {
+  SagaState from;
+  MessageType on;
+  SagaState to;
+  std::optional<MessageType> emit;
+};
+
+constexpr SagaEdge kSagaEdges[] = {
+    {SagaState::requested, MessageType::account_debited, SagaState::debited,
+     MessageType::credit_requested},
+    {SagaState::requested, MessageType::debit_rejected, SagaState::rejected, std::nullopt},
+    {SagaState::debited, MessageType::account_credited, SagaState::completed, std::nullopt},
+    {SagaState::debited, MessageType::credit_rejected, SagaState::compensating,
+     MessageType::refund_requested},
+    {SagaState::compensating, MessageType::account_refunded, SagaState::failed, std::nullopt},
+};
+
+const SagaEdge* find_edge(SagaState from, MessageType on) {
+  for (const SagaEdge& edge : kSagaEdges) {
+    if (edge.from == from && edge.on == on) return &edge;
+  }
+  return nullptr;
+}
+
+// Without the state machine, an event is applied whatever the state: the edge it would take
+// from its proper source state.
+const SagaEdge* edge_for_event(MessageType on) {
+  for (const SagaEdge& edge : kSagaEdges) {
+    if (edge.on == on) return &edge;
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+struct TransferService::Statements {
+  explicit Statements(SQLite::Database& db)
+      : saga_insert(db,
+                    "INSERT INTO sagas (transfer_id, state, from_account, to_account, amount,"
+                    " updated_ms) VALUES (?, ?, ?, ?, ?, ?)"),
+        saga_find(db,
+                  "SELECT state, from_account, to_account, amount FROM sagas"
+                  " WHERE transfer_id = ?"),
+        saga_update(db, "UPDATE sagas SET state = ?, updated_ms = ? WHERE transfer_id = ?"),
+        processed_insert(db,
+                         "INSERT INTO processed_messages (message_id, consumer, processed_ms)"
+                         " VALUES (?, ?, ?)"),
+        processed_cleanup(db, "DELETE FROM processed_messages WHERE processed_ms < ?"),
+        outbox_insert(db,
+                      "INSERT INTO outbox (message_id, type, transfer_id, from_account,"
+                      " to_account, amount, created_ms) VALUES (?, ?, ?, ?, ?, ?, ?)"),
+        outbox_unsent(db,
+                      "SELECT seq, message_id, type, transfer_id, from_account, to_account,"
+                      " amount, created_ms FROM outbox WHERE sent_ms IS NULL ORDER BY seq LIMIT " +
+                          std::to_string(kRelayBatchRows)),
+        outbox_mark_sent(db, "UPDATE outbox SET sent_ms = ? WHERE seq = ? AND sent_ms IS NULL"),
+        outbox_unsent_count(db, "SELECT COUNT(*) FROM outbox WHERE sent_ms IS NULL"),
+        notification_insert(db,
+                            "INSERT INTO notifications (transfer_id, kind, created_ms)"
+                            " VALUES (?, ?, ?)") {}
+
+  SQLite::Statement saga_insert;
+  SQLite::Statement saga_find;
+  SQLite::Statement saga_update;
+  SQLite::Statement processed_insert;
+  SQLite::Statement processed_cleanup;
+  SQLite::Statement outbox_insert;
+  SQLite::Statement outbox_unsent;
+  SQLite::Statement outbox_mark_sent;
+  SQLite::Statement outbox_unsent_count;
+  SQLite::Statement notification_insert;
+};
+
+TransferService::TransferService(ServiceHost& host, const Config& config,
+                                 const std::string& db_path)
+    : host_(host),
+      config_(config),
+      db_(open_with_schema(db_path, config)),
+      statements_(std::make_unique<Statements>(db_)) {}
+
+TransferService::~TransferService() = default;
+
+void TransferService::request(const TransferSpec& transfer) {
+  UnitOfWork work(db_, pending_);
+  {
+    StatementUse insert(statements_->saga_insert);
+    insert->bind(1, transfer.id);
+    insert->bind(2, std::string(saga_state_name(SagaState::requested)));
+    insert->bind(3, transfer.from);
+    insert->bind(4, transfer.to);
+    insert->bind(5, static_cast<int64_t>(transfer.amount));
+    insert->bind(6, static_cast<int64_t>(host_.now_ms()));
+    insert->exec();
+  }
+  add_outbox(MessageType::transfer_requested, transfer.id, transfer.from, transfer.to,
+             transfer.amount);
+  pending_.transitions.push_back(SagaTransition{transfer.id, std::nullopt, SagaState::requested});
+  TraceEvent event;
+  event.time_ms = host_.now_ms();
+  event.kind = EventKind::saga;
+  event.service = participant::transfer_service;
+  event.transfer = transfer.id;
+  event.detail = "->REQUESTED";
+  pending_.events.push_back(std::move(event));
+  commit(work.transaction);
+}
+
+Outcome TransferService::handle(TransferConsumer consumer, const Delivery& delivery) {
+  const Message& message = *delivery.message;
+  crash_point(CrashPoint::before_tx, message);
+  const std::string_view consumer_name =
+      consumer == TransferConsumer::saga ? kSagaConsumer : kNotificationsConsumer;
+  const bool external_before = config_.transfer_dedupe == TransferDedupe::external_before;
+  const bool external_after = config_.transfer_dedupe == TransferDedupe::external_after;
+  const bool in_transaction = config_.transfer_dedupe == TransferDedupe::processed_messages;
+  ExternalSeenStore& seen = host_.seen_store(ServiceId::transfer);
+  const std::string key = config_.transfer_dedupe_key == DedupeKey::message_id
+                              ? message.message_id
+                              : message.message_id + "|" + std::string(consumer_name);
+  if ((external_before || external_after) && seen.contains(key)) {
+    dedupe_hit(message, consumer_name,
+               "external seen-set: message " + message.message_id + " already marked");
+    return Outcome::ack;
+  }
+  if (!in_transaction) crash_point(CrashPoint::after_dedupe, message);
+  if (external_before) {
+    seen.mark(key);
+    crash_point(CrashPoint::after_mark, message);
+  }
+  {
+    UnitOfWork work(db_, pending_);
+    if (in_transaction) {
+      if (!claim_message(message, consumer_name)) return Outcome::ack;
+      crash_point(CrashPoint::after_dedupe, message);
+    }
+    if (consumer == TransferConsumer::saga) {
+      apply_saga_event(message);
+    } else {
+      StatementUse insert(statements_->notification_insert);
+      insert->bind(1, message.transfer);
+      insert->bind(2, message.type == MessageType::account_credited ? "completed" : "refunded");
+      insert->bind(3, static_cast<int64_t>(host_.now_ms()));
+      insert->exec();
+      pending_.notifications.push_back(message.transfer);
+      TraceEvent event = event_about(EventKind::notification, host_.now_ms(),
+                                     participant::notifications, message);
+      event.detail = message.type == MessageType::account_credited ? "transfer completed"
+                                                                     : "transfer refunded";
+      pending_.events.push_back(std::move(event));
+    }
+    crash_point(CrashPoint::after_effect, message);
+    commit(work.transaction);
+  }
+  crash_point(CrashPoint::after_commit, message);
+  if (external_after) {
+    seen.mark(key);
+    crash_point(CrashPoint::after_mark, message);
+  }
+  return Outcome::ack;
+}
+
+// Inserts the processed_messages row; false when the unique index said it was already there
+// (the E11000 of the original, caught, logged and acked).
+bool TransferService::claim_message(const Message& message, std::string_view consumer) {
+  try {
+    StatementUse insert(statements_->processed_insert);
+    insert->bind(1, message.message_id);
+    insert->bind(2, std::string(consumer));
+    insert->bind(3, static_cast<int64_t>(host_.now_ms()));
+    insert->exec();
+    return true;
+  } catch (const SQLite::Exception& error) {
+    if (!is_unique_violation(error)) throw;
+  }
+  dedupe_hit(message, consumer,
+             "processed_messages: duplicate key " + message.message_id +
+                 ", transaction rolled back, acked without effect");
+  return false;
+}
+
+void TransferService::apply_saga_event(const Message& message) {
+  std::optional<SagaState> state;
+  std::string from;
+  std::string to;
+  int64_t amount = 0;
+  {
+    StatementUse find(statements_->saga_find);
+    find->bind(1, message.transfer);
+    if (find->executeStep()) {
+      state = parse_saga_state(find->getColumn(0).getString());
+      from = find->getColumn(1).getString();
+      to = find->getColumn(2).getString();
+      amount = find->getColumn(3).getInt64();
+    }
+  }
+  INBOXSIM_ASSERT(state.has_value());
+  const SagaEdge* edge = config_.transfer_state_machine ? find_edge(*state, message.type)
+                                                        : edge_for_event(message.type);
+  if (edge == nullptr) {
+    TraceEvent event = event_about(EventKind::illegal_transition, host_.now_ms(),
+                                   participant::transfer_service, message);
+    event.detail = std::string(saga_state_name(*state)) + " + " +
+                   std::string(message_type_name(message.type)) +
+                   ": no such transition, logged and acked";
+    pending_.events.push_back(std::move(event));
+    return;
+  }
+  {
+    StatementUse update(statements_->saga_update);
+    update->bind(1, std::string(saga_state_name(edge->to)));
+    update->bind(2, static_cast<int64_t>(host_.now_ms()));
+    update->bind(3, message.transfer);
+    update->exec();
+  }
+  pending_.transitions.push_back(SagaTransition{message.transfer, *state, edge->to});
+  TraceEvent event =
+      event_about(EventKind::saga, host_.now_ms(), participant::transfer_service, message);
+  event.detail =
+      std::string(saga_state_name(*state)) + "->" + std::string(saga_state_name(edge->to));
+  pending_.events.push_back(std::move(event));
+  if (edge->emit) add_outbox(*edge->emit, message.transfer, from, to, amount);
+}
+
+void TransferService::add_outbox(MessageType type, const std::string& transfer,
+                                 const std::string& from, const std::string& to, int64_t amount) {
+  StatementUse insert(statements_->outbox_insert);
+  insert->bind(1, host_.next_message_id());
+  insert->bind(2, std::string(message_type_name(type)));
+  insert->bind(3, transfer);
+  insert->bind(4, from);
+  insert->bind(5, to);
+  insert->bind(6, static_cast<int64_t>(amount));
+  insert->bind(7, static_cast<int64_t>(host_.now_ms()));
+  insert->exec();
+  pending_.outbox_written = true;
+}
+
+void TransferService::relay_poll() {
+  std::vector<std::pair<int64_t, MessagePtr>> rows;
+  {
+    StatementUse unsent(statements_->outbox_unsent);
+    while (unsent->executeStep()) {
+      const auto type = parse_message_type(unsent->getColumn(2).getString());
+      INBOXSIM_ASSERT(type.has_value());
+      rows.emplace_back(unsent->getColumn(0).getInt64(),
+                        make_message(unsent->getColumn(1).getString(), *type,
+                                     unsent->getColumn(3).getString(),
+                                     unsent->getColumn(4).getString(),
+                                     unsent->getColumn(5).getString(),
+                                     unsent->getColumn(6).getInt64(), "",
+                                     unsent->getColumn(7).getInt64()));
+    }
+  }
+  for (auto& [seq, message] : rows) {
+    if (awaiting_confirm_.count(seq) > 0) continue;
+    if (!config_.relay_stable_message_id) {
+      // The bug being modelled: a relay that mints a new id on every attempt, so a
+      // re-publication looks like a new message to every inbox downstream.
+      auto fresh = std::make_shared<Message>(*message);
+      fresh->message_id = host_.next_message_id();
+      message = std::move(fresh);
+    }
+    awaiting_confirm_.insert(seq);
+    host_.relay_publish(message, seq);
+    crash_point(CrashPoint::after_publish, *message);
+  }
+  if (static_cast<int64_t>(rows.size()) == kRelayBatchRows) host_.schedule_relay_poll();
+}
+
+void TransferService::relay_confirmed(int64_t outbox_seq) {
+  if (awaiting_confirm_.erase(outbox_seq) == 0) return;
+  UnitOfWork work(db_, pending_);
+  StatementUse mark(statements_->outbox_mark_sent);
+  mark->bind(1, static_cast<int64_t>(host_.now_ms()));
+  mark->bind(2, static_cast<int64_t>(outbox_seq));
+  mark->exec();
+  commit(work.transaction);
+}
+
+void TransferService::relay_confirm_timed_out(int64_t outbox_seq) {
+  if (awaiting_confirm_.erase(outbox_seq) == 0) return;
+  host_.schedule_relay_poll();
+}
+
+void TransferService::crash() { awaiting_confirm_.clear(); }
+
+void TransferService::restart() { host_.schedule_relay_poll(); }
+
+int64_t TransferService::cleanup_processed() {
+  const int64_t cutoff = host_.now_ms() - config_.transfer_processed_ttl_ms;
+  if (cutoff <= 0) return 0;
+  UnitOfWork work(db_, pending_);
+  StatementUse remove(statements_->processed_cleanup);
+  remove->bind(1, static_cast<int64_t>(cutoff));
+  const int deleted = remove->exec();
+  if (deleted == 0) return 0;
+  commit(work.transaction);
+  return deleted;
+}
+
+bool TransferService::drop_index(IndexName index) {
+  if (index != IndexName::transfer_processed_messages) return false;
+  db_.exec("DROP INDEX IF EXISTS processed_messages_key");
+  return true;
+}
+
+std::map<std::string, SagaState> TransferService::sagas() {
+  std::map<std::string, SagaState> out;
+  SQLite::Statement query(db_, "SELECT transfer_id, state FROM sagas ORDER BY transfer_id");
+  while (query.executeStep()) {
+    const auto state = parse_saga_state(query.getColumn(1).getString());
+    INBOXSIM_ASSERT(state.has_value());
+    out[query.getColumn(0).getString()] = *state;
+  }
+  return out;
+}
+
+std::map<std::string, int64_t> TransferService::notification_counts() {
+  std::map<std::string, int64_t> out;
+  SQLite::Statement query(db_,
+                          "SELECT transfer_id, COUNT(*) FROM notifications GROUP BY transfer_id"
+                          " ORDER BY transfer_id");
+  while (query.executeStep()) out[query.getColumn(0).getString()] = query.getColumn(1).getInt64();
+  return out;
+}
+
+int64_t TransferService::unsent_outbox_rows() {
+  StatementUse count(statements_->outbox_unsent_count);
+  const bool has_row = count->executeStep();
+  INBOXSIM_ASSERT(has_row);
+  return count->getColumn(0).getInt64();
+}
+
+void TransferService::commit(SQLite::Transaction& transaction) {
+  transaction.commit();
+  pending_.service = ServiceId::transfer;
+  host_.committed(pending_);
+  pending_.clear();
+}
+
+void TransferService::dedupe_hit(const Message& message, std::string_view consumer,
+                                 std::string detail) {
+  TraceEvent event = event_about(
+      EventKind::dedupe_hit, host_.now_ms(),
+      consumer == kSagaConsumer ? participant::transfer_service : participant::notifications,
+      message);
+  event.detail = std::move(detail);
+  host_.record(std::move(event));
+}
+
+void TransferService::crash_point(CrashPoint point, const Message& message) {
+  host_.crash_point(ServiceId::transfer, point, &message);
+}
+
+}  // namespace inboxsim

@@ -1,0 +1,83 @@
+// transfer-service: the transfer saga, modelled on the NestJS + MongoDB service (DESIGN §1).
+//
+// It owns one SQLite database: `sagas` (the state machine), `processed_messages` (unique index
+// on `message_id`, or on `(message_id, consumer)`), `outbox` and `notifications`. A consumed
+// event inserts its processed_messages row, updates the saga and writes the next command to the
+// outbox in ONE transaction; a duplicate key rolls it all back and is acked. A polling relay
+// publishes outbox rows with their stored message id and marks a row sent only on the
+// publisher confirm. The relay's in-flight set is memory and dies with the process.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+#include <SQLiteCpp/SQLiteCpp.h>
+
+#include "broker/broker.h"
+#include "scenario/scenario.h"
+#include "services/config.h"
+#include "services/host.h"
+
+namespace inboxsim {
+
+// The consumers of transfer-service.
+enum class TransferConsumer : uint8_t { saga, notifications };
+
+class TransferService {
+ public:
+  TransferService(ServiceHost& host, const Config& config, const std::string& db_path);
+  ~TransferService();
+
+  // A client asks for a transfer: the saga row in REQUESTED and the Transfer.Requested outbox
+  // row, in one transaction.
+  void request(const TransferSpec& transfer);
+
+  // Handles one delivery to the saga consumer or the notifications consumer.
+  // May throw ServiceCrash.
+  Outcome handle(TransferConsumer consumer, const Delivery& delivery);
+
+  // The polling relay: publishes unsent outbox rows that are not awaiting a confirm.
+  void relay_poll();
+  // The publisher confirm for outbox row `seq` arrived: mark the row sent.
+  void relay_confirmed(int64_t outbox_seq);
+  // No confirm came for row `seq` within the timeout: it will be published again.
+  void relay_confirm_timed_out(int64_t outbox_seq);
+
+  // The process died: everything in memory is gone.
+  void crash();
+  void restart();
+
+  // The Mongo TTL monitor: deletes processed_messages older than the TTL. Returns rows deleted.
+  int64_t cleanup_processed();
+
+  bool drop_index(IndexName index);
+
+  // Committed state, read from the database.
+  std::map<std::string, SagaState> sagas();
+  std::map<std::string, int64_t> notification_counts();
+  int64_t unsent_outbox_rows();
+
+ private:
+  Outcome handle_saga(const Message& message);
+  Outcome handle_notification(const Message& message);
+  bool claim_message(const Message& message, std::string_view consumer);
+  void apply_saga_event(const Message& message);
+  void add_outbox(MessageType type, const std::string& transfer, const std::string& from,
+                  const std::string& to, int64_t amount);
+  void commit(SQLite::Transaction& transaction);
+  void dedupe_hit(const Message& message, std::string_view consumer, std::string detail);
+  void crash_point(CrashPoint point, const Message& message);
+
+  ServiceHost& host_;
+  const Config& config_;
+  SQLite::Database db_;
+  CommitRecord pending_;
+  std::set<int64_t> awaiting_confirm_;  // outbox seqs published, confirm not yet seen
+  struct Statements;
+  std::unique_ptr<Statements> statements_;
+};
+
+}  // namespace inboxsim

@@ -1,0 +1,51 @@
+// Armed fault triggers (DESIGN §2, §6). A scenario's `fault` step arms a trigger; the World
+// asks the FaultBook at each event where a fault could strike, and a trigger fires on the
+// n-th event its match selects, so a script needs no timings.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "broker/message.h"
+#include "scenario/scenario.h"
+
+namespace inboxsim {
+
+// Returns one line describing a fault ("crash account-service at after_commit on
+// Transfer.Requested t1").
+std::string describe_fault(const FaultSpec& fault);
+
+// True when the message is selected by the match's type and transfer.
+bool match_selects(const Match& match, const Message& message);
+
+class FaultBook {
+ public:
+  void arm(const FaultSpec& fault);
+
+  // The crash fault that fires at this point of this service, if any (consumed when it fires).
+  // `message` is what the service was handling or publishing, or null.
+  std::optional<FaultSpec> take_crash(ServiceId service, CrashPoint point, const Message* message);
+
+  // The fault of `kind` that fires on this event, if any. `service` is the service on the
+  // consumer or publisher side of the event.
+  std::optional<FaultSpec> take(FaultKind kind, ServiceId service, const Message& message);
+
+  // Faults armed but never fired, described, in the order they were armed.
+  std::vector<std::string> unfired() const;
+
+  bool empty() const { return armed_.empty(); }
+
+ private:
+  struct Armed {
+    FaultSpec spec;
+    int64_t occurrences_left = 1;  // matching events until it fires
+    int64_t times_left = 1;        // fires (nack only fires more than once)
+  };
+
+  std::optional<FaultSpec> count_match(size_t index);
+
+  std::vector<Armed> armed_;
+};
+
+}  // namespace inboxsim

@@ -1,0 +1,104 @@
+// The canonical event trace of one run, and its hash.
+//
+// Every observable thing a simulation does is one TraceEvent: who did what to whom, when, with
+// which message id, delivery tag and redelivered flag. The trace is what the narration, the
+// JSONL file, the sequence diagram and the HTML report are drawn from, and trace_hash (FNV-1a 64
+// over the canonical JSONL lines) is how determinism is checked. A Trace can keep its events or
+// only hash them (fuzzing keeps nothing it does not need).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace inboxsim {
+
+// Participants of a run, as they appear in traces and diagrams.
+namespace participant {
+inline constexpr std::string_view client = "client";
+inline constexpr std::string_view transfer_service = "transfer-service";
+inline constexpr std::string_view relay = "transfer-relay";
+inline constexpr std::string_view broker = "broker";
+inline constexpr std::string_view account_service = "account-service";
+inline constexpr std::string_view notifications = "notifications";
+inline constexpr std::string_view operator_ = "operator";
+inline constexpr std::string_view cleanup = "cleanup";
+}  // namespace participant
+
+enum class EventKind : uint8_t {
+  step,                // a scenario step begins; detail describes it
+  request,             // client -> transfer-service: a transfer is requested
+  publish,             // service -> broker: a message is published (routed to queues)
+  deliver,             // broker -> consumer: a delivery with tag, redelivered flag, count
+  ack,                 // consumer -> broker: the ack arrived
+  ack_lost,            // consumer -> broker: the ack was lost on the wire
+  nack,                // consumer -> broker: nack with requeue
+  requeue,             // broker: an unacked delivery goes back to its queue
+  dead_letter,         // broker: a message passed the delivery limit
+  confirm,             // broker -> publisher: publisher confirm
+  confirm_lost,        // broker -> publisher: the confirm never arrives
+  dedupe_hit,          // consumer: the dedupe mechanism acked without effect
+  effect,              // consumer: a balance changed (account, amount)
+  rejected,            // consumer: business rule said no (insufficient funds, closed account)
+  saga,                // transfer-service: saga state change (detail "FROM->TO")
+  illegal_transition,  // transfer-service: the state machine refused a transition
+  consumer_fault,      // consumer: the handler failed and rolled back (e.g. ledger index)
+  notification,        // notifications consumer wrote a customer notification
+  crash,               // a service died at a crash point
+  restart,             // a service came back with its committed data
+  connection_closed,   // a consumer connection closed (crash, reset, fault)
+  index_dropped,       // a unique index was dropped
+  advance,             // virtual time jumped forward
+  cleanup,             // retention cleanup deleted dedupe records
+  violation,           // an invariant was found broken
+};
+
+// Returns the stable name of an event kind, as written to traces.
+std::string_view event_kind_name(EventKind kind);
+
+struct TraceEvent {
+  int64_t time_ms = 0;
+  EventKind kind = EventKind::step;
+  std::string_view service;  // the actor (a participant name)
+  std::string_view target;   // the other side, if any (a participant name)
+  std::string message_id;
+  std::string_view type;     // message type, if any
+  std::string transfer;
+  int64_t delivery_tag = 0;
+  bool redelivered = false;
+  int64_t delivery_count = 0;
+  std::string account;
+  int64_t amount = 0;
+  std::string detail;
+};
+
+// Writes the canonical JSON line of an event (no trailing newline). The same event always
+// gives the same bytes; empty optional fields are left out.
+std::string trace_event_json(const TraceEvent& event);
+
+class Trace {
+ public:
+  explicit Trace(bool keep_events) : keep_events_(keep_events) {}
+
+  // Appends an event: hashes its canonical line, keeps it if asked, tells the listener.
+  void record(TraceEvent event);
+
+  // Returns the FNV-1a 64 hash of all canonical lines so far, as 16 hex digits.
+  std::string hash_hex() const;
+  uint64_t hash() const { return hash_; }
+  const std::vector<TraceEvent>& events() const { return events_; }
+  size_t size() const { return count_; }
+
+  // Called with each event as it is recorded (live narration).
+  std::function<void(const TraceEvent&)> listener;
+
+ private:
+  bool keep_events_;
+  uint64_t hash_ = 0xcbf29ce484222325ULL;
+  size_t count_ = 0;
+  std::vector<TraceEvent> events_;
+};
+
+}  // namespace inboxsim
