@@ -68,6 +68,15 @@ std::string describe_dedupe(const TraceEvent& event) {
     mechanism = event.detail.substr(0, colon);
     reason = event.detail.substr(std::min(colon + 2, event.detail.size()));
   }
+  // Services write whole sentences ("message m-1 already consumed, acked without effect"):
+  // do not say the id or the verdict twice.
+  const std::string id_prefix = "message " + event.message_id + " ";
+  if (reason.rfind(id_prefix, 0) == 0) reason.erase(0, id_prefix.size());
+  const std::string verdict = ", acked without effect";
+  if (reason.size() >= verdict.size() &&
+      reason.compare(reason.size() - verdict.size(), verdict.size(), verdict) == 0) {
+    reason.erase(reason.size() - verdict.size());
+  }
   if (reason.empty()) reason = "is a duplicate";
   return std::string(event.service) + "  " + mechanism + ": message " + event.message_id + " " +
          reason + ", acked without effect";

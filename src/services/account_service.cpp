@@ -95,7 +95,7 @@ struct AccountService::Statements {
                       " from_account, to_account, amount, reason, created_ms)"
                       " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"),
         outbox_for_inbox(db, std::string("SELECT ") + kOutboxColumns +
-                                 " FROM outbox WHERE inbox_message_id = ? ORDER BY seq"),
+                                 " FROM outbox WHERE inbox_message_id = ? AND delivered_ms IS NULL ORDER BY seq"),
         outbox_pending(db, std::string("SELECT ") + kOutboxColumns +
                                " FROM outbox WHERE delivered_ms IS NULL ORDER BY seq LIMIT " +
                                std::to_string(kSweepBatchRows)),
