@@ -137,8 +137,9 @@ std::string describe_service_event(const TraceEvent& event) {
       return who + "  state machine refused " + event.transfer + ": " + event.detail + " (" +
              event.message_id + ")";
     case EventKind::consumer_fault:
+      // The world already says "...; rolled back" in the detail.
       return who + "  FAULT on " + message_ref(event) + ": " + event.detail +
-             "; rolled back, will nack";
+             (event.detail.ends_with("rolled back") ? ", will nack" : "; rolled back, will nack");
     case EventKind::notification: return who + "  notify " + event.transfer + ": " + event.detail;
     case EventKind::crash: return describe_crash(event);
     case EventKind::restart: return "↻ RESTART  " + who + " is back with its committed data";
