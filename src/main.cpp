@@ -144,9 +144,9 @@ int run_command(const RunCommand& command) {
       std::map<std::string, int64_t> opening;
       for (const auto& [name, spec] : scenario.accounts) opening[name] = spec.balance;
       narrator.set_opening_balances(opening);
-      std::cout << "\n== " << scenario.name << ": " << scenario.title << "\n";
-      if (!command.quiet && !scenario.description.empty()) {
-        std::cout << scenario.description << "\n";
+      if (!command.quiet) {
+        std::cout << "\n== " << scenario.name << ": " << scenario.title << "\n";
+        if (!scenario.description.empty()) std::cout << scenario.description << "\n";
       }
       options.listener = [&narrator](const TraceEvent& event) { narrator.on_event(event); };
     }

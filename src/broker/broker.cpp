@@ -44,8 +44,9 @@ bool topic_matches(std::string_view pattern, std::string_view routing_key) {
   return words_match(pattern, routing_key, !routing_key.empty());
 }
 
-Broker::Broker(Trace& trace, int64_t prefetch, int64_t delivery_limit)
-    : trace_(trace), prefetch_(prefetch), delivery_limit_(delivery_limit) {
+Broker::Broker(std::function<void(TraceEvent)> record, int64_t prefetch,
+               int64_t delivery_limit)
+    : record_(std::move(record)), prefetch_(prefetch), delivery_limit_(delivery_limit) {
   INBOXSIM_ASSERT(prefetch > 0);
   INBOXSIM_ASSERT(delivery_limit > 0);
 }
@@ -203,7 +204,7 @@ void Broker::record(EventKind kind, const Queued& queued, std::string_view queue
   event.transfer = queued.message->transfer;
   event.delivery_count = queued.delivery_count;
   event.detail = std::string(queue) + ": " + detail;
-  trace_.record(std::move(event));
+  record_(std::move(event));
 }
 
 }  // namespace inboxsim

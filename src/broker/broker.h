@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -42,7 +43,8 @@ bool topic_matches(std::string_view pattern, std::string_view routing_key);
 
 class Broker {
  public:
-  Broker(Trace& trace, int64_t prefetch, int64_t delivery_limit);
+  // `record` receives the broker's own events (requeue, dead_letter).
+  Broker(std::function<void(TraceEvent)> record, int64_t prefetch, int64_t delivery_limit);
 
   // Declares a queue bound to `banking.events` with these patterns; returns its index.
   size_t declare_queue(std::string_view name, std::vector<std::string> patterns);
@@ -109,7 +111,7 @@ class Broker {
   void record(EventKind kind, const Queued& queued, std::string_view queue, std::string detail,
               int64_t now_ms);
 
-  Trace& trace_;
+  std::function<void(TraceEvent)> record_;
   int64_t prefetch_;
   int64_t delivery_limit_;
   uint64_t next_position_ = 1;

@@ -32,7 +32,7 @@ World::World(const Scenario& scenario, const Config& config, const WorldOptions&
       accounts_(scenario.accounts),
       rng_(options.seed),
       trace_(options.keep_trace),
-      broker_(trace_, config.broker_prefetch, config.broker_delivery_limit),
+      broker_([this](TraceEvent event) { record(std::move(event)); }, config.broker_prefetch, config.broker_delivery_limit),
       checker_(scenario.accounts, config.transfer_notifications) {
   account_ = std::make_unique<AccountService>(*this, config_,
                                               db_path(options, participant::account_service));

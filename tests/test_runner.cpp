@@ -1,0 +1,246 @@
+// Whole runs: recovery from a crash at every crash point, the broken defences doing what the
+// seed says they do, and determinism (same seed, same trace; any scenario, twice).
+#include <catch2/catch.hpp>
+
+#include <filesystem>
+
+#include "scenario/parse.h"
+#include "scenario/runner.h"
+
+using namespace inboxsim;
+
+namespace {
+
+Scenario one_transfer(const std::string& to = "bob") {
+  Scenario scenario;
+  scenario.name = "test";
+  scenario.accounts = {{"alice", {10000, false}}, {"bob", {0, false}}, {"carol", {0, true}}};
+  Step transfer;
+  transfer.kind = StepKind::transfer;
+  transfer.transfer = TransferSpec{"t1", "alice", to, 2500};
+  scenario.steps.push_back(transfer);
+  return scenario;
+}
+
+void add_fault(Scenario& scenario, FaultSpec fault) {
+  Step step;
+  step.kind = StepKind::fault;
+  step.fault = std::move(fault);
+  scenario.steps.insert(scenario.steps.begin(), step);
+}
+
+FaultSpec crash(ServiceId service, CrashPoint point, std::optional<MessageType> type) {
+  FaultSpec fault;
+  fault.kind = FaultKind::crash;
+  fault.service = service;
+  fault.at = point;
+  fault.has_match = type.has_value();
+  fault.match.type = type;
+  return fault;
+}
+
+FaultSpec on_message(FaultKind kind, MessageType type) {
+  FaultSpec fault;
+  fault.kind = kind;
+  fault.has_match = true;
+  fault.match.type = type;
+  return fault;
+}
+
+std::vector<Invariant> violated(const RunResult& result) {
+  std::vector<Invariant> out;
+  for (const Violation& violation : result.violations) out.push_back(violation.invariant);
+  return out;
+}
+
+int64_t count_events(const RunResult& result, EventKind kind) {
+  return std::count_if(result.events.begin(), result.events.end(),
+                       [&](const TraceEvent& e) { return e.kind == kind; });
+}
+
+RunResult run(const Scenario& scenario, uint64_t seed = 1) {
+  RunOptions options;
+  options.seed = seed;
+  return run_scenario(scenario, options);
+}
+
+}  // namespace
+
+TEST_CASE("a happy transfer completes and breaks nothing", "[runner]") {
+  const RunResult result = run(one_transfer());
+  REQUIRE(result.transfers.at("t1") == SagaState::completed);
+  REQUIRE(result.balances.at("alice") == 7500);
+  REQUIRE(result.balances.at("bob") == 2500);
+  REQUIRE(result.violations.empty());
+  REQUIRE(result.passed);
+  REQUIRE(result.stats.published == 4);
+  REQUIRE(result.stats.acks == 4);
+  REQUIRE(result.stats.transactions > 0);
+}
+
+TEST_CASE("a closed destination is refunded; insufficient funds are rejected", "[runner]") {
+  const RunResult refunded = run(one_transfer("carol"));
+  REQUIRE(refunded.transfers.at("t1") == SagaState::failed);
+  REQUIRE(refunded.balances.at("alice") == 10000);
+  REQUIRE(refunded.violations.empty());
+  Scenario poor = one_transfer();
+  poor.steps[0].transfer.amount = 20000;
+  const RunResult rejected = run(poor);
+  REQUIRE(rejected.transfers.at("t1") == SagaState::rejected);
+  REQUIRE(rejected.ledger.empty());
+  REQUIRE(rejected.violations.empty());
+}
+
+TEST_CASE("a crash at every crash point recovers: one effect each, nothing lost",
+          "[runner][crash]") {
+  struct Case {
+    ServiceId service;
+    CrashPoint point;
+    MessageType type;
+  };
+  const Case cases[] = {
+      {ServiceId::account, CrashPoint::before_tx, MessageType::transfer_requested},
+      {ServiceId::account, CrashPoint::after_dedupe, MessageType::transfer_requested},
+      {ServiceId::account, CrashPoint::after_effect, MessageType::transfer_requested},
+      {ServiceId::account, CrashPoint::after_commit, MessageType::transfer_requested},
+      {ServiceId::account, CrashPoint::after_outbox_send, MessageType::credit_requested},
+      {ServiceId::transfer, CrashPoint::before_tx, MessageType::account_debited},
+      {ServiceId::transfer, CrashPoint::after_dedupe, MessageType::account_debited},
+      {ServiceId::transfer, CrashPoint::after_effect, MessageType::account_debited},
+      {ServiceId::transfer, CrashPoint::after_commit, MessageType::account_credited},
+      {ServiceId::transfer, CrashPoint::after_publish, MessageType::credit_requested},
+  };
+  for (const Case& c : cases) {
+    DYNAMIC_SECTION(service_name(c.service) << " at " << crash_point_name(c.point)) {
+      Scenario scenario = one_transfer();
+      add_fault(scenario, crash(c.service, c.point, c.type));
+      const RunResult result = run(scenario);
+      REQUIRE(result.stats.crashes == 1);
+      REQUIRE(count_events(result, EventKind::restart) == 1);
+      REQUIRE(result.transfers.at("t1") == SagaState::completed);
+      REQUIRE(result.balances.at("alice") == 7500);
+      REQUIRE(result.balances.at("bob") == 2500);
+      REQUIRE(result.ledger.size() == 2);
+      REQUIRE(result.violations.empty());
+      REQUIRE(result.unfired_faults.empty());
+    }
+  }
+}
+
+TEST_CASE("a crash after commit, before the ack: the redelivery is deduped and acked",
+          "[runner][crash]") {
+  Scenario scenario = one_transfer();
+  add_fault(scenario, crash(ServiceId::account, CrashPoint::after_commit,
+                            MessageType::transfer_requested));
+  const RunResult result = run(scenario);
+  REQUIRE(result.dedupe_hits.at(ServiceId::account) == 1);
+  REQUIRE(result.stats.redeliveries >= 1);
+  REQUIRE(result.violations.empty());
+}
+
+TEST_CASE("the seed's Redis SET: marked before the commit loses the work", "[runner]") {
+  Scenario scenario = one_transfer();
+  scenario.config.account_inbox = AccountInbox::external_before;
+  add_fault(scenario, crash(ServiceId::account, CrashPoint::after_mark,
+                            MessageType::transfer_requested));
+  const RunResult result = run(scenario);
+  REQUIRE(result.transfers.at("t1") == SagaState::requested);
+  REQUIRE(result.ledger.empty());
+  REQUIRE(violated(result) == std::vector<Invariant>{Invariant::termination});
+}
+
+TEST_CASE("the seed's Redis SET: marked after the commit does the work twice", "[runner]") {
+  Scenario scenario = one_transfer();
+  scenario.config.account_inbox = AccountInbox::external_after;
+  scenario.config.account_ledger_unique = false;
+  add_fault(scenario, crash(ServiceId::account, CrashPoint::after_commit,
+                            MessageType::transfer_requested));
+  const RunResult result = run(scenario);
+  REQUIRE(result.balances.at("alice") == 5000);
+  const auto broken = violated(result);
+  REQUIRE(std::find(broken.begin(), broken.end(), Invariant::conservation) != broken.end());
+  REQUIRE(std::find(broken.begin(), broken.end(), Invariant::single_effect) != broken.end());
+}
+
+TEST_CASE("a duplicate published by hand moves the balance once", "[runner]") {
+  Scenario scenario = one_transfer();
+  add_fault(scenario, on_message(FaultKind::duplicate, MessageType::transfer_requested));
+  const RunResult result = run(scenario);
+  REQUIRE(result.stats.published == 5);
+  REQUIRE(result.published_ids.at(MessageType::transfer_requested) == 1);
+  REQUIRE(result.dedupe_hits.at(ServiceId::account) == 1);
+  REQUIRE(result.balances.at("alice") == 7500);
+  REQUIRE(result.violations.empty());
+}
+
+TEST_CASE("a consumer fault is nacked, redelivered up to the limit, then dead-lettered",
+          "[runner]") {
+  Scenario scenario = one_transfer();
+  FaultSpec nack = on_message(FaultKind::nack, MessageType::transfer_requested);
+  nack.times = 1000;
+  add_fault(scenario, nack);
+  const RunResult result = run(scenario);
+  REQUIRE(result.stats.dead_lettered == 1);
+  REQUIRE(result.stats.deliveries == 20);  // broker.delivery_limit
+  REQUIRE(result.transfers.at("t1") == SagaState::requested);
+  REQUIRE(violated(result) == std::vector<Invariant>{Invariant::termination});
+}
+
+TEST_CASE("a lost ack resets the connection and the message comes back", "[runner]") {
+  Scenario scenario = one_transfer();
+  add_fault(scenario, on_message(FaultKind::drop_ack, MessageType::transfer_requested));
+  const RunResult result = run(scenario);
+  REQUIRE(count_events(result, EventKind::ack_lost) == 1);
+  REQUIRE(result.stats.redeliveries == 1);
+  REQUIRE(result.dedupe_hits.at(ServiceId::account) == 1);
+  REQUIRE(result.violations.empty());
+}
+
+TEST_CASE("a lost publisher confirm republishes with the same id", "[runner]") {
+  Scenario scenario = one_transfer();
+  add_fault(scenario, on_message(FaultKind::lose_confirm, MessageType::transfer_requested));
+  const RunResult result = run(scenario);
+  REQUIRE(result.published_ids.at(MessageType::transfer_requested) == 1);
+  REQUIRE(result.stats.published == 5);
+  REQUIRE(result.dedupe_hits.at(ServiceId::account) == 1);
+  REQUIRE(result.violations.empty());
+}
+
+TEST_CASE("the same seed gives a byte-identical trace; another seed another interleaving",
+          "[runner][determinism]") {
+  Scenario scenario = one_transfer();
+  add_fault(scenario, crash(ServiceId::account, CrashPoint::after_commit,
+                            MessageType::transfer_requested));
+  const RunResult a = run(scenario, 7);
+  const RunResult b = run(scenario, 7);
+  REQUIRE(a.trace_hash == b.trace_hash);
+  REQUIRE(a.events.size() == b.events.size());
+  const RunResult c = run(scenario, 8);
+  REQUIRE(c.trace_hash != a.trace_hash);
+  // The outcome does not depend on the interleaving.
+  REQUIRE(c.balances == a.balances);
+  REQUIRE(c.transfers == a.transfers);
+}
+
+TEST_CASE("every scenario in the library runs twice to the same trace_hash",
+          "[runner][determinism]") {
+  const std::filesystem::path folder = std::filesystem::path(INBOXSIM_SOURCE_DIR) / "scenarios";
+  std::vector<std::filesystem::path> files;
+  for (const auto& entry : std::filesystem::directory_iterator(folder)) {
+    if (entry.path().extension() == ".json") files.push_back(entry.path());
+  }
+  std::sort(files.begin(), files.end());
+  REQUIRE_FALSE(files.empty());
+  for (const auto& file : files) {
+    DYNAMIC_SECTION(file.filename().string()) {
+      const ParseResult parsed = parse_scenario_file(file.string());
+      REQUIRE(parsed.scenario.has_value());
+      RunOptions options;
+      const RunResult first = run_scenario(*parsed.scenario, options);
+      const RunResult second = run_scenario(*parsed.scenario, options);
+      REQUIRE(first.trace_hash == second.trace_hash);
+      REQUIRE(first.passed == second.passed);
+      REQUIRE(first.passed);
+    }
+  }
+}

@@ -1,0 +1,293 @@
+// The crash model at the unit-of-work level: a service crashed at any crash point keeps
+// exactly what it committed, and its redelivery finishes the work once.
+#include <catch2/catch.hpp>
+
+#include <SQLiteCpp/SQLiteCpp.h>
+
+#include "services/account_service.h"
+#include "services/transfer_service.h"
+
+using namespace inboxsim;
+
+namespace {
+
+// A ServiceHost that records what a service does and crashes it where told.
+struct FakeHost final : ServiceHost {
+  int64_t now = 0;
+  int next_id = 100;
+  std::optional<CrashPoint> crash_at;
+  std::vector<MessagePtr> published;
+  std::vector<int64_t> relay_seqs;
+  std::vector<CommitRecord> commits;
+  std::vector<TraceEvent> events;
+  std::array<ExternalSeenStore, 2> stores;
+  bool lose_next_confirm = false;
+
+  int64_t now_ms() const override { return now; }
+  std::string next_message_id() override { return "m-" + std::to_string(next_id++); }
+  void crash_point(ServiceId service, CrashPoint point, const Message*) override {
+    if (crash_at == point) {
+      crash_at.reset();
+      throw ServiceCrash{service, point};
+    }
+  }
+  bool publish_and_confirm(std::string_view, const MessagePtr& message) override {
+    published.push_back(message);
+    if (lose_next_confirm) {
+      lose_next_confirm = false;
+      return false;
+    }
+    return true;
+  }
+  void relay_publish(const MessagePtr& message, int64_t seq) override {
+    published.push_back(message);
+    relay_seqs.push_back(seq);
+  }
+  void record(TraceEvent event) override { events.push_back(std::move(event)); }
+  void committed(const CommitRecord& record) override {
+    commits.push_back(record);
+    // As the World does: what a transaction noted reaches the trace only once it committed.
+    for (const TraceEvent& event : record.events) events.push_back(event);
+  }
+  void schedule_relay_poll() override {}
+  void schedule_account_outbox_sweep() override {}
+  ExternalSeenStore& seen_store(ServiceId service) override {
+    return stores[static_cast<size_t>(service)];
+  }
+
+  int64_t dedupe_hits() const {
+    return std::count_if(events.begin(), events.end(),
+                         [](const TraceEvent& e) { return e.kind == EventKind::dedupe_hit; });
+  }
+};
+
+Delivery delivery_of(MessagePtr message, int64_t tag = 1) {
+  Delivery delivery;
+  delivery.message = std::move(message);
+  delivery.delivery_tag = tag;
+  return delivery;
+}
+
+int64_t entries(AccountService& service, EntryType type) {
+  int64_t count = 0;
+  for (const LedgerEntry& entry : service.ledger()) count += entry.type == type ? 1 : 0;
+  return count;
+}
+
+std::vector<std::string> published_ids(const FakeHost& host, MessageType type) {
+  std::vector<std::string> ids;
+  for (const MessagePtr& message : host.published) {
+    if (message->type == type) ids.push_back(message->message_id);
+  }
+  return ids;
+}
+
+const MessagePtr kRequested =
+    make_message("m-1", MessageType::transfer_requested, "t1", "alice", "bob", 2500, "", 0);
+
+}  // namespace
+
+TEST_CASE("account-service: a crash at each point keeps only what was committed",
+          "[services][crash]") {
+  struct Case {
+    CrashPoint point;
+    bool debit_committed;
+    int64_t sends_before_crash;
+  };
+  const Case cases[] = {
+      {CrashPoint::before_tx, false, 0},    {CrashPoint::after_dedupe, false, 0},
+      {CrashPoint::after_effect, false, 0}, {CrashPoint::after_commit, true, 0},
+      {CrashPoint::after_outbox_send, true, 1},
+  };
+  for (const Case& c : cases) {
+    DYNAMIC_SECTION("crash at " << crash_point_name(c.point)) {
+      FakeHost host;
+      Config config;
+      AccountService service(host, config, "");
+      service.open_accounts({{"alice", {10000, false}}, {"bob", {0, false}}});
+      host.crash_at = c.point;
+      REQUIRE_THROWS_AS(service.handle(delivery_of(kRequested)), ServiceCrash);
+      // What survives the crash is exactly what was committed.
+      REQUIRE(entries(service, EntryType::debit) == (c.debit_committed ? 1 : 0));
+      REQUIRE(service.balances()["alice"] == (c.debit_committed ? 7500 : 10000));
+      REQUIRE(static_cast<int64_t>(host.published.size()) == c.sends_before_crash);
+      // The redelivery finishes the work, once.
+      REQUIRE(service.handle(delivery_of(kRequested, 2)) == Outcome::ack);
+      REQUIRE(entries(service, EntryType::debit) == 1);
+      REQUIRE(service.balances()["alice"] == 7500);
+      const auto debited = published_ids(host, MessageType::account_debited);
+      REQUIRE_FALSE(debited.empty());
+      // A re-send reuses the stored message id, so the next inbox can recognise it.
+      for (const std::string& id : debited) REQUIRE(id == debited.front());
+      REQUIRE(host.dedupe_hits() == (c.debit_committed ? 1 : 0));
+      REQUIRE(service.undelivered_outbox_rows() == 0);
+      // A third copy is acked without effect and without a send.
+      const size_t sends = host.published.size();
+      REQUIRE(service.handle(delivery_of(kRequested, 3)) == Outcome::ack);
+      REQUIRE(host.published.size() == sends);
+      REQUIRE(entries(service, EntryType::debit) == 1);
+    }
+  }
+}
+
+TEST_CASE("account-service: without the inbox a redelivery hits the ledger index",
+          "[services]") {
+  FakeHost host;
+  Config config;
+  config.account_inbox = AccountInbox::none;
+  AccountService service(host, config, "");
+  service.open_accounts({{"alice", {10000, false}}, {"bob", {0, false}}});
+  REQUIRE(service.handle(delivery_of(kRequested)) == Outcome::ack);
+  REQUIRE_THROWS_AS(service.handle(delivery_of(kRequested, 2)), ConsumerFault);
+  REQUIRE(entries(service, EntryType::debit) == 1);
+  REQUIRE(service.balances()["alice"] == 7500);
+}
+
+TEST_CASE("account-service: with neither inbox nor ledger index, a duplicate debits twice",
+          "[services]") {
+  FakeHost host;
+  Config config;
+  config.account_inbox = AccountInbox::none;
+  config.account_ledger_unique = false;
+  AccountService service(host, config, "");
+  service.open_accounts({{"alice", {10000, false}}, {"bob", {0, false}}});
+  REQUIRE(service.handle(delivery_of(kRequested)) == Outcome::ack);
+  REQUIRE(service.handle(delivery_of(kRequested, 2)) == Outcome::ack);
+  REQUIRE(entries(service, EntryType::debit) == 2);
+  REQUIRE(service.balances()["alice"] == 5000);
+}
+
+TEST_CASE("account-service: the Marten inbox document dedupes in the event-append transaction",
+          "[services]") {
+  FakeHost host;
+  Config config;
+  config.account_inbox = AccountInbox::marten;
+  AccountService service(host, config, "");
+  service.open_accounts({{"alice", {10000, false}}, {"bob", {0, false}}});
+  host.crash_at = CrashPoint::after_effect;
+  REQUIRE_THROWS_AS(service.handle(delivery_of(kRequested)), ServiceCrash);
+  REQUIRE(service.ledger().empty());
+  REQUIRE(service.handle(delivery_of(kRequested, 2)) == Outcome::ack);
+  REQUIRE(service.handle(delivery_of(kRequested, 3)) == Outcome::ack);
+  REQUIRE(entries(service, EntryType::debit) == 1);
+  REQUIRE(host.dedupe_hits() == 1);
+}
+
+TEST_CASE("account-service: insufficient funds and a closed destination are rejected",
+          "[services]") {
+  FakeHost host;
+  Config config;
+  AccountService service(host, config, "");
+  service.open_accounts({{"alice", {100, false}}, {"carol", {0, true}}});
+  service.handle(delivery_of(kRequested));  // alice -> bob 2500 with 100
+  REQUIRE(published_ids(host, MessageType::debit_rejected).size() == 1);
+  REQUIRE(host.published.back()->reason == "insufficient funds");
+  const auto credit = make_message("m-2", MessageType::credit_requested, "t2", "alice", "carol",
+                                   50, "", 0);
+  service.handle(delivery_of(credit));
+  REQUIRE(published_ids(host, MessageType::credit_rejected).size() == 1);
+  REQUIRE(service.ledger().empty());
+}
+
+TEST_CASE("account-service: inbox rows older than the window are cleaned up", "[services]") {
+  FakeHost host;
+  Config config;
+  config.account_inbox_window_ms = 1000;
+  AccountService service(host, config, "");
+  service.open_accounts({{"alice", {10000, false}}, {"bob", {0, false}}});
+  service.handle(delivery_of(kRequested));
+  host.now = 500;
+  REQUIRE(service.cleanup_inbox() == 0);
+  host.now = 5000;
+  REQUIRE(service.cleanup_inbox() == 1);
+  // After the window the duplicate is consumed again; the ledger index is what stops it.
+  REQUIRE_THROWS_AS(service.handle(delivery_of(kRequested, 2)), ConsumerFault);
+  REQUIRE(entries(service, EntryType::debit) == 1);
+}
+
+TEST_CASE("transfer-service: a crash at each consumer point keeps only what was committed",
+          "[services][crash]") {
+  const MessagePtr debited =
+      make_message("m-2", MessageType::account_debited, "t1", "alice", "bob", 2500, "", 0);
+  for (const CrashPoint point : {CrashPoint::before_tx, CrashPoint::after_dedupe,
+                                 CrashPoint::after_effect, CrashPoint::after_commit}) {
+    DYNAMIC_SECTION("crash at " << crash_point_name(point)) {
+      FakeHost host;
+      Config config;
+      TransferService service(host, config, "");
+      service.request(TransferSpec{"t1", "alice", "bob", 2500});
+      host.crash_at = point;
+      REQUIRE_THROWS_AS(service.handle(TransferConsumer::saga, delivery_of(debited)), ServiceCrash);
+      service.crash();
+      const bool committed = point == CrashPoint::after_commit;
+      REQUIRE(service.sagas()["t1"] == (committed ? SagaState::debited : SagaState::requested));
+      REQUIRE(service.unsent_outbox_rows() == (committed ? 2 : 1));
+      REQUIRE(service.handle(TransferConsumer::saga, delivery_of(debited, 2)) == Outcome::ack);
+      REQUIRE(service.sagas()["t1"] == SagaState::debited);
+      REQUIRE(service.unsent_outbox_rows() == 2);  // one CreditRequested, never two
+      REQUIRE(host.dedupe_hits() == (committed ? 1 : 0));
+    }
+  }
+}
+
+TEST_CASE("transfer-service: the relay republishes with the stored id after a crash",
+          "[services][crash]") {
+  FakeHost host;
+  Config config;
+  TransferService service(host, config, "");
+  service.request(TransferSpec{"t1", "alice", "bob", 2500});
+  host.crash_at = CrashPoint::after_publish;
+  REQUIRE_THROWS_AS(service.relay_poll(), ServiceCrash);
+  service.crash();
+  REQUIRE(service.unsent_outbox_rows() == 1);  // published, never marked
+  service.relay_poll();
+  REQUIRE(host.published.size() == 2);
+  REQUIRE(host.published[0]->message_id == host.published[1]->message_id);
+  service.relay_confirmed(host.relay_seqs.back());
+  REQUIRE(service.unsent_outbox_rows() == 0);
+}
+
+TEST_CASE("transfer-service: an unstable relay mints a new id on every attempt", "[services]") {
+  FakeHost host;
+  Config config;
+  config.relay_stable_message_id = false;
+  TransferService service(host, config, "");
+  service.request(TransferSpec{"t1", "alice", "bob", 2500});
+  service.relay_poll();
+  service.relay_confirm_timed_out(host.relay_seqs.back());
+  service.relay_poll();
+  REQUIRE(host.published.size() == 2);
+  REQUIRE(host.published[0]->message_id != host.published[1]->message_id);
+}
+
+TEST_CASE("transfer-service: the state machine refuses an illegal transition", "[services]") {
+  FakeHost host;
+  Config config;
+  config.transfer_dedupe = TransferDedupe::none;
+  TransferService service(host, config, "");
+  service.request(TransferSpec{"t1", "alice", "bob", 2500});
+  const auto debited =
+      make_message("m-2", MessageType::account_debited, "t1", "alice", "bob", 2500, "", 0);
+  service.handle(TransferConsumer::saga, delivery_of(debited));
+  service.handle(TransferConsumer::saga, delivery_of(debited, 2));
+  REQUIRE(service.unsent_outbox_rows() == 2);  // Requested + one CreditRequested
+  REQUIRE(std::any_of(host.events.begin(), host.events.end(), [](const TraceEvent& e) {
+    return e.kind == EventKind::illegal_transition;
+  }));
+}
+
+TEST_CASE("transfer-service: processed_messages without its unique index lets a duplicate in",
+          "[services]") {
+  FakeHost host;
+  Config config;
+  config.transfer_state_machine = false;
+  TransferService service(host, config, "");
+  service.request(TransferSpec{"t1", "alice", "bob", 2500});
+  service.drop_index(IndexName::transfer_processed_messages);
+  const auto debited =
+      make_message("m-2", MessageType::account_debited, "t1", "alice", "bob", 2500, "", 0);
+  service.handle(TransferConsumer::saga, delivery_of(debited));
+  service.handle(TransferConsumer::saga, delivery_of(debited, 2));
+  REQUIRE(host.dedupe_hits() == 0);
+  REQUIRE(service.unsent_outbox_rows() == 3);  // a second CreditRequested with a fresh id
+}
