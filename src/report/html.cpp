@@ -10,18 +10,6 @@
 
 namespace inboxsim {
 
-namespace {
-
-// Diagram geometry, in SVG user units. The SVG scales to the page width, so these fix
-// proportions rather than pixels.
-constexpr int kTimeColumnWidth = 84;
-constexpr int kLaneGap = 190;
-constexpr int kHeaderHeight = 50;
-constexpr int kRowHeight = 30;
-constexpr int kBodyPadding = 8;
-
-// ---- escaping ---------------------------------------------------------------------------------
-
 std::string escape_html(std::string_view text) {
   std::string out;
   out.reserve(text.size());
@@ -37,6 +25,16 @@ std::string escape_html(std::string_view text) {
   }
   return out;
 }
+
+namespace {
+
+// Diagram geometry, in SVG user units. The SVG scales to the page width, so these fix
+// proportions rather than pixels.
+constexpr int kTimeColumnWidth = 84;
+constexpr int kLaneGap = 190;
+constexpr int kHeaderHeight = 50;
+constexpr int kRowHeight = 30;
+constexpr int kBodyPadding = 8;
 
 // JSON embedded in a <script> element must never contain `</` (it would close the element) or
 // `<!--` (it would change how the rest is parsed). In JSON text a `<` can only occur inside a

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 
 #include "scenario/result.h"
 
@@ -16,5 +17,8 @@ namespace inboxsim {
 // Returns the complete HTML document. Uses result.events (the run must have kept its trace),
 // the title, description, lesson, balances, transfers, invariant verdicts and expectations.
 std::string render_html(const RunResult& result);
+
+// Returns text safe inside HTML element content and attribute values.
+std::string escape_html(std::string_view text);
 
 }  // namespace inboxsim

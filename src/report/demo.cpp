@@ -1,0 +1,142 @@
+#include "report/demo.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+
+#include "report/html.h"
+#include "scenario/parse.h"
+#include "scenario/runner.h"
+
+namespace inboxsim {
+
+RunResult narrated_run(const Scenario& scenario, const NarratedRunOptions& options,
+                       std::ostream& out) {
+  Narrator narrator(out, options.narrator);
+  RunOptions run_options;
+  run_options.seed = options.seed;
+  run_options.db_dir = options.db_dir;
+  if (options.narrate) {
+    std::map<std::string, int64_t> opening;
+    for (const auto& [name, spec] : scenario.accounts) opening[name] = spec.balance;
+    narrator.set_opening_balances(opening);
+    if (!options.narrator.quiet) {
+      out << "\n== " << scenario.name << ": " << scenario.title << "\n";
+      if (!scenario.description.empty()) out << scenario.description << "\n";
+    }
+    run_options.listener = [&narrator](const TraceEvent& event) { narrator.on_event(event); };
+  }
+  if (options.pause_after_step) {
+    run_options.after_step = [&out] {
+      out << "  [Enter] next step" << std::flush;
+      std::string line;
+      std::getline(std::cin, line);
+    };
+  }
+  RunResult result = run_scenario(scenario, run_options);
+  if (options.narrate) {
+    narrator.summary(result);
+    if (!options.narrator.quiet) {
+      for (const std::string& fault : result.unfired_faults) {
+        out << "  note: this fault never fired: " << fault << "\n";
+      }
+    }
+  }
+  return result;
+}
+
+namespace {
+
+std::vector<std::string> scenario_files(const std::string& directory) {
+  std::vector<std::string> files;
+  std::error_code error;
+  for (const auto& entry : std::filesystem::directory_iterator(directory, error)) {
+    if (entry.is_regular_file() && entry.path().extension() == ".json") {
+      files.push_back(entry.path().string());
+    }
+  }
+  std::sort(files.begin(), files.end());
+  return files;
+}
+
+bool write_text(const std::filesystem::path& path, const std::string& text) {
+  std::ofstream file(path, std::ios::binary);
+  file << text;
+  file.close();
+  return static_cast<bool>(file);
+}
+
+}  // namespace
+
+std::string render_demo_index(const std::vector<RunResult>& results) {
+  std::string rows;
+  for (const RunResult& result : results) {
+    rows += "<tr><td class=\"verdict " + std::string(result.passed ? "pass" : "fail") + "\">" +
+            (result.passed ? "PASS" : "FAIL") + "</td><td><a href=\"" +
+            escape_html(result.name) + ".html\">" + escape_html(result.name) + "</a></td><td>" +
+            escape_html(result.title) + "</td><td class=\"lesson\">" +
+            escape_html(result.lesson) + "</td></tr>\n";
+  }
+  return "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+         "<title>inboxsim: the idempotent consumer, watched</title><style>"
+         "body{font-family:system-ui,sans-serif;margin:2rem auto;max-width:72rem;color:#1f2933}"
+         "h1{margin-bottom:.2rem}p.sub{color:#52606d;margin-top:0}"
+         "table{border-collapse:collapse;width:100%}td,th{padding:.55rem .7rem;"
+         "border-bottom:1px solid #e4e7eb;text-align:left;vertical-align:top}"
+         "th{background:#f5f7fa}a{color:#2457a6;font-weight:600;text-decoration:none}"
+         ".verdict{font-weight:700}.pass{color:#207a3c}.fail{color:#b42318}"
+         ".lesson{color:#3e4c59;font-style:italic}</style></head><body>"
+         "<h1>The idempotent consumer (inbox), watched</h1>"
+         "<p class=\"sub\">Each scenario runs a small bank on an at-least-once broker. Open one "
+         "to step through it event by event.</p><table><thead><tr><th></th><th>scenario</th>"
+         "<th>what happens</th><th>the lesson</th></tr></thead><tbody>\n" +
+         rows + "</tbody></table></body></html>\n";
+}
+
+int run_demo(const DemoOptions& options, std::ostream& out, std::ostream& err) {
+  const std::vector<std::string> files = scenario_files(options.scenario_dir);
+  if (files.empty()) {
+    err << "inboxsim: " << options.scenario_dir << ": expected a directory of scenario files\n";
+    return 2;
+  }
+  std::vector<Scenario> scenarios;
+  for (const std::string& file : files) {
+    ParseResult parsed = parse_scenario_file(file);
+    if (parsed.error) {
+      err << "inboxsim: " << parsed.error->message() << "\n";
+      return 2;
+    }
+    scenarios.push_back(std::move(*parsed.scenario));
+  }
+  std::error_code error;
+  std::filesystem::create_directories(options.out_dir, error);
+  if (error) {
+    err << "inboxsim: " << options.out_dir << ": cannot create the folder: " << error.message()
+        << "\n";
+    return 2;
+  }
+  std::vector<RunResult> results;
+  for (const Scenario& scenario : scenarios) {
+    RunResult result = narrated_run(scenario, options.run, out);
+    const std::filesystem::path page = std::filesystem::path(options.out_dir) / (result.name + ".html");
+    if (!write_text(page, render_html(result))) {
+      err << "inboxsim: cannot write " << page.string() << "\n";
+      return 2;
+    }
+    results.push_back(std::move(result));
+  }
+  const std::filesystem::path index = std::filesystem::path(options.out_dir) / "index.html";
+  if (!write_text(index, render_demo_index(results))) {
+    err << "inboxsim: cannot write " << index.string() << "\n";
+    return 2;
+  }
+  const auto passed = std::count_if(results.begin(), results.end(),
+                                    [](const RunResult& r) { return r.passed; });
+  out << "\n" << passed << " of " << results.size() << " scenarios met their expectations.\n"
+      << "Reports: " << std::filesystem::absolute(index).string()
+      << " (one page per scenario, linked from there)\n";
+  return passed == static_cast<long>(results.size()) ? 0 : 1;
+}
+
+}  // namespace inboxsim

@@ -1,0 +1,124 @@
+#!/usr/bin/env bash
+# The CLI contract of DESIGN §5, checked from the outside as a script or CI would use it:
+# exit codes, the --json object, --trace (and that trace_hash is the hash of it), --db-dir,
+# --set, --quiet and colours.
+# Usage: bash tests/cli_contract.sh PATH_TO_INBOXSIM   (run from the repository root)
+set -u
+bin=$(realpath "$1")
+cd "$(dirname "$0")/.." || exit 2
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+passed=0
+failed=0
+check() {  # check NAME COMMAND...: the command must succeed
+  local name=$1
+  shift
+  if "$@"; then
+    passed=$((passed + 1))
+  else
+    failed=$((failed + 1))
+    echo "FAILED: $name"
+  fi
+}
+
+happy=scenarios/01-happy-path.json
+
+# Exit code 0 and the JSON object with every contract field.
+"$bin" run "$happy" --json >"$work/happy.json"
+check "run --json exits 0 when every expectation holds" test $? -eq 0
+check "the --json object has every contract field" python3 - "$work/happy.json" <<'PY'
+import json, sys
+result = json.load(open(sys.argv[1]))
+for key in ["scenario", "passed", "seed", "trace_hash", "virtual_ms", "stats", "balances",
+            "transfers", "violations", "expectations"]:
+    assert key in result, key
+for key in ["published", "deliveries", "redeliveries", "acks", "dedupe_hits", "effects",
+            "crashes", "transactions", "dead_lettered"]:
+    assert isinstance(result["stats"][key], int), key
+assert result["passed"] is True
+assert result["balances"] == {"alice": 7500, "bob": 2500}
+assert result["transfers"] == {"t1": "COMPLETED"}
+assert result["violations"] == []
+assert all(e["ok"] for e in result["expectations"])
+assert len(result["trace_hash"]) == 16
+PY
+
+# --seed overrides the scenario's seed; the outcome stays, the interleaving may not.
+"$bin" run "$happy" --json --seed 99 >"$work/seed99.json"
+check "--seed is reported" python3 -c "import json,sys; assert json.load(open('$work/seed99.json'))['seed'] == 99"
+
+# Several files give an array, in the order given.
+"$bin" run "$happy" "$happy" --json >"$work/two.json"
+check "several files give a JSON array" python3 -c "import json; r=json.load(open('$work/two.json')); assert isinstance(r, list) and len(r) == 2"
+
+# An expectation that fails: exit code 1, and the failing expectation named.
+python3 - "$happy" "$work/wrong.json" <<'PY'
+import json, sys
+scenario = json.load(open(sys.argv[1]))
+scenario["expect"]["balances"]["bob"] = 9999
+json.dump(scenario, open(sys.argv[2], "w"))
+PY
+"$bin" run "$work/wrong.json" --json >"$work/wrong-out.json"
+check "a failed expectation exits 1" test $? -eq 1
+check "the failed expectation is reported" python3 -c "
+import json; r = json.load(open('$work/wrong-out.json'))
+bad = [e for e in r['expectations'] if not e['ok']]
+assert [e['what'] for e in bad] == ['balances.bob'], bad
+assert 'expected 9999, got 2500' in bad[0]['detail']"
+
+# --trace writes one JSON object per line, and trace_hash is FNV-1a 64 of exactly those bytes.
+"$bin" run "$happy" --quiet --trace "$work/trace.jsonl" --json >"$work/traced.json"
+check "trace_hash is the FNV-1a hash of the --trace file" python3 - "$work/trace.jsonl" "$work/traced.json" <<'PY'
+import json, sys
+data = open(sys.argv[1], "rb").read()
+h = 0xcbf29ce484222325
+for byte in data:
+    h ^= byte
+    h = (h * 0x100000001b3) % (1 << 64)
+lines = data.decode().splitlines()
+assert len(lines) > 10
+for line in lines:
+    event = json.loads(line)
+    assert "t" in event and "kind" in event
+delivers = [json.loads(l) for l in lines if json.loads(l)["kind"] == "deliver"]
+assert all("tag" in d and "redelivered" in d and "message_id" in d for d in delivers)
+assert json.load(open(sys.argv[2]))["trace_hash"] == "%016x" % h
+PY
+
+# Same seed, same bytes.
+"$bin" run "$happy" --quiet --trace "$work/trace2.jsonl" >/dev/null
+check "the same run writes a byte-identical trace" cmp -s "$work/trace.jsonl" "$work/trace2.jsonl"
+
+# --db-dir keeps each service's database as a file sqlite3 can open.
+"$bin" run "$happy" --quiet --db-dir "$work/db" >/dev/null
+check "--db-dir keeps the account-service database" \
+  test "$(sqlite3 "$work/db/01-happy-path.account-service.sqlite" 'SELECT COUNT(*) FROM ledger')" = 2
+check "--db-dir keeps the transfer-service database" \
+  test "$(sqlite3 "$work/db/01-happy-path.transfer-service.sqlite" 'SELECT state FROM sagas')" = COMPLETED
+
+# --set overrides config; a bad key or value is bad input.
+"$bin" run "$happy" --quiet --set account.inbox=marten >/dev/null
+check "--set with a good value runs" test $? -eq 0
+"$bin" run "$happy" --set account.inbox=redis >/dev/null 2>"$work/err"
+check "--set with a bad value exits 2" test $? -eq 2
+check "--set error names the option and what was expected" grep -q -- "--set account.inbox=redis: expected a string, one of masstransit" "$work/err"
+"$bin" run "$happy" --set nope=1 >/dev/null 2>&1
+check "--set with an unknown key exits 2" test $? -eq 2
+"$bin" run "$happy" --no-such-flag >/dev/null 2>&1
+check "an unknown flag exits 2" test $? -eq 2
+"$bin" run "$happy" --color purple >/dev/null 2>&1
+check "a bad --color exits 2" test $? -eq 2
+
+# --quiet prints only the verdict; colours only when asked for.
+check "--quiet prints one line" test "$("$bin" run "$happy" --quiet | grep -c .)" -eq 1
+check "--color never prints no escape codes" bash -c "! '$bin' run '$happy' --color never | grep -q $'\e'"
+check "NO_COLOR is honoured" bash -c "! NO_COLOR=1 '$bin' run '$happy' | grep -q $'\e'"
+check "--color always prints escape codes" bash -c "'$bin' run '$happy' --color always | grep -q $'\e'"
+
+# The views are written.
+"$bin" run "$happy" --quiet --mermaid "$work/run.mmd" --html "$work/run.html" >/dev/null
+check "--mermaid writes a sequence diagram" grep -q '^sequenceDiagram' "$work/run.mmd"
+check "--html writes one self-contained page" bash -c "grep -q '<svg' '$work/run.html' && ! grep -q '<script src' '$work/run.html'"
+
+echo "$passed passed, $failed failed"
+test "$failed" -eq 0
