@@ -223,6 +223,21 @@ MarkerStyle marker_style(const TraceEvent& event) {
   }
 }
 
+// Average advance of one label character, in SVG units, at the label font size.
+constexpr int kLabelCharWidth = 9;
+
+// Returns `label`, cut at a UTF-8 character boundary with an ellipsis if it is wider than
+// `room` SVG units.
+std::string fit_label(const std::string& label, int room) {
+  const auto max_chars = static_cast<size_t>(std::max(8, room / kLabelCharWidth));
+  size_t chars = 0;
+  for (size_t i = 0; i < label.size(); ++i) {
+    if ((static_cast<unsigned char>(label[i]) & 0xC0) == 0x80) continue;  // continuation byte
+    if (++chars == max_chars) return label.substr(0, i) + "\u2026";
+  }
+  return label;
+}
+
 std::string render_marker(const TraceEvent& event, const Lanes& lanes, int y) {
   const MarkerStyle style = marker_style(event);
   const int lane = std::max(0, lanes.index(event.service));
@@ -233,8 +248,10 @@ std::string render_marker(const TraceEvent& event, const Lanes& lanes, int y) {
   std::string out = "<circle class=\"dot " + style.css_class + "\" cx=\"" + num(x) + "\" cy=\"" +
                     num(mid_y) + "\" r=\"10\"/>";
   out += svg_text(x, mid_y + 5, "middle", "sym", style.symbol);
+  // A label longer than the room on its side is cut; the row's tooltip keeps the whole text.
+  const int room = leftwards ? x - 16 - kTimeColumnWidth : lanes.width() - x - 16;
   out += svg_text(leftwards ? x - 16 : x + 16, mid_y + 5, leftwards ? "end" : "start",
-                  "lbl " + style.css_class, style.label);
+                  "lbl " + style.css_class, fit_label(style.label, room));
   return out;
 }
 
