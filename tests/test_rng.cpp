@@ -51,8 +51,8 @@ TEST_CASE("the scheduler runs events in (time, sequence) order", "[scheduler]") 
   scheduler.schedule_at(10, 1);
   scheduler.schedule_at(5, 2);
   scheduler.schedule_at(10, 3);
-  scheduler.schedule_at(5, 4, /*background=*/true);
-  REQUIRE(scheduler.foreground_pending() == 3);
+  scheduler.schedule_at(5, 4);
+  REQUIRE(scheduler.size() == 4);
   REQUIRE(scheduler.pop() == 2);
   REQUIRE(scheduler.pop() == 4);
   REQUIRE(scheduler.now_ms() == 5);

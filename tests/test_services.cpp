@@ -197,9 +197,9 @@ TEST_CASE("account-service: inbox rows older than the window are cleaned up", "[
   service.open_accounts({{"alice", {10000, false}}, {"bob", {0, false}}});
   service.handle(delivery_of(kRequested));
   host.now = 500;
-  REQUIRE(service.cleanup_inbox() == 0);
+  REQUIRE(service.cleanup_inbox(host.now) == 0);
   host.now = 5000;
-  REQUIRE(service.cleanup_inbox() == 1);
+  REQUIRE(service.cleanup_inbox(host.now) == 1);
   // After the window the duplicate is consumed again; the ledger index is what stops it.
   REQUIRE_THROWS_AS(service.handle(delivery_of(kRequested, 2)), ConsumerFault);
   REQUIRE(entries(service, EntryType::debit) == 1);

@@ -498,8 +498,8 @@ void AccountService::restart() {
   if (config_.account_inbox != AccountInbox::masstransit) host_.schedule_account_outbox_sweep();
 }
 
-int64_t AccountService::cleanup_inbox() {
-  const int64_t cutoff = host_.now_ms() - config_.account_inbox_window_ms;
+int64_t AccountService::cleanup_inbox(int64_t as_of_ms) {
+  const int64_t cutoff = as_of_ms - config_.account_inbox_window_ms;
   if (cutoff <= 0) return 0;
   UnitOfWork work(db_, pending_);
   int64_t deleted = 0;

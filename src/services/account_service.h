@@ -43,9 +43,9 @@ class AccountService {
   // Called when the service process comes back after a crash.
   void restart();
 
-  // MassTransit's InboxCleanupService: deletes inbox rows delivered longer than the window ago.
-  // Returns the number of rows deleted.
-  int64_t cleanup_inbox();
+  // MassTransit's InboxCleanupService, as of `as_of_ms`: deletes inbox rows delivered longer
+  // than the window before it. Returns the number of rows deleted.
+  int64_t cleanup_inbox(int64_t as_of_ms);
 
   // Drops a unique index this service owns. Returns false if it has no such index.
   bool drop_index(IndexName index);

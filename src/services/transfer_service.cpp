@@ -338,8 +338,8 @@ void TransferService::crash() { awaiting_confirm_.clear(); }
 
 void TransferService::restart() { host_.schedule_relay_poll(); }
 
-int64_t TransferService::cleanup_processed() {
-  const int64_t cutoff = host_.now_ms() - config_.transfer_processed_ttl_ms;
+int64_t TransferService::cleanup_processed(int64_t as_of_ms) {
+  const int64_t cutoff = as_of_ms - config_.transfer_processed_ttl_ms;
   if (cutoff <= 0) return 0;
   UnitOfWork work(db_, pending_);
   StatementUse remove(statements_->processed_cleanup);

@@ -50,8 +50,9 @@ class TransferService {
   void crash();
   void restart();
 
-  // The Mongo TTL monitor: deletes processed_messages older than the TTL. Returns rows deleted.
-  int64_t cleanup_processed();
+  // The Mongo TTL monitor, as of `as_of_ms`: deletes processed_messages older than the TTL.
+  // Returns rows deleted.
+  int64_t cleanup_processed(int64_t as_of_ms);
 
   bool drop_index(IndexName index);
 

@@ -2,8 +2,7 @@
 // (time, sequence number).
 //
 // Two events at the same millisecond run in the order they were scheduled, so a run depends
-// only on its seed. Background events (periodic cleanup) do not keep a run from being
-// quiescent: `foreground_pending()` counts only the others.
+// only on its seed.
 #pragma once
 
 #include <cstdint>
@@ -21,14 +20,13 @@ class Scheduler {
 
   // Schedules `payload` at `time_ms`.
   // REQUIRES: time_ms >= now_ms().
-  void schedule_at(int64_t time_ms, Payload payload, bool background = false) {
+  void schedule_at(int64_t time_ms, Payload payload) {
     INBOXSIM_ASSERT(time_ms >= now_ms_);
-    queue_.push(Entry{time_ms, next_sequence_++, background, payload});
-    if (!background) ++foreground_pending_;
+    queue_.push(Entry{time_ms, next_sequence_++, payload});
   }
 
   bool empty() const { return queue_.empty(); }
-  size_t foreground_pending() const { return foreground_pending_; }
+  size_t size() const { return queue_.size(); }
 
   // Returns the time of the earliest event.
   // REQUIRES: !empty().
@@ -45,10 +43,6 @@ class Scheduler {
     queue_.pop();
     INBOXSIM_ASSERT(entry.time_ms >= now_ms_);
     now_ms_ = entry.time_ms;
-    if (!entry.background) {
-      INBOXSIM_ASSERT(foreground_pending_ > 0);
-      --foreground_pending_;
-    }
     return entry.payload;
   }
 
@@ -64,7 +58,6 @@ class Scheduler {
   struct Entry {
     int64_t time_ms;
     uint64_t sequence;
-    bool background;
     Payload payload;
   };
   struct Later {
@@ -76,7 +69,6 @@ class Scheduler {
 
   int64_t now_ms_ = 0;
   uint64_t next_sequence_ = 0;
-  size_t foreground_pending_ = 0;
   std::priority_queue<Entry, std::vector<Entry>, Later> queue_;
 };
 

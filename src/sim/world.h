@@ -38,7 +38,10 @@ inline constexpr int64_t kRelayPollMsMin = 5;
 inline constexpr int64_t kRelayPollMsMax = 20;
 inline constexpr int64_t kConfirmTimeoutMs = 5'000;
 inline constexpr int64_t kReconnectMs = 500;
-inline constexpr int64_t kCleanupIntervalMs = 60'000;  // InboxCleanupService / Mongo TTL monitor
+// InboxCleanupService's and the Mongo TTL monitor's period. Cleanup runs lazily: the first time
+// the clock reaches or passes a tick, once, as of the last tick passed (deleting by a cutoff is
+// monotone, so one late run deletes what every missed tick would have).
+inline constexpr int64_t kCleanupIntervalMs = 60'000;
 
 struct WorldOptions {
   uint64_t seed = 1;
@@ -59,7 +62,7 @@ class World final : public ServiceHost {
   void request_transfer(const TransferSpec& transfer);
   void arm_fault(const FaultSpec& fault);
   void drop_index(IndexName index);
-  // Runs until only background work is pending; false if the event bound was hit first.
+  // Runs until nothing is pending; false if the event bound was hit first.
   bool run_until_quiescent();
   // Runs every event due in the next `ms` and moves the clock by `ms`.
   void run_for(int64_t ms);
@@ -88,7 +91,6 @@ class World final : public ServiceHost {
   // What a scheduled job does when its time comes.
   enum class JobKind : uint8_t {
     deliver, ack, nack, confirm, confirm_timeout, relay_poll, account_sweep, restart, reconnect,
-    cleanup,
   };
   struct Job {
     JobKind kind = JobKind::deliver;
@@ -109,7 +111,8 @@ class World final : public ServiceHost {
   void on_confirm(const Job& job);
   void on_restart(ServiceId service);
   void on_reconnect(size_t consumer);
-  void on_cleanup();
+  void maybe_cleanup();
+  void on_cleanup(int64_t tick_ms);
   void send_ack(const Delivery& delivery);
   void send_nack(const Delivery& delivery, std::string reason);
   void crashed(const ServiceCrash& crash, const Message* message);
@@ -148,6 +151,7 @@ class World final : public ServiceHost {
   bool relay_poll_scheduled_ = false;
   bool account_sweep_scheduled_ = false;
   bool quiescent_ = true;
+  int64_t next_cleanup_ms_ = kCleanupIntervalMs;
   std::vector<Delivery> dispatched_;  // scratch for pump()
   std::set<std::pair<MessageType, std::string>> published_ids_;
   std::vector<MessagePtr> first_publications_;  // for duplicate faults armed later
