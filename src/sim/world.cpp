@@ -74,13 +74,11 @@ std::string_view World::consumer_participant(size_t consumer) const {
 }
 
 template <typename Fn>
-void World::guarded(ServiceId service, const Message* message, Fn&& fn) {
-  (void)service;
-  (void)message;
+void World::guarded(Fn&& fn) {
   try {
     fn();
   } catch (const ServiceCrash& crash) {
-    crashed(crash, nullptr);
+    crashed(crash);
   }
 }
 
@@ -218,12 +216,12 @@ void World::dispatch(const Job& job) {
     case JobKind::relay_poll:
       if (state(ServiceId::transfer).incarnation != job.epoch) return;
       relay_poll_scheduled_ = false;
-      guarded(ServiceId::transfer, nullptr, [&] { transfer_->relay_poll(); });
+      guarded([&] { transfer_->relay_poll(); });
       return;
     case JobKind::account_sweep:
       if (state(ServiceId::account).incarnation != job.epoch) return;
       account_sweep_scheduled_ = false;
-      guarded(ServiceId::account, nullptr, [&] {
+      guarded([&] {
         if (!account_->sweep_outbox()) {
           // A lost confirm: the delivery loop tries again after the confirm timeout.
           account_sweep_scheduled_ = true;
@@ -263,7 +261,7 @@ void World::on_deliver(const Job& job) {
   try {
     outcome = handle(delivery);
   } catch (const ServiceCrash& crash) {
-    crashed(crash, &message);
+    crashed(crash);
     return;
   } catch (const ConsumerFault& fault) {
     TraceEvent event = event_about(inboxsim::EventKind::consumer_fault, now_ms(), consumer, message);
@@ -344,7 +342,7 @@ void World::on_confirm(const Job& job) {
   event.target = participant::relay;
   event.detail = "outbox row " + std::to_string(job.value);
   record(std::move(event));
-  guarded(ServiceId::transfer, nullptr, [&] { transfer_->relay_confirmed(job.value); });
+  guarded([&] { transfer_->relay_confirmed(job.value); });
 }
 
 void World::on_restart(ServiceId service) {
@@ -363,7 +361,7 @@ void World::on_restart(ServiceId service) {
       broker_.open_connection(consumer);
     }
   }
-  guarded(service, nullptr, [&] {
+  guarded([&] {
     if (service == ServiceId::account) {
       account_->restart();
     } else {
@@ -389,32 +387,28 @@ void World::maybe_cleanup() {
 }
 
 void World::on_cleanup(int64_t tick_ms) {
-  guarded(ServiceId::account, nullptr, [&] {
-    if (!state(ServiceId::account).up) return;
-    if (const int64_t deleted = account_->cleanup_inbox(tick_ms); deleted > 0) {
-      TraceEvent event;
-      event.time_ms = now_ms();
-      event.kind = inboxsim::EventKind::cleanup;
-      event.service = participant::account_service;
-      event.amount = deleted;
-      event.detail = "inbox cleanup: rows delivered more than " +
-                     std::to_string(config_.account_inbox_window_ms) + " ms ago deleted";
-      record(std::move(event));
-    }
-  });
-  guarded(ServiceId::transfer, nullptr, [&] {
-    if (!state(ServiceId::transfer).up) return;
-    if (const int64_t deleted = transfer_->cleanup_processed(tick_ms); deleted > 0) {
-      TraceEvent event;
-      event.time_ms = now_ms();
-      event.kind = inboxsim::EventKind::cleanup;
-      event.service = participant::transfer_service;
-      event.amount = deleted;
-      event.detail = "TTL: processed_messages older than " +
-                     std::to_string(config_.transfer_processed_ttl_ms) + " ms deleted";
-      record(std::move(event));
-    }
-  });
+  // A service that is down cleans nothing; the first tick after its restart catches up.
+  if (state(ServiceId::account).up) {
+    record_cleanup(participant::account_service, account_->cleanup_inbox(tick_ms),
+                   "inbox cleanup: rows delivered more than " +
+                       std::to_string(config_.account_inbox_window_ms) + " ms ago deleted");
+  }
+  if (state(ServiceId::transfer).up) {
+    record_cleanup(participant::transfer_service, transfer_->cleanup_processed(tick_ms),
+                   "TTL: processed_messages older than " +
+                       std::to_string(config_.transfer_processed_ttl_ms) + " ms deleted");
+  }
+}
+
+void World::record_cleanup(std::string_view service, int64_t deleted, std::string detail) {
+  if (deleted == 0) return;
+  TraceEvent event;
+  event.time_ms = now_ms();
+  event.kind = inboxsim::EventKind::cleanup;
+  event.service = service;
+  event.amount = deleted;
+  event.detail = std::move(detail);
+  record(std::move(event));
 }
 
 // ---- crashes and connections -----------------------------------------------------------------
@@ -434,8 +428,7 @@ void World::crash_point(ServiceId service, CrashPoint point, const Message* mess
   throw ServiceCrash{service, point};
 }
 
-void World::crashed(const ServiceCrash& crash, const Message* message) {
-  (void)message;
+void World::crashed(const ServiceCrash& crash) {
   ServiceState& service_state = state(crash.service);
   INBOXSIM_ASSERT(service_state.up);
   service_state.up = false;

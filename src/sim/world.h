@@ -113,9 +113,10 @@ class World final : public ServiceHost {
   void on_reconnect(size_t consumer);
   void maybe_cleanup();
   void on_cleanup(int64_t tick_ms);
+  void record_cleanup(std::string_view service, int64_t deleted, std::string detail);
   void send_ack(const Delivery& delivery);
   void send_nack(const Delivery& delivery, std::string reason);
-  void crashed(const ServiceCrash& crash, const Message* message);
+  void crashed(const ServiceCrash& crash);
   void reset_connection(size_t consumer, std::string reason);
   void pump();
   void publish(std::string_view publisher, const MessagePtr& message);
@@ -125,8 +126,9 @@ class World final : public ServiceHost {
   ServiceId service_of(size_t consumer) const;
   std::string_view consumer_participant(size_t consumer) const;
   ServiceState& state(ServiceId service) { return services_state_[static_cast<size_t>(service)]; }
+  // Runs `fn`; a crash inside it takes its service down.
   template <typename Fn>
-  void guarded(ServiceId service, const Message* message, Fn&& fn);
+  void guarded(Fn&& fn);
 
   Config config_;
   std::map<std::string, AccountSpec> accounts_;
