@@ -4,6 +4,7 @@
 
 #include <filesystem>
 
+#include "report/html.h"
 #include "scenario/parse.h"
 #include "scenario/runner.h"
 
@@ -243,4 +244,16 @@ TEST_CASE("every scenario in the library runs twice to the same trace_hash",
       REQUIRE(first.passed);
     }
   }
+}
+
+TEST_CASE("the HTML report shows each message's envelope on hover", "[runner][report]") {
+  const RunResult result = run(one_transfer());
+  REQUIRE(result.envelopes.size() == 4);
+  const std::string& requested = result.envelopes.begin()->second;
+  REQUIRE(requested.find("\"type\":\"Transfer.Requested\"") != std::string::npos);
+  REQUIRE(requested.find("\"payload\":{\"from\":\"alice\",\"to\":\"bob\",\"amount\":2500}") !=
+          std::string::npos);
+  const std::string page = render_html(result);
+  REQUIRE(page.find("envelope (message body):\n{\n  &quot;messageId&quot;: &quot;m-1&quot;") !=
+          std::string::npos);
 }

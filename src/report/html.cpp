@@ -101,7 +101,8 @@ std::string lane_colour(std::string_view name) {
 std::string num(int value) { return std::to_string(value); }
 
 // The tooltip: every field of the event, one per line, as the trace records it.
-std::string event_tooltip(const TraceEvent& event) {
+// `envelope` is the message's JSON body, or empty.
+std::string event_tooltip(const TraceEvent& event, std::string_view envelope) {
   std::string text = std::string(event_kind_name(event.kind)) + " at " +
                      std::to_string(event.time_ms) + " ms";
   auto field = [&text](std::string_view name, std::string_view value) {
@@ -120,6 +121,9 @@ std::string event_tooltip(const TraceEvent& event) {
   field("account", event.account);
   if (event.amount != 0) text += "\namount: " + std::to_string(event.amount);
   field("detail", event.detail);
+  if (!envelope.empty()) {
+    text += "\n\nenvelope (message body):\n" + nlohmann::ordered_json::parse(envelope).dump(2);
+  }
   return escape_html(text);
 }
 
@@ -278,11 +282,11 @@ bool is_band(EventKind kind) {
   return kind == EventKind::step || kind == EventKind::advance || kind == EventKind::violation;
 }
 
-std::string render_row(const TraceEvent& event, const Lanes& lanes, size_t index, int y,
-                       int step_number, bool show_time) {
+std::string render_row(const TraceEvent& event, std::string_view envelope, const Lanes& lanes,
+                       size_t index, int y, int step_number, bool show_time) {
   std::string out = "<g class=\"ev k-" + std::string(event_kind_name(event.kind)) +
                     "\" data-i=\"" + std::to_string(index) + "\"><title>" +
-                    event_tooltip(event) + "</title>";
+                    event_tooltip(event, envelope) + "</title>";
   out += "<rect class=\"hit\" x=\"0\" y=\"" + num(y) + "\" width=\"" + num(lanes.width()) +
          "\" height=\"" + num(kRowHeight) + "\"/>";
   if (show_time) {
@@ -342,7 +346,12 @@ std::string render_swimlanes(const RunResult& result, const Lanes& lanes) {
     const TraceEvent& event = result.events[i];
     if (event.kind == EventKind::step) ++step_number;
     const int y = kBodyPadding + static_cast<int>(i) * kRowHeight;
-    out += render_row(event, lanes, i, y, step_number, event.time_ms != last_time_ms);
+    std::string_view envelope;
+    if (is_message_event(event.kind) && !event.message_id.empty()) {
+      const auto found = result.envelopes.find(event.message_id);
+      if (found != result.envelopes.end()) envelope = found->second;
+    }
+    out += render_row(event, envelope, lanes, i, y, step_number, event.time_ms != last_time_ms);
     last_time_ms = event.time_ms;
   }
   return out + "</svg>";

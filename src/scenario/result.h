@@ -76,6 +76,8 @@ struct RunResult {
   std::vector<std::string> unfired_faults;
   bool passed = false;
   std::vector<TraceEvent> events;  // empty unless the trace was kept
+  // Each message id's envelope (the JSON body a publisher sends), kept with the trace.
+  std::map<std::string, std::string> envelopes;
 };
 
 }  // namespace inboxsim

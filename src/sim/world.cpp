@@ -29,6 +29,7 @@ TraceEvent delivery_event(inboxsim::EventKind kind, int64_t time_ms, std::string
 
 World::World(const Scenario& scenario, const Config& config, const WorldOptions& options)
     : config_(config),
+      keep_trace_(options.keep_trace),
       accounts_(scenario.accounts),
       rng_(options.seed),
       trace_(options.keep_trace),
@@ -494,6 +495,7 @@ void World::publish(std::string_view publisher, const MessagePtr& message) {
     event.detail += "; a copy published by hand with the same message id";
   }
   record(std::move(event));
+  if (keep_trace_) envelopes_.try_emplace(message->message_id, envelope_json(*message));
   broker_.publish(message);
   const bool first = published_ids_.insert({message->type, message->message_id}).second;
   if (first && publisher != participant::operator_) {
@@ -627,6 +629,7 @@ RunResult World::finish() {
   }
   result.unfired_faults = faults_.unfired();
   result.events = trace_.events();
+  result.envelopes = envelopes_;
   return result;
 }
 

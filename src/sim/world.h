@@ -131,6 +131,7 @@ class World final : public ServiceHost {
   void guarded(Fn&& fn);
 
   Config config_;
+  bool keep_trace_;
   std::map<std::string, AccountSpec> accounts_;
   Rng rng_;
   Scheduler<Job> scheduler_;
@@ -159,6 +160,7 @@ class World final : public ServiceHost {
   std::vector<MessagePtr> first_publications_;  // for duplicate faults armed later
   std::map<std::string, int64_t> transfer_amounts_;
   std::map<ServiceId, int64_t> dedupe_hits_;
+  std::map<std::string, std::string> envelopes_;  // by message id, when the trace is kept
 };
 
 }  // namespace inboxsim
