@@ -53,6 +53,9 @@ void create_schema(SQLite::Database& db, const Config& config) {
       db.exec("CREATE UNIQUE INDEX ledger_transfer_type ON ledger (transfer_id, type)");
     }
   }
+  // The per-transfer key also remembers a rejected debit: a late duplicate of its
+  // Transfer.Requested (past the inbox window) must not debit a transfer the saga rejected.
+  db.exec("CREATE TABLE rejected_debits (transfer_id TEXT PRIMARY KEY)");
 }
 
 SQLite::Database open_with_schema(const std::string& path, const Config& config) {
@@ -117,7 +120,9 @@ struct AccountService::Statements {
         inbox_cleanup(db, "DELETE FROM inbox_state WHERE delivered_ms < ?"),
         document_find(db, "SELECT 1 FROM inbox_documents WHERE message_id = ?"),
         document_insert(db, "INSERT INTO inbox_documents (message_id, received_ms) VALUES (?, ?)"),
-        document_cleanup(db, "DELETE FROM inbox_documents WHERE received_ms < ?") {}
+        document_cleanup(db, "DELETE FROM inbox_documents WHERE received_ms < ?"),
+        rejected_find(db, "SELECT 1 FROM rejected_debits WHERE transfer_id = ?"),
+        rejected_insert(db, "INSERT OR IGNORE INTO rejected_debits (transfer_id) VALUES (?)") {}
 
   SQLite::Statement account_find;
   SQLite::Statement account_insert;
@@ -139,6 +144,8 @@ struct AccountService::Statements {
   SQLite::Statement document_find;
   SQLite::Statement document_insert;
   SQLite::Statement document_cleanup;
+  SQLite::Statement rejected_find;
+  SQLite::Statement rejected_insert;
 };
 
 AccountService::AccountService(ServiceHost& host, const Config& config, const std::string& db_path)
@@ -330,9 +337,19 @@ void AccountService::consume(const Message& message, const std::string& inbox_me
   }
 }
 
+bool AccountService::debit_rejected_before(const Message& message) {
+  if (!config_.account_ledger_unique) return false;
+  StatementUse find(statements_->rejected_find);
+  find->bind(1, message.transfer);
+  return find->executeStep();
+}
+
 void AccountService::debit(const Message& message, const std::string& inbox_message_id) {
   const std::optional<Account> source = find_account(message.from);
-  if (!source) {
+  if (debit_rejected_before(message)) {
+    reject(message, MessageType::debit_rejected, message.from, "debit already rejected",
+           inbox_message_id);
+  } else if (!source) {
     reject(message, MessageType::debit_rejected, message.from, "unknown account", inbox_message_id);
   } else if (source->closed) {
     reject(message, MessageType::debit_rejected, message.from, "source account closed",
@@ -402,6 +419,11 @@ void AccountService::reject(const Message& message, MessageType reply, const std
   event.account = account;
   event.detail = reason;
   pending_.events.push_back(std::move(event));
+  if (reply == MessageType::debit_rejected && config_.account_ledger_unique) {
+    StatementUse insert(statements_->rejected_insert);
+    insert->bind(1, message.transfer);
+    insert->exec();
+  }
   add_outbox(message, reply, reason, inbox_message_id);
 }
 

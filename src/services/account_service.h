@@ -65,6 +65,7 @@ class AccountService {
   Outcome handle_marten(const Message& message);
   Outcome handle_plain(const Message& message);
   void consume(const Message& message, const std::string& inbox_message_id);
+  bool debit_rejected_before(const Message& message);
   void debit(const Message& message, const std::string& inbox_message_id);
   void credit(const Message& message, const std::string& inbox_message_id);
   void refund(const Message& message, const std::string& inbox_message_id);
