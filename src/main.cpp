@@ -15,6 +15,8 @@
 
 #include <CLI/CLI.hpp>
 
+#include "fuzz/campaign.h"
+#include "fuzz/matrix.h"
 #include "report/html.h"
 #include "report/json_output.h"
 #include "report/mermaid.h"
@@ -50,6 +52,33 @@ struct RunCommand {
 
 struct ListCommand {
   std::string directory;
+};
+
+// `fuzz` and `matrix` (DESIGN §5): the options as typed; src/fuzz/ does the work.
+struct FuzzCommand {
+  std::string seeds = "1..1000";
+  std::string workload = "standard";
+  std::optional<int64_t> transfers;
+  std::optional<int64_t> accounts;
+  bool swarm = false;
+  std::vector<std::string> sets;
+  int64_t jobs = 1;
+  std::string shard = "1/1";
+  std::string out_dir = "counterexamples";
+  bool json = false;
+  std::string junit_path;
+  int64_t shrink_max = 3;
+  int64_t stop_after = 0;
+};
+
+struct MatrixCommand {
+  std::string seeds = "1..100";
+  std::string workload = "standard";
+  bool swarm = false;
+  std::vector<std::string> sets;
+  int64_t jobs = 1;
+  std::string out_dir = "counterexamples";
+  bool json = false;
 };
 
 // Reports bad input the way every verb does: one line on stderr, exit code 2.
@@ -213,6 +242,78 @@ int list_command(const ListCommand& command) {
   return kExitOk;
 }
 
+// Fills the generator options shared by fuzz and matrix; returns an exit code on bad input.
+std::optional<int> load_generator(const std::string& workload, const std::vector<std::string>& sets,
+                                  GeneratorOptions& generator) {
+  const auto parsed = parse_workload(workload);
+  if (!parsed) return bad_input("--workload " + workload + ": expected small, standard or large");
+  generator.workload = *parsed;
+  for (const std::string& assignment : sets) {
+    const size_t equals = assignment.find('=');
+    if (equals == std::string::npos || equals == 0) {
+      return bad_input("--set " + assignment + ": expected KEY=VALUE");
+    }
+    const std::string expected = config_set_text(generator.config, assignment.substr(0, equals),
+                                                  assignment.substr(equals + 1));
+    if (!expected.empty()) return bad_input("--set " + assignment + ": expected " + expected);
+  }
+  return std::nullopt;
+}
+
+int fuzz_command(const FuzzCommand& command) {
+  CampaignOptions options;
+  if (!parse_seed_range(command.seeds, options.seed_first, options.seed_last)) {
+    return bad_input("--seeds " + command.seeds + ": expected A..B with A <= B");
+  }
+  if (!parse_shard(command.shard, options.shard_index, options.shard_count)) {
+    return bad_input("--shard " + command.shard + ": expected K/N with 1 <= K <= N");
+  }
+  if (auto failed = load_generator(command.workload, command.sets, options.generator)) {
+    return *failed;
+  }
+  options.generator.swarm = command.swarm;
+  options.generator.transfers = command.transfers;
+  options.generator.accounts = command.accounts;
+  options.jobs = command.jobs;
+  options.out_dir = command.out_dir;
+  options.shrink_max = command.shrink_max;
+  options.stop_after = command.stop_after;
+  options.progress = isatty(STDERR_FILENO) != 0;
+  const CampaignResult result = run_campaign(options, &std::cerr);
+  if (command.json) {
+    std::cout << campaign_json(options, result).dump(2) << "\n";
+  } else {
+    print_campaign(std::cout, options, result);
+  }
+  if (!command.junit_path.empty() &&
+      !write_file(command.junit_path, campaign_junit(options, result))) {
+    return kExitBadInput;
+  }
+  return result.failures.empty() ? kExitOk : kExitFailed;
+}
+
+int matrix_command(const MatrixCommand& command) {
+  MatrixOptions options;
+  if (!parse_seed_range(command.seeds, options.seed_first, options.seed_last)) {
+    return bad_input("--seeds " + command.seeds + ": expected A..B with A <= B");
+  }
+  if (auto failed = load_generator(command.workload, command.sets, options.generator)) {
+    return *failed;
+  }
+  options.generator.swarm = command.swarm;
+  options.jobs = command.jobs;
+  options.out_dir = command.out_dir;
+  const bool tty = isatty(STDERR_FILENO) != 0;
+  const std::vector<MatrixRow> rows = run_matrix(options, tty ? &std::cerr : nullptr);
+  if (command.json) {
+    std::cout << matrix_json(rows).dump(2) << "\n";
+  } else {
+    print_matrix(std::cout, rows);
+  }
+  // Broken rows are the point of the table; only a failure with every defence on is a bug.
+  return rows.front().violated.empty() ? kExitOk : kExitFailed;
+}
+
 int main_guarded(int argc, char** argv) {
   CLI::App app{"inboxsim: a deterministic bank on an at-least-once broker, to watch and test "
                "the idempotent consumer (inbox) pattern."};
@@ -238,6 +339,42 @@ int main_guarded(int argc, char** argv) {
   CLI::App* list_app = app.add_subcommand("list", "List the scenarios with their titles.");
   list_app->add_option("DIR", list.directory, "Scenario folder (default: ./scenarios)");
 
+  FuzzCommand fuzz;
+  CLI::App* fuzz_app =
+      app.add_subcommand("fuzz", "Fuzz: random workloads and faults, invariants, shrinking.");
+  fuzz_app->add_option("--seeds", fuzz.seeds, "Seed range A..B (default 1..1000)");
+  fuzz_app->add_option("--workload", fuzz.workload, "small, standard or large")
+      ->check(CLI::IsMember({"small", "standard", "large"}));
+  fuzz_app->add_option("--transfers", fuzz.transfers, "Transfers per seed")
+      ->check(CLI::Range(int64_t{1}, int64_t{100000}));
+  fuzz_app->add_option("--accounts", fuzz.accounts, "Accounts per seed")
+      ->check(CLI::Range(int64_t{2}, int64_t{100000}));
+  fuzz_app->add_flag("--swarm", fuzz.swarm, "Each seed draws its own fault mix and rates");
+  fuzz_app->add_option("--set", fuzz.sets, "Override a config key: KEY=VALUE (repeatable)");
+  fuzz_app->add_option("--jobs", fuzz.jobs, "Worker threads")->check(CLI::Range(int64_t{1}, int64_t{256}));
+  fuzz_app->add_option("--shard", fuzz.shard, "Run shard K of N (1-based) of the seed range");
+  fuzz_app->add_option("--out", fuzz.out_dir, "Where counterexamples go (default ./counterexamples)");
+  fuzz_app->add_flag("--json", fuzz.json, "Print one JSON object");
+  fuzz_app->add_option("--junit", fuzz.junit_path, "Write a JUnit XML report");
+  fuzz_app->add_option("--shrink", fuzz.shrink_max, "Failing seeds to shrink and save (default 3)")
+      ->check(CLI::Range(int64_t{0}, int64_t{1000}));
+  fuzz_app->add_option("--stop-after", fuzz.stop_after,
+                       "Stop after this many failing seeds (default 0: run them all)")
+      ->check(CLI::Range(int64_t{0}, int64_t{1000000}));
+
+  MatrixCommand matrix;
+  CLI::App* matrix_app =
+      app.add_subcommand("matrix", "Which defences are enough: a campaign per combination.");
+  matrix_app->add_option("--seeds", matrix.seeds, "Seed range A..B per row (default 1..100)");
+  matrix_app->add_option("--workload", matrix.workload, "small, standard or large")
+      ->check(CLI::IsMember({"small", "standard", "large"}));
+  matrix_app->add_flag("--swarm", matrix.swarm, "Each seed draws its own fault mix and rates");
+  matrix_app->add_option("--set", matrix.sets, "Override a config key: KEY=VALUE (repeatable)");
+  matrix_app->add_option("--jobs", matrix.jobs, "Worker threads")
+      ->check(CLI::Range(int64_t{1}, int64_t{256}));
+  matrix_app->add_option("--out", matrix.out_dir, "Where counterexamples go");
+  matrix_app->add_flag("--json", matrix.json, "Print the table as JSON");
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& error) {
@@ -246,6 +383,8 @@ int main_guarded(int argc, char** argv) {
   }
   if (app.got_subcommand(run_app)) return run_command(run);
   if (app.got_subcommand(list_app)) return list_command(list);
+  if (app.got_subcommand(fuzz_app)) return fuzz_command(fuzz);
+  if (app.got_subcommand(matrix_app)) return matrix_command(matrix);
   return kExitBadInput;
 }
 

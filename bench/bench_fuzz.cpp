@@ -1,0 +1,134 @@
+// Benchmark (DESIGN §7): service transactions per second in a fuzz run against a bare SQLite
+// loop running the same statements, and fuzz seeds per second at --jobs 1 and 2.
+//
+// The bare loop is what the services' units of work cost with nothing around them: the
+// account-service debit (inbox row, balance, ledger entry, outbox row, then marking the inbox
+// and outbox delivered) and the transfer-service saga step (processed_messages, saga update,
+// outbox row), each in its own transaction, prepared once, in memory as the fuzzer runs them.
+//
+// Usage: inboxsim_bench [SEEDS]   (default 400 seeds on the standard workload)
+#include <SQLiteCpp/SQLiteCpp.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+
+#include "fuzz/campaign.h"
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+// Runs `transactions` units of work in the shape of the services'; returns transactions/s.
+double bare_sqlite_rate(int64_t transactions) {
+  SQLite::Database db(":memory:", SQLite::OPEN_READWRITE | SQLite::OPEN_CREATE);
+  db.exec("PRAGMA synchronous = OFF");
+  db.exec("PRAGMA journal_mode = MEMORY");
+  db.exec(
+      "CREATE TABLE accounts (name TEXT PRIMARY KEY, balance INTEGER NOT NULL, closed INTEGER NOT NULL);"
+      "CREATE TABLE inbox_state (id INTEGER PRIMARY KEY, message_id TEXT NOT NULL,"
+      "  consumer_id TEXT NOT NULL, received_ms INTEGER NOT NULL, receive_count INTEGER NOT NULL,"
+      "  consumed_ms INTEGER, delivered_ms INTEGER);"
+      "CREATE UNIQUE INDEX inbox_state_key ON inbox_state (message_id, consumer_id);"
+      "CREATE TABLE ledger (id INTEGER PRIMARY KEY, transfer_id TEXT NOT NULL, type TEXT NOT NULL,"
+      "  account TEXT NOT NULL, amount INTEGER NOT NULL, created_ms INTEGER NOT NULL);"
+      "CREATE UNIQUE INDEX ledger_transfer_type ON ledger (transfer_id, type);"
+      "CREATE TABLE outbox (seq INTEGER PRIMARY KEY, message_id TEXT NOT NULL, type TEXT NOT NULL,"
+      "  transfer_id TEXT NOT NULL, amount INTEGER NOT NULL, created_ms INTEGER NOT NULL,"
+      "  delivered_ms INTEGER);"
+      "CREATE TABLE processed_messages (message_id TEXT NOT NULL, processed_ms INTEGER NOT NULL);"
+      "CREATE UNIQUE INDEX processed_key ON processed_messages (message_id);"
+      "CREATE TABLE sagas (transfer_id TEXT PRIMARY KEY, state TEXT NOT NULL, updated_ms INTEGER);"
+      "INSERT INTO accounts VALUES ('alice', 1000000000000, 0);");
+  SQLite::Statement inbox_insert(db,
+      "INSERT OR IGNORE INTO inbox_state (message_id, consumer_id, received_ms, receive_count)"
+      " VALUES (?, 'account-consumer', ?, 0)");
+  SQLite::Statement account_find(db, "SELECT balance, closed FROM accounts WHERE name = ?");
+  SQLite::Statement balance_add(db,
+      "UPDATE accounts SET balance = balance + ? WHERE name = ? RETURNING balance");
+  SQLite::Statement ledger_insert(db,
+      "INSERT INTO ledger (transfer_id, type, account, amount, created_ms) VALUES (?, 'DEBIT', ?, ?, ?)");
+  SQLite::Statement outbox_insert(db,
+      "INSERT INTO outbox (message_id, type, transfer_id, amount, created_ms) VALUES (?, ?, ?, ?, ?)");
+  SQLite::Statement inbox_mark(db,
+      "UPDATE inbox_state SET consumed_ms = ?, delivered_ms = ? WHERE message_id = ?");
+  SQLite::Statement processed_insert(db,
+      "INSERT INTO processed_messages (message_id, processed_ms) VALUES (?, ?)");
+  SQLite::Statement saga_upsert(db,
+      "INSERT INTO sagas (transfer_id, state, updated_ms) VALUES (?, 'DEBITED', ?)"
+      " ON CONFLICT (transfer_id) DO UPDATE SET state = excluded.state");
+  auto use = [](SQLite::Statement& statement) {
+    statement.reset();
+    statement.clearBindings();
+  };
+  const auto start = Clock::now();
+  for (int64_t i = 0; i < transactions; i += 2) {
+    const std::string transfer = "t" + std::to_string(i);
+    const std::string message = "m-" + std::to_string(i);
+    {  // account-service: the debit
+      SQLite::Transaction transaction(db);
+      use(inbox_insert); inbox_insert.bind(1, message); inbox_insert.bind(2, i); inbox_insert.exec();
+      use(account_find); account_find.bind(1, "alice"); account_find.executeStep();
+      use(ledger_insert); ledger_insert.bind(1, transfer); ledger_insert.bind(2, "alice");
+      ledger_insert.bind(3, int64_t{-1}); ledger_insert.bind(4, i); ledger_insert.exec();
+      use(balance_add); balance_add.bind(1, int64_t{-1}); balance_add.bind(2, "alice");
+      balance_add.executeStep();
+      use(outbox_insert); outbox_insert.bind(1, message + "d"); outbox_insert.bind(2, "Account.Debited");
+      outbox_insert.bind(3, transfer); outbox_insert.bind(4, int64_t{1}); outbox_insert.bind(5, i);
+      outbox_insert.exec();
+      use(inbox_mark); inbox_mark.bind(1, i); inbox_mark.bind(2, i); inbox_mark.bind(3, message);
+      inbox_mark.exec();
+      transaction.commit();
+    }
+    {  // transfer-service: the saga step
+      SQLite::Transaction transaction(db);
+      use(processed_insert); processed_insert.bind(1, message + "d"); processed_insert.bind(2, i);
+      processed_insert.exec();
+      use(saga_upsert); saga_upsert.bind(1, transfer); saga_upsert.bind(2, i); saga_upsert.exec();
+      use(outbox_insert); outbox_insert.bind(1, message + "c");
+      outbox_insert.bind(2, "Transfer.CreditRequested"); outbox_insert.bind(3, transfer);
+      outbox_insert.bind(4, int64_t{1}); outbox_insert.bind(5, i); outbox_insert.exec();
+      transaction.commit();
+    }
+  }
+  return static_cast<double>(transactions) / seconds_since(start);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const uint64_t seeds = argc > 1 ? std::strtoull(argv[1], nullptr, 10) : 400;
+  inboxsim::CampaignOptions options;
+  options.seed_first = 1;
+  options.seed_last = seeds;
+  options.out_dir = "";
+  options.shrink_max = 0;
+  double seeds_per_second[2] = {0, 0};
+  double transactions_per_second = 0;
+  for (int64_t jobs = 1; jobs <= 2; ++jobs) {
+    options.jobs = jobs;
+    const auto start = Clock::now();
+    const inboxsim::CampaignResult result = inboxsim::run_campaign(options, nullptr);
+    const double elapsed = seconds_since(start);
+    seeds_per_second[jobs - 1] = static_cast<double>(result.seeds) / elapsed;
+    if (jobs == 1) {
+      transactions_per_second = static_cast<double>(result.stats.transactions) / elapsed;
+      std::printf("fuzz, standard workload, %llu seeds: %lld service transactions\n",
+                  static_cast<unsigned long long>(seeds),
+                  static_cast<long long>(result.stats.transactions));
+    }
+  }
+  const double bare = bare_sqlite_rate(200'000);
+  std::printf("seeds/s               --jobs 1: %.0f   --jobs 2: %.0f  (x%.2f)\n",
+              seeds_per_second[0], seeds_per_second[1], seeds_per_second[1] / seeds_per_second[0]);
+  std::printf("transactions/s        fuzz (whole simulation, jobs 1): %.0f\n", transactions_per_second);
+  std::printf("transactions/s        bare SQLite loop, same statements: %.0f\n", bare);
+  std::printf("ratio                 %.2f (DESIGN §7 asks for at least 0.5)\n",
+              transactions_per_second / bare);
+  return 0;
+}

@@ -1,0 +1,89 @@
+// A fuzz campaign (DESIGN §5 `inboxsim fuzz`): many seeds, each a generated story run to the
+// end and checked; failures shrunk to counterexample files.
+//
+// Seeds run on `jobs` worker threads, each simulation single-threaded and independent of the
+// others. Results are kept by seed and merged in seed order, and which failures get shrunk is
+// decided by seed order too, so every output except wall-clock timing is identical for any
+// number of jobs.
+#pragma once
+
+#include <cstdint>
+#include <iosfwd>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "fuzz/generator.h"
+#include "scenario/result.h"
+
+namespace inboxsim {
+
+struct CampaignOptions {
+  uint64_t seed_first = 1;
+  uint64_t seed_last = 1000;
+  int64_t shard_index = 1;  // this shard, 1-based: seeds whose position % count == index - 1
+  int64_t shard_count = 1;
+  int64_t jobs = 1;
+  GeneratorOptions generator;
+  std::string out_dir = "counterexamples";  // empty: shrink but write nothing
+  int64_t shrink_max = 3;      // failing seeds shrunk and saved, lowest seeds first
+  int64_t stop_after = 0;      // stop after this many failing seeds (0: run every seed)
+  bool progress = false;       // a live progress line on `progress_stream`
+};
+
+struct SeedOutcome {
+  uint64_t seed = 0;
+  std::vector<Invariant> violated;  // sorted
+  DrawnOptions drawn;
+  Stats stats;
+  bool failed() const { return !violated.empty(); }
+};
+
+struct Counterexample {
+  uint64_t seed = 0;
+  Invariant invariant = Invariant::conservation;
+  std::string path;          // empty when nothing was written
+  Scenario scenario;         // the file's content
+  int64_t transfers = 0;
+  int64_t faults = 0;
+  int64_t shrink_runs = 0;
+  bool replay_verified = false;  // parsed back from its JSON and still breaks the invariant
+};
+
+struct CampaignResult {
+  int64_t seeds = 0;  // seeds actually run
+  std::vector<SeedOutcome> failures;  // in seed order
+  std::vector<Counterexample> counterexamples;  // in seed order
+  Stats stats;
+  int64_t wall_ms = 0;
+  std::vector<Invariant> violated;  // every invariant any seed broke, sorted
+};
+
+// Runs the campaign. Progress (seeds done, seeds/s, failures) goes to `progress_stream` when
+// options.progress is set.
+// REQUIRES: seed_first <= seed_last, 1 <= shard_index <= shard_count, jobs >= 1.
+CampaignResult run_campaign(const CampaignOptions& options, std::ostream* progress_stream);
+
+// The seeds a shard runs: positions in [seed_first, seed_last] with the given remainder.
+std::vector<uint64_t> shard_seeds(const CampaignOptions& options);
+
+// The campaign as DESIGN §5 JSON: seeds, failures, failed_seeds, counterexamples, stats,
+// wall_ms (and, as extensions, the violated invariants and the config under test).
+nlohmann::ordered_json campaign_json(const CampaignOptions& options, const CampaignResult& result);
+
+// A JUnit XML report: one test case per seed, a failure for each failing one.
+std::string campaign_junit(const CampaignOptions& options, const CampaignResult& result);
+
+// The human summary printed on stdout: failing seeds with the options they drew, each
+// counterexample with its replay command, and a verdict line.
+void print_campaign(std::ostream& out, const CampaignOptions& options, const CampaignResult& result);
+
+// Parses "A..B" (or a single seed "A"). Returns false on bad text.
+bool parse_seed_range(const std::string& text, uint64_t& first, uint64_t& last);
+
+// Parses "K/N" with 1 <= K <= N. Returns false on bad text.
+bool parse_shard(const std::string& text, int64_t& index, int64_t& count);
+
+}  // namespace inboxsim

@@ -1,0 +1,341 @@
+#include "fuzz/generator.h"
+
+#include <algorithm>
+#include <vector>
+
+#include "sim/assert.h"
+#include "sim/rng.h"
+#include "sim/world.h"
+
+namespace inboxsim {
+
+namespace {
+
+// Bounds of the drawn stories, named so that a reader sees the whole envelope in one place.
+constexpr int64_t kBalanceMax = 10'000;
+constexpr int64_t kBalanceStep = 100;
+constexpr int64_t kDelayMsMax = 400;
+constexpr int64_t kRunMsMax = 300;
+constexpr int64_t kNackTimesMax = 3;
+constexpr int64_t kRestartMsMax = 3'000;
+constexpr int64_t kWeightMax = 10;
+constexpr size_t kCountMax = 100'000;  // accounts or transfers in one story
+
+struct WorkloadSize {
+  int64_t accounts;
+  int64_t transfers;
+};
+
+WorkloadSize workload_size(Workload workload) {
+  switch (workload) {
+    case Workload::small: return {3, 3};
+    case Workload::standard: return {5, 10};
+    case Workload::large: return {12, 50};
+  }
+  INBOXSIM_ASSERT(false);
+}
+
+constexpr std::array<std::string_view, 20> kAccountNames = {
+    "alice", "bob",   "carol",  "dave",  "erin",   "frank", "grace",  "heidi",   "ivan",   "judy",
+    "mallory", "niaj", "olivia", "peggy", "rupert", "sybil", "trent", "victor", "walter", "yolanda"};
+
+std::string account_name(size_t index) {
+  if (index < kAccountNames.size()) return std::string(kAccountNames[index]);
+  return "account" + std::to_string(index + 1);
+}
+
+// Message types a fault most often aims at: the happy path is where every transfer goes, so it
+// gets the larger weights; the rejection and refund types still come up.
+constexpr std::array<uint32_t, kMessageTypeCount> kTypeWeights = {4, 3, 1, 4, 1, 3, 1, 1};
+
+template <size_t N>
+size_t pick_weighted(Rng& rng, const std::array<uint32_t, N>& weights) {
+  uint64_t total = 0;
+  for (const uint32_t weight : weights) total += weight;
+  INBOXSIM_ASSERT(total > 0);
+  uint64_t draw = rng.below(total);
+  for (size_t i = 0; i < N; ++i) {
+    if (draw < weights[i]) return i;
+    draw -= weights[i];
+  }
+  INBOXSIM_ASSERT(false);
+}
+
+MessageType pick_type(Rng& rng) { return kAllMessageTypes[pick_weighted(rng, kTypeWeights)]; }
+
+// The types a service handles (consumer crash points) or publishes (relay crash points).
+std::vector<MessageType> types_at(ServiceId service, CrashPoint point) {
+  const bool commands = (service == ServiceId::account) != (point == CrashPoint::after_publish);
+  std::vector<MessageType> out;
+  for (const MessageType type : kAllMessageTypes) {
+    if (is_transfer_command(type) == commands) out.push_back(type);
+  }
+  return out;
+}
+
+std::vector<CrashPoint> crash_points(ServiceId service, const Config& config) {
+  std::vector<CrashPoint> points = {CrashPoint::before_tx, CrashPoint::after_dedupe,
+                                    CrashPoint::after_effect, CrashPoint::after_commit};
+  const bool external =
+      service == ServiceId::account
+          ? (config.account_inbox == AccountInbox::external_before ||
+             config.account_inbox == AccountInbox::external_after)
+          : (config.transfer_dedupe == TransferDedupe::external_before ||
+             config.transfer_dedupe == TransferDedupe::external_after);
+  points.push_back(service == ServiceId::account ? CrashPoint::after_outbox_send
+                                                 : CrashPoint::after_publish);
+  if (external) points.push_back(CrashPoint::after_mark);
+  return points;
+}
+
+DrawnOptions draw_options(Rng& rng, const GeneratorOptions& options) {
+  const WorkloadSize size = workload_size(options.workload);
+  DrawnOptions drawn;
+  drawn.accounts = options.accounts.value_or(size.accounts);
+  drawn.transfers = options.transfers.value_or(size.transfers);
+  INBOXSIM_ASSERT(drawn.accounts >= 2);
+  INBOXSIM_ASSERT(drawn.transfers >= 1);
+  INBOXSIM_ASSERT(static_cast<size_t>(drawn.accounts) <= kCountMax);
+  INBOXSIM_ASSERT(static_cast<size_t>(drawn.transfers) <= kCountMax);
+  const int64_t faults_max = std::max<int64_t>(2, drawn.transfers);
+  if (!options.swarm) {
+    drawn.weights.fill(1);
+    drawn.faults = rng.between(0, faults_max);
+    drawn.closed_percent = 15;
+    drawn.overdraft_percent = 15;
+    drawn.batch = rng.between(1, std::min<int64_t>(drawn.transfers, 4));
+    return drawn;
+  }
+  // Swarm: each kind is on with even odds (at least one), with its own weight.
+  while (std::all_of(drawn.weights.begin(), drawn.weights.end(), [](uint32_t w) { return w == 0; })) {
+    for (uint32_t& weight : drawn.weights) {
+      weight = rng.chance(1, 2) ? static_cast<uint32_t>(rng.between(1, kWeightMax)) : 0;
+    }
+  }
+  // Some seeds are quiet, most moderate, some stormy.
+  const std::array<int64_t, 4> fault_levels = {0, faults_max / 2, faults_max, 2 * faults_max};
+  drawn.faults = rng.between(0, fault_levels[rng.below(fault_levels.size())]);
+  drawn.closed_percent = rng.between(0, 40);
+  drawn.overdraft_percent = rng.between(0, 50);
+  drawn.batch = rng.between(1, drawn.transfers);
+  return drawn;
+}
+
+void add_accounts(Rng& rng, const DrawnOptions& drawn, Scenario& scenario) {
+  for (size_t i = 0; i < static_cast<size_t>(drawn.accounts); ++i) {
+    AccountSpec account;
+    account.balance = rng.between(0, kBalanceMax / kBalanceStep) * kBalanceStep;
+    // The first two accounts stay open, so that every story has a transfer that can succeed.
+    account.closed = i >= 2 && rng.chance(static_cast<uint64_t>(drawn.closed_percent), 100);
+    scenario.accounts.emplace(account_name(i), account);
+  }
+}
+
+TransferSpec draw_transfer(Rng& rng, const DrawnOptions& drawn, const Scenario& scenario,
+                           size_t number) {
+  const auto count = static_cast<uint64_t>(drawn.accounts);
+  const uint64_t from = rng.below(count);
+  uint64_t to = rng.below(count - 1);
+  if (to >= from) ++to;
+  TransferSpec transfer;
+  transfer.id = "t" + std::to_string(number);
+  transfer.from = account_name(from);
+  transfer.to = account_name(to);
+  const int64_t balance = scenario.accounts.at(transfer.from).balance;
+  if (balance == 0 || rng.chance(static_cast<uint64_t>(drawn.overdraft_percent), 100)) {
+    transfer.amount = balance + rng.between(1, kBalanceMax);
+  } else {
+    transfer.amount = rng.between(1, balance);
+  }
+  return transfer;
+}
+
+Match draw_match(Rng& rng, const std::string& transfer, std::optional<MessageType> type) {
+  Match match;
+  match.transfer = transfer;
+  match.type = type ? type : pick_type(rng);
+  match.occurrence = rng.chance(1, 5) ? 2 : 1;
+  return match;
+}
+
+FaultSpec draw_crash(Rng& rng, const Config& config, const std::string& transfer) {
+  FaultSpec fault;
+  fault.kind = FaultKind::crash;
+  fault.service = rng.chance(1, 2) ? ServiceId::account : ServiceId::transfer;
+  const std::vector<CrashPoint> points = crash_points(*fault.service, config);
+  fault.at = points[rng.below(points.size())];
+  const std::vector<MessageType> types = types_at(*fault.service, fault.at);
+  fault.has_match = true;
+  fault.match = draw_match(rng, transfer, types[rng.below(types.size())]);
+  // A transfer-only match fires on whatever the service handles first for that transfer.
+  if (rng.chance(1, 4)) fault.match.type.reset();
+  if (rng.chance(1, 3)) fault.restart_after_ms = rng.between(0, kRestartMsMax);
+  return fault;
+}
+
+FaultSpec draw_fault(Rng& rng, FaultAction action, const Config& config,
+                     const std::string& transfer) {
+  if (action == FaultAction::crash) return draw_crash(rng, config, transfer);
+  FaultSpec fault;
+  fault.has_match = true;
+  fault.match = draw_match(rng, transfer, std::nullopt);
+  switch (action) {
+    case FaultAction::drop_ack: fault.kind = FaultKind::drop_ack; break;
+    case FaultAction::drop_connection:
+      fault.kind = FaultKind::drop_connection;
+      fault.service = is_transfer_command(*fault.match.type) ? ServiceId::account
+                                                              : ServiceId::transfer;
+      break;
+    case FaultAction::nack:
+      fault.kind = FaultKind::nack;
+      fault.times = rng.between(1, kNackTimesMax);
+      break;
+    case FaultAction::lose_confirm: fault.kind = FaultKind::lose_confirm; break;
+    case FaultAction::delay:
+      fault.kind = FaultKind::delay;
+      fault.ms = rng.between(1, kDelayMsMax);
+      break;
+    case FaultAction::duplicate:
+    case FaultAction::late_duplicate: fault.kind = FaultKind::duplicate; break;
+    case FaultAction::crash:
+    case FaultAction::drop_index: INBOXSIM_ASSERT(false);
+  }
+  return fault;
+}
+
+Step fault_step(FaultSpec fault) {
+  Step step;
+  step.kind = StepKind::fault;
+  step.fault = std::move(fault);
+  return step;
+}
+
+// The tail of a story with late duplicates: everything settles, virtual time jumps past the
+// account inbox's DuplicateDetectionWindow and its cleanup, and old messages are published
+// again. (Not past the processed_messages TTL: a day is longer than any redelivery plausibly
+// takes, which is why the seed keeps dedupe records for days.)
+void add_late_duplicates(Rng& rng, const std::vector<std::string>& targets, Scenario& scenario) {
+  if (targets.empty()) return;
+  Step settle;
+  settle.kind = StepKind::run;
+  scenario.steps.push_back(settle);
+  Step advance;
+  advance.kind = StepKind::advance;
+  advance.ms = scenario.config.account_inbox_window_ms + 2 * kCleanupIntervalMs;
+  scenario.steps.push_back(advance);
+  for (const std::string& transfer : targets) {
+    FaultSpec fault = draw_fault(rng, FaultAction::late_duplicate, scenario.config, transfer);
+    fault.match.occurrence = 1;
+    scenario.steps.push_back(fault_step(std::move(fault)));
+  }
+}
+
+}  // namespace
+
+std::string_view workload_name(Workload workload) {
+  switch (workload) {
+    case Workload::small: return "small";
+    case Workload::standard: return "standard";
+    case Workload::large: return "large";
+  }
+  INBOXSIM_ASSERT(false);
+}
+
+std::optional<Workload> parse_workload(std::string_view name) {
+  for (const Workload workload : {Workload::small, Workload::standard, Workload::large}) {
+    if (workload_name(workload) == name) return workload;
+  }
+  return std::nullopt;
+}
+
+std::string_view fault_action_name(FaultAction action) {
+  static constexpr std::array<std::string_view, kFaultActionCount> kNames = {
+      "crash",        "drop_ack", "drop_connection", "nack",      "duplicate",
+      "lose_confirm", "delay",    "late_duplicate",  "drop_index"};
+  return kNames[static_cast<size_t>(action)];
+}
+
+std::string describe_drawn(const DrawnOptions& drawn) {
+  std::string text = "accounts=" + std::to_string(drawn.accounts) +
+                     " transfers=" + std::to_string(drawn.transfers) +
+                     " faults=" + std::to_string(drawn.faults) +
+                     " batch=" + std::to_string(drawn.batch) +
+                     " closed=" + std::to_string(drawn.closed_percent) + "%" +
+                     " overdraft=" + std::to_string(drawn.overdraft_percent) + "% mix=";
+  bool first = true;
+  for (size_t i = 0; i < kFaultActionCount; ++i) {
+    if (drawn.weights[i] == 0) continue;
+    if (!first) text += ",";
+    first = false;
+    text += std::string(fault_action_name(static_cast<FaultAction>(i))) + ":" +
+            std::to_string(drawn.weights[i]);
+  }
+  return text;
+}
+
+Generated generate_scenario(uint64_t seed, const GeneratorOptions& options) {
+  Rng rng(seed);
+  Generated out;
+  out.drawn = draw_options(rng, options);
+  const DrawnOptions& drawn = out.drawn;
+  Scenario& scenario = out.scenario;
+  scenario.name = "fuzz-" + std::to_string(seed);
+  scenario.seed = seed;
+  scenario.config = options.config;
+  add_accounts(rng, drawn, scenario);
+
+  // Spread the fault actions over the batches in which the transfers are requested.
+  const auto transfer_count = static_cast<size_t>(drawn.transfers);
+  const auto batch = static_cast<size_t>(drawn.batch);
+  const size_t batch_count = (transfer_count + batch - 1) / batch;
+  std::vector<std::vector<FaultAction>> actions(batch_count);
+  for (int64_t i = 0; i < drawn.faults; ++i) {
+    actions[rng.below(batch_count)].push_back(
+        static_cast<FaultAction>(pick_weighted(rng, drawn.weights)));
+  }
+  std::vector<std::string> late_targets;
+  bool index_dropped = false;
+  size_t requested = 0;
+  for (size_t b = 0; b < batch_count; ++b) {
+    const size_t first = requested;
+    for (size_t i = 0; i < batch && requested < transfer_count; ++i) {
+      Step step;
+      step.kind = StepKind::transfer;
+      step.transfer = draw_transfer(rng, drawn, scenario, ++requested);
+      scenario.steps.push_back(step);
+    }
+    for (const FaultAction action : actions[b]) {
+      // Mostly aim at this batch, whose messages are all still ahead; sometimes at older ones.
+      const size_t target = rng.chance(4, 5) ? first + rng.below(requested - first)
+                                             : rng.below(requested);
+      const std::string transfer = "t" + std::to_string(target + 1);
+      if (action == FaultAction::late_duplicate) {
+        late_targets.push_back(transfer);
+      } else if (action == FaultAction::drop_index) {
+        // The seed's experiment: delete the unique index from processed_messages, and see
+        // whether the saga state machine still holds. The notifications consumer has no second
+        // line of defence, so there the drop is the known break of processed_unique=false.
+        if (index_dropped || scenario.config.transfer_notifications) continue;
+        index_dropped = true;
+        Step step;
+        step.kind = StepKind::drop_index;
+        step.index = IndexName::transfer_processed_messages;
+        scenario.steps.insert(scenario.steps.end() - static_cast<ptrdiff_t>(requested - first),
+                              step);
+      } else {
+        scenario.steps.push_back(fault_step(draw_fault(rng, action, scenario.config, transfer)));
+      }
+    }
+    if (b + 1 < batch_count && rng.chance(1, 2)) {
+      Step run;
+      run.kind = StepKind::run;
+      run.until_quiescent = rng.chance(1, 4);
+      run.ms = run.until_quiescent ? 0 : rng.between(1, kRunMsMax);
+      scenario.steps.push_back(run);
+    }
+  }
+  add_late_duplicates(rng, late_targets, scenario);
+  return out;
+}
+
+}  // namespace inboxsim

@@ -1,0 +1,76 @@
+// The workload generator: seed -> a random bank story (accounts, transfers, faults) as a
+// Scenario that the ordinary runner plays.
+//
+// Each seed first draws its options (swarm testing, as TigerBeetle's VOPR does: with --swarm a
+// seed enables only some fault kinds, with its own weights and rates, so some runs are
+// crash-heavy, some duplicate-heavy, some quiet), then the story itself. Every random choice
+// comes from one Rng seeded with the seed, so the same seed and options give the same scenario.
+//
+// Faults are match-based (DESIGN §6): each names a message type and a transfer, so it needs no
+// timing and survives shrinking, which removes steps around it.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "scenario/scenario.h"
+#include "services/config.h"
+
+namespace inboxsim {
+
+enum class Workload : uint8_t { small, standard, large };
+std::string_view workload_name(Workload workload);
+std::optional<Workload> parse_workload(std::string_view name);
+
+// What the generator may draw. Kinds of fault a seed can inject: the faults of DESIGN §2 plus
+// two story shapes, a late duplicate (virtual time jumps past a dedupe window, then a message is
+// published again) and the seed's dropped unique index.
+enum class FaultAction : uint8_t {
+  crash,
+  drop_ack,
+  drop_connection,
+  nack,
+  duplicate,
+  lose_confirm,
+  delay,
+  late_duplicate,
+  drop_index,
+};
+inline constexpr size_t kFaultActionCount = 9;
+std::string_view fault_action_name(FaultAction action);
+
+struct GeneratorOptions {
+  Workload workload = Workload::standard;
+  std::optional<int64_t> transfers;  // overrides the workload's transfer count
+  std::optional<int64_t> accounts;   // overrides the workload's account count
+  bool swarm = false;
+  Config config;  // the configuration under test, copied into every scenario
+};
+
+// The options one seed drew. Printed when the seed fails, and written into the counterexample.
+struct DrawnOptions {
+  int64_t accounts = 0;
+  int64_t transfers = 0;
+  int64_t faults = 0;                        // how many fault actions the story has
+  std::array<uint32_t, kFaultActionCount> weights{};  // 0: the kind is off for this seed
+  int64_t closed_percent = 0;     // chance that an account is closed
+  int64_t overdraft_percent = 0;  // chance that a transfer asks for more than the balance
+  int64_t batch = 1;              // transfers requested together, in flight at once
+};
+
+// Returns "accounts=5 transfers=10 faults=7 batch=3 closed=20% overdraft=15% mix=crash:3,...".
+std::string describe_drawn(const DrawnOptions& drawn);
+
+struct Generated {
+  Scenario scenario;
+  DrawnOptions drawn;
+};
+
+// Returns the story of `seed`. The scenario's seed is `seed`, its config options.config, its
+// expect empty (every invariant must hold).
+// REQUIRES: the account count, if given, is at least 2; the transfer count at least 1.
+Generated generate_scenario(uint64_t seed, const GeneratorOptions& options);
+
+}  // namespace inboxsim

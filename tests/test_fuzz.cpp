@@ -1,0 +1,297 @@
+// The fuzzer: generation is a pure function of the seed, campaigns give the same answer for
+// any number of jobs or shards, shrinking hands back a minimal replayable story, and (the
+// hidden [teeth] cases, run by ctest as fuzz_teeth and fuzz_correct) every broken
+// configuration is found while every correct one passes.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <set>
+#include <stdexcept>
+
+#include "fuzz/campaign.h"
+#include "fuzz/generator.h"
+#include "fuzz/matrix.h"
+#include "fuzz/shrink.h"
+#include "scenario/parse.h"
+#include "scenario/write.h"
+
+using namespace inboxsim;
+
+namespace {
+
+Config config_from(std::initializer_list<std::pair<std::string, std::string>> sets) {
+  Config config;
+  // No REQUIRE here: this also runs during static initialisation, outside any test.
+  for (const auto& [key, value] : sets) {
+    if (!config_set_text(config, key, value).empty()) throw std::invalid_argument(key);
+  }
+  return config;
+}
+
+CampaignOptions campaign(uint64_t first, uint64_t last, const Config& config) {
+  CampaignOptions options;
+  options.seed_first = first;
+  options.seed_last = last;
+  options.generator.config = config;
+  options.out_dir = "";
+  return options;
+}
+
+nlohmann::ordered_json without_wall(nlohmann::ordered_json json) {
+  json.erase("wall_ms");
+  return json;
+}
+
+const Config kNoAccountDefence =
+    config_from({{"account.inbox", "none"}, {"account.ledger_unique", "false"}});
+
+}  // namespace
+
+TEST_CASE("the same seed generates the same story, another seed another", "[fuzz]") {
+  GeneratorOptions options;
+  options.swarm = true;
+  const auto a = scenario_to_json(generate_scenario(7, options).scenario).dump();
+  const auto b = scenario_to_json(generate_scenario(7, options).scenario).dump();
+  const auto c = scenario_to_json(generate_scenario(8, options).scenario).dump();
+  REQUIRE(a == b);
+  REQUIRE(a != c);
+}
+
+TEST_CASE("every generated story is a valid scenario file", "[fuzz]") {
+  for (const bool swarm : {false, true}) {
+    GeneratorOptions options;
+    options.swarm = swarm;
+    options.config = config_from({{"account.inbox", "external-after"}});
+    for (uint64_t seed = 1; seed <= 200; ++seed) {
+      const Scenario scenario = generate_scenario(seed, options).scenario;
+      const ParseResult parsed =
+          parse_scenario_text(scenario_to_json(scenario).dump(), "generated.json");
+      INFO("seed " << seed << ": " << (parsed.error ? parsed.error->message() : ""));
+      REQUIRE(parsed.scenario.has_value());
+    }
+  }
+}
+
+TEST_CASE("swarm seeds draw different fault mixes, quiet ones included", "[fuzz]") {
+  GeneratorOptions options;
+  options.swarm = true;
+  std::set<std::string> mixes;
+  bool quiet = false;
+  for (uint64_t seed = 1; seed <= 100; ++seed) {
+    const DrawnOptions drawn = generate_scenario(seed, options).drawn;
+    mixes.insert(describe_drawn(drawn));
+    quiet |= drawn.faults == 0;
+  }
+  REQUIRE(mixes.size() > 50);
+  REQUIRE(quiet);
+}
+
+TEST_CASE("the generator reaches every fault kind and every crash point", "[fuzz]") {
+  GeneratorOptions options;
+  options.config = config_from({{"account.inbox", "external-before"},
+                                {"transfer.dedupe", "external-after"}});
+  std::set<std::string> seen;
+  for (uint64_t seed = 1; seed <= 300; ++seed) {
+    for (const Step& step : generate_scenario(seed, options).scenario.steps) {
+      if (step.kind == StepKind::advance) seen.insert("advance");
+      if (step.kind == StepKind::drop_index) seen.insert("drop_index");
+      if (step.kind != StepKind::fault) continue;
+      seen.insert(std::string(fault_kind_name(step.fault.kind)));
+      if (step.fault.kind == FaultKind::crash) {
+        seen.insert(std::string(service_name(*step.fault.service)) + "/" +
+                    std::string(crash_point_name(step.fault.at)));
+      }
+    }
+  }
+  for (const std::string want :
+       {"crash", "drop_ack", "drop_connection", "nack", "duplicate", "lose_confirm", "delay",
+        "advance", "drop_index", "account-service/after_commit", "account-service/after_mark",
+        "account-service/after_outbox_send", "transfer-service/after_publish",
+        "transfer-service/after_mark", "transfer-service/after_commit"}) {
+    INFO(want);
+    REQUIRE(seen.contains(want));
+  }
+}
+
+TEST_CASE("a campaign gives the same answer with 1 or 3 jobs", "[fuzz]") {
+  CampaignOptions options = campaign(1, 60, kNoAccountDefence);
+  options.shrink_max = 1;
+  CampaignResult one = run_campaign(options, nullptr);
+  options.jobs = 3;
+  CampaignResult three = run_campaign(options, nullptr);
+  one.wall_ms = three.wall_ms = 0;  // the only thing allowed to differ
+  REQUIRE(!one.failures.empty());
+  REQUIRE(without_wall(campaign_json(options, one)) == without_wall(campaign_json(options, three)));
+  REQUIRE(scenario_to_json(one.counterexamples[0].scenario) ==
+          scenario_to_json(three.counterexamples[0].scenario));
+  REQUIRE(campaign_junit(options, one) == campaign_junit(options, three));
+}
+
+TEST_CASE("stopping after the first failure is deterministic across jobs", "[fuzz]") {
+  CampaignOptions options = campaign(1, 200, kNoAccountDefence);
+  options.stop_after = 2;
+  options.shrink_max = 0;
+  const CampaignResult one = run_campaign(options, nullptr);
+  options.jobs = 2;
+  const CampaignResult two = run_campaign(options, nullptr);
+  REQUIRE(one.failures.size() == 2);
+  REQUIRE(one.seeds == two.seeds);
+  REQUIRE(one.failures[1].seed == two.failures[1].seed);
+  REQUIRE(one.seeds == static_cast<int64_t>(one.failures[1].seed));
+}
+
+TEST_CASE("shards split a seed range into disjoint parts that cover it", "[fuzz]") {
+  CampaignOptions options = campaign(10, 99, Config{});
+  std::set<uint64_t> all;
+  size_t total = 0;
+  options.shard_count = 4;
+  for (int64_t k = 1; k <= 4; ++k) {
+    options.shard_index = k;
+    const std::vector<uint64_t> seeds = shard_seeds(options);
+    total += seeds.size();
+    all.insert(seeds.begin(), seeds.end());
+  }
+  REQUIRE(total == 90);
+  REQUIRE(all.size() == 90);
+  REQUIRE(*all.begin() == 10);
+  REQUIRE(*all.rbegin() == 99);
+  int64_t index = 0;
+  int64_t count = 0;
+  REQUIRE(parse_shard("2/3", index, count));
+  REQUIRE((index == 2 && count == 3));
+  REQUIRE_FALSE(parse_shard("0/3", index, count));
+  REQUIRE_FALSE(parse_shard("4/3", index, count));
+  uint64_t first = 0;
+  uint64_t last = 0;
+  REQUIRE(parse_seed_range("5..9", first, last));
+  REQUIRE((first == 5 && last == 9));
+  REQUIRE_FALSE(parse_seed_range("9..5", first, last));
+  REQUIRE_FALSE(parse_seed_range("x..5", first, last));
+}
+
+TEST_CASE("a shrunk counterexample is minimal, replays the failure, and says what should hold",
+          "[fuzz]") {
+  CampaignOptions options = campaign(1, 100, kNoAccountDefence);
+  options.stop_after = 1;
+  options.shrink_max = 1;
+  const CampaignResult result = run_campaign(options, nullptr);
+  REQUIRE(result.counterexamples.size() == 1);
+  const Counterexample& cx = result.counterexamples[0];
+  REQUIRE(cx.replay_verified);
+  REQUIRE(cx.transfers <= 2);
+  REQUIRE(cx.faults <= 3);
+  REQUIRE(cx.scenario.description.find("seed " + std::to_string(cx.seed)) != std::string::npos);
+  REQUIRE(cx.scenario.expect.violations.empty());
+  REQUIRE(cx.scenario.expect.balances.has_value());
+
+  // Replayed from its text, it fails; with every defence on, it meets its expectations.
+  const ParseResult parsed = parse_scenario_text(scenario_to_json(cx.scenario).dump(), "cx.json");
+  REQUIRE(parsed.scenario.has_value());
+  REQUIRE_FALSE(fuzz_run(*parsed.scenario).passed);
+  Scenario fixed = *parsed.scenario;
+  fixed.config = repaired_config(fixed.config);
+  REQUIRE(fuzz_run(fixed).passed);
+
+  // Removing any single transfer (with its faults) or fault makes the failure go away.
+  Scenario bare = cx.scenario;
+  bare.expect = Expect{};
+  for (size_t i = 0; i < bare.steps.size(); ++i) {
+    const Step& step = bare.steps[i];
+    if (step.kind == StepKind::run) continue;
+    Scenario smaller = bare;
+    smaller.steps.erase(smaller.steps.begin() + static_cast<ptrdiff_t>(i));
+    if (step.kind == StepKind::transfer) {
+      std::erase_if(smaller.steps, [&](const Step& s) {
+        return s.kind == StepKind::fault && s.fault.match.transfer == step.transfer.id;
+      });
+    }
+    INFO("without step " << i);
+    REQUIRE_FALSE(breaks_invariant(smaller, cx.invariant));
+  }
+}
+
+TEST_CASE("removing a transfer removes the faults that name it", "[fuzz]") {
+  // The shrinker never leaves a fault pointing at a transfer that is gone: every candidate it
+  // keeps parses back.
+  CampaignOptions options =
+      campaign(1, 100, config_from({{"transfer.dedupe", "none"},
+                                    {"transfer.state_machine", "false"},
+                                    {"account.ledger_unique", "false"}}));
+  options.stop_after = 1;
+  options.shrink_max = 1;
+  const CampaignResult result = run_campaign(options, nullptr);
+  REQUIRE(result.counterexamples.size() == 1);
+  REQUIRE(result.counterexamples[0].replay_verified);
+}
+
+TEST_CASE("the matrix sets each defence independently", "[fuzz]") {
+  const Config all_off = config_with_defences(Config{}, {false, false, false, false, false});
+  REQUIRE(all_off.account_inbox == AccountInbox::none);
+  REQUIRE_FALSE(all_off.account_ledger_unique);
+  REQUIRE_FALSE(all_off.transfer_processed_unique);
+  REQUIRE_FALSE(all_off.transfer_state_machine);
+  REQUIRE_FALSE(all_off.relay_stable_message_id);
+  const Config all_on = config_with_defences(Config{}, {true, true, true, true, true});
+  REQUIRE(config_diff_json(all_on).empty());
+}
+
+// ---- teeth: run by ctest (fuzz_teeth, fuzz_correct), hidden from the quick suite ------------
+
+TEST_CASE("every broken configuration is found within 500 seeds and shrunk small", "[.teeth]") {
+  const std::vector<std::pair<std::string, Config>> broken = {
+      {"no account inbox, no ledger index", kNoAccountDefence},
+      {"no transfer dedupe, no state machine, no ledger index",
+       config_from({{"transfer.dedupe", "none"},
+                    {"transfer.state_machine", "false"},
+                    {"account.ledger_unique", "false"}})},
+      {"the seed's dropped processed_messages index (state machine off)",
+       config_from({{"transfer.state_machine", "false"}})},
+      {"account external-before", config_from({{"account.inbox", "external-before"}})},
+      {"account external-after (no ledger index)",
+       config_from({{"account.inbox", "external-after"}, {"account.ledger_unique", "false"}})},
+      {"transfer external-before", config_from({{"transfer.dedupe", "external-before"}})},
+      // external-after duplicates work; the second line of defence (the ledger index, the
+      // state machine) stops the duplicate, so these rows switch it off to see the first line.
+      {"transfer external-after (no state machine)",
+       config_from({{"transfer.dedupe", "external-after"}, {"transfer.state_machine", "false"}})},
+      {"unstable message ids, no ledger index",
+       config_from({{"relay.stable_message_id", "false"}, {"account.ledger_unique", "false"}})},
+      {"zero dedupe window, no ledger index",
+       config_from({{"account.inbox_window_ms", "0"}, {"account.ledger_unique", "false"}})},
+      {"notifications keyed by message id alone", config_from({{"transfer.notifications", "true"}})},
+  };
+  for (const auto& [name, config] : broken) {
+    CampaignOptions options = campaign(1, 500, config);
+    options.stop_after = 1;
+    options.shrink_max = 1;
+    options.jobs = 2;
+    const CampaignResult result = run_campaign(options, nullptr);
+    INFO(name);
+    REQUIRE(result.failures.size() == 1);
+    REQUIRE(result.counterexamples.size() == 1);
+    const Counterexample& cx = result.counterexamples[0];
+    INFO("seed " << cx.seed << ": " << scenario_to_json(cx.scenario).dump());
+    REQUIRE(cx.replay_verified);
+    REQUIRE(cx.transfers <= 2);
+    REQUIRE(cx.faults <= 3);
+  }
+}
+
+TEST_CASE("every correct configuration passes thousands of seeds", "[.teeth]") {
+  const std::vector<std::pair<std::string, Config>> correct = {
+      {"marten", config_from({{"account.inbox", "marten"}})},
+      {"notifications keyed by message id and consumer",
+       config_from({{"transfer.notifications", "true"},
+                    {"transfer.dedupe_key", "message_id+consumer"}})},
+  };
+  for (const auto& [name, config] : correct) {
+    for (const bool swarm : {false, true}) {
+      CampaignOptions options = campaign(1, 2000, config);
+      options.generator.swarm = swarm;
+      options.jobs = 2;
+      const CampaignResult result = run_campaign(options, nullptr);
+      INFO(name << (swarm ? " (swarm)" : ""));
+      REQUIRE(result.failures.empty());
+    }
+  }
+}
