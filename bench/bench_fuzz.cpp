@@ -9,6 +9,7 @@
 // Usage: inboxsim_bench [SEEDS]   (default 400 seeds on the standard workload)
 #include <SQLiteCpp/SQLiteCpp.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -78,6 +79,8 @@ double bare_sqlite_rate(int64_t transactions) {
       ledger_insert.bind(3, int64_t{-1}); ledger_insert.bind(4, i); ledger_insert.exec();
       use(balance_add); balance_add.bind(1, int64_t{-1}); balance_add.bind(2, "alice");
       balance_add.executeStep();
+      balance_add.reset();
+      account_find.reset();
       use(outbox_insert); outbox_insert.bind(1, message + "d"); outbox_insert.bind(2, "Account.Debited");
       outbox_insert.bind(3, transfer); outbox_insert.bind(4, int64_t{1}); outbox_insert.bind(5, i);
       outbox_insert.exec();
@@ -110,20 +113,28 @@ int main(int argc, char** argv) {
   options.shrink_max = 0;
   double seeds_per_second[2] = {0, 0};
   double transactions_per_second = 0;
-  for (int64_t jobs = 1; jobs <= 2; ++jobs) {
-    options.jobs = jobs;
-    const auto start = Clock::now();
-    const inboxsim::CampaignResult result = inboxsim::run_campaign(options, nullptr);
-    const double elapsed = seconds_since(start);
-    seeds_per_second[jobs - 1] = static_cast<double>(result.seeds) / elapsed;
-    if (jobs == 1) {
-      transactions_per_second = static_cast<double>(result.stats.transactions) / elapsed;
-      std::printf("fuzz, standard workload, %llu seeds: %lld service transactions\n",
-                  static_cast<unsigned long long>(seeds),
-                  static_cast<long long>(result.stats.transactions));
+  // Best of kRepeats: the machine may be shared, and the best run is the least disturbed one.
+  constexpr int kRepeats = 3;
+  for (int repeat = 0; repeat < kRepeats; ++repeat) {
+    for (int64_t jobs = 1; jobs <= 2; ++jobs) {
+      options.jobs = jobs;
+      const auto start = Clock::now();
+      const inboxsim::CampaignResult result = inboxsim::run_campaign(options, nullptr);
+      const double elapsed = seconds_since(start);
+      const double rate = static_cast<double>(result.seeds) / elapsed;
+      seeds_per_second[jobs - 1] = std::max(seeds_per_second[jobs - 1], rate);
+      if (jobs != 1) continue;
+      transactions_per_second = std::max(
+          transactions_per_second, static_cast<double>(result.stats.transactions) / elapsed);
+      if (repeat == 0) {
+        std::printf("fuzz, standard workload, %llu seeds: %lld service transactions\n",
+                    static_cast<unsigned long long>(seeds),
+                    static_cast<long long>(result.stats.transactions));
+      }
     }
   }
-  const double bare = bare_sqlite_rate(200'000);
+  double bare = 0;
+  for (int repeat = 0; repeat < kRepeats; ++repeat) bare = std::max(bare, bare_sqlite_rate(200'000));
   std::printf("seeds/s               --jobs 1: %.0f   --jobs 2: %.0f  (x%.2f)\n",
               seeds_per_second[0], seeds_per_second[1], seeds_per_second[1] / seeds_per_second[0]);
   std::printf("transactions/s        fuzz (whole simulation, jobs 1): %.0f\n", transactions_per_second);

@@ -279,6 +279,7 @@ TEST_CASE("every broken configuration is found within 500 seeds and shrunk small
 
 TEST_CASE("every correct configuration passes thousands of seeds", "[.teeth]") {
   const std::vector<std::pair<std::string, Config>> correct = {
+      {"default", Config{}},
       {"marten", config_from({{"account.inbox", "marten"}})},
       {"notifications keyed by message id and consumer",
        config_from({{"transfer.notifications", "true"},
@@ -286,7 +287,7 @@ TEST_CASE("every correct configuration passes thousands of seeds", "[.teeth]") {
   };
   for (const auto& [name, config] : correct) {
     for (const bool swarm : {false, true}) {
-      CampaignOptions options = campaign(1, 2000, config);
+      CampaignOptions options = campaign(1, 3000, config);
       options.generator.swarm = swarm;
       options.jobs = 2;
       const CampaignResult result = run_campaign(options, nullptr);
