@@ -31,7 +31,8 @@ double bare_sqlite_rate(int64_t transactions) {
   db.exec("PRAGMA synchronous = OFF");
   db.exec("PRAGMA journal_mode = MEMORY");
   db.exec(
-      "CREATE TABLE accounts (name TEXT PRIMARY KEY, balance INTEGER NOT NULL, closed INTEGER NOT NULL);"
+      "CREATE TABLE accounts (name TEXT PRIMARY KEY, balance INTEGER NOT NULL, closed INTEGER NOT "
+      "NULL);"
       "CREATE TABLE inbox_state (id INTEGER PRIMARY KEY, message_id TEXT NOT NULL,"
       "  consumer_id TEXT NOT NULL, received_ms INTEGER NOT NULL, receive_count INTEGER NOT NULL,"
       "  consumed_ms INTEGER, delivered_ms INTEGER);"
@@ -46,21 +47,25 @@ double bare_sqlite_rate(int64_t transactions) {
       "CREATE UNIQUE INDEX processed_key ON processed_messages (message_id);"
       "CREATE TABLE sagas (transfer_id TEXT PRIMARY KEY, state TEXT NOT NULL, updated_ms INTEGER);"
       "INSERT INTO accounts VALUES ('alice', 1000000000000, 0);");
-  SQLite::Statement inbox_insert(db,
+  SQLite::Statement inbox_insert(
+      db,
       "INSERT OR IGNORE INTO inbox_state (message_id, consumer_id, received_ms, receive_count)"
       " VALUES (?, 'account-consumer', ?, 0)");
   SQLite::Statement account_find(db, "SELECT balance, closed FROM accounts WHERE name = ?");
-  SQLite::Statement balance_add(db,
-      "UPDATE accounts SET balance = balance + ? WHERE name = ? RETURNING balance");
+  SQLite::Statement balance_add(
+      db, "UPDATE accounts SET balance = balance + ? WHERE name = ? RETURNING balance");
   SQLite::Statement ledger_insert(db,
-      "INSERT INTO ledger (transfer_id, type, account, amount, created_ms) VALUES (?, 'DEBIT', ?, ?, ?)");
+                                  "INSERT INTO ledger (transfer_id, type, account, amount, "
+                                  "created_ms) VALUES (?, 'DEBIT', ?, ?, ?)");
   SQLite::Statement outbox_insert(db,
-      "INSERT INTO outbox (message_id, type, transfer_id, amount, created_ms) VALUES (?, ?, ?, ?, ?)");
-  SQLite::Statement inbox_mark(db,
-      "UPDATE inbox_state SET consumed_ms = ?, delivered_ms = ? WHERE message_id = ?");
-  SQLite::Statement processed_insert(db,
-      "INSERT INTO processed_messages (message_id, processed_ms) VALUES (?, ?)");
-  SQLite::Statement saga_upsert(db,
+                                  "INSERT INTO outbox (message_id, type, transfer_id, amount, "
+                                  "created_ms) VALUES (?, ?, ?, ?, ?)");
+  SQLite::Statement inbox_mark(
+      db, "UPDATE inbox_state SET consumed_ms = ?, delivered_ms = ? WHERE message_id = ?");
+  SQLite::Statement processed_insert(
+      db, "INSERT INTO processed_messages (message_id, processed_ms) VALUES (?, ?)");
+  SQLite::Statement saga_upsert(
+      db,
       "INSERT INTO sagas (transfer_id, state, updated_ms) VALUES (?, 'DEBITED', ?)"
       " ON CONFLICT (transfer_id) DO UPDATE SET state = excluded.state");
   auto use = [](SQLite::Statement& statement) {
@@ -73,29 +78,56 @@ double bare_sqlite_rate(int64_t transactions) {
     const std::string message = "m-" + std::to_string(i);
     {  // account-service: the debit
       SQLite::Transaction transaction(db);
-      use(inbox_insert); inbox_insert.bind(1, message); inbox_insert.bind(2, i); inbox_insert.exec();
-      use(account_find); account_find.bind(1, "alice"); account_find.executeStep();
-      use(ledger_insert); ledger_insert.bind(1, transfer); ledger_insert.bind(2, "alice");
-      ledger_insert.bind(3, int64_t{-1}); ledger_insert.bind(4, i); ledger_insert.exec();
-      use(balance_add); balance_add.bind(1, int64_t{-1}); balance_add.bind(2, "alice");
+      use(inbox_insert);
+      inbox_insert.bind(1, message);
+      inbox_insert.bind(2, i);
+      inbox_insert.exec();
+      use(account_find);
+      account_find.bind(1, "alice");
+      account_find.executeStep();
+      use(ledger_insert);
+      ledger_insert.bind(1, transfer);
+      ledger_insert.bind(2, "alice");
+      ledger_insert.bind(3, int64_t{-1});
+      ledger_insert.bind(4, i);
+      ledger_insert.exec();
+      use(balance_add);
+      balance_add.bind(1, int64_t{-1});
+      balance_add.bind(2, "alice");
       balance_add.executeStep();
       balance_add.reset();
       account_find.reset();
-      use(outbox_insert); outbox_insert.bind(1, message + "d"); outbox_insert.bind(2, "Account.Debited");
-      outbox_insert.bind(3, transfer); outbox_insert.bind(4, int64_t{1}); outbox_insert.bind(5, i);
+      use(outbox_insert);
+      outbox_insert.bind(1, message + "d");
+      outbox_insert.bind(2, "Account.Debited");
+      outbox_insert.bind(3, transfer);
+      outbox_insert.bind(4, int64_t{1});
+      outbox_insert.bind(5, i);
       outbox_insert.exec();
-      use(inbox_mark); inbox_mark.bind(1, i); inbox_mark.bind(2, i); inbox_mark.bind(3, message);
+      use(inbox_mark);
+      inbox_mark.bind(1, i);
+      inbox_mark.bind(2, i);
+      inbox_mark.bind(3, message);
       inbox_mark.exec();
       transaction.commit();
     }
     {  // transfer-service: the saga step
       SQLite::Transaction transaction(db);
-      use(processed_insert); processed_insert.bind(1, message + "d"); processed_insert.bind(2, i);
+      use(processed_insert);
+      processed_insert.bind(1, message + "d");
+      processed_insert.bind(2, i);
       processed_insert.exec();
-      use(saga_upsert); saga_upsert.bind(1, transfer); saga_upsert.bind(2, i); saga_upsert.exec();
-      use(outbox_insert); outbox_insert.bind(1, message + "c");
-      outbox_insert.bind(2, "Transfer.CreditRequested"); outbox_insert.bind(3, transfer);
-      outbox_insert.bind(4, int64_t{1}); outbox_insert.bind(5, i); outbox_insert.exec();
+      use(saga_upsert);
+      saga_upsert.bind(1, transfer);
+      saga_upsert.bind(2, i);
+      saga_upsert.exec();
+      use(outbox_insert);
+      outbox_insert.bind(1, message + "c");
+      outbox_insert.bind(2, "Transfer.CreditRequested");
+      outbox_insert.bind(3, transfer);
+      outbox_insert.bind(4, int64_t{1});
+      outbox_insert.bind(5, i);
+      outbox_insert.exec();
       transaction.commit();
     }
   }
@@ -124,8 +156,8 @@ int main(int argc, char** argv) {
       const double rate = static_cast<double>(result.seeds) / elapsed;
       seeds_per_second[jobs - 1] = std::max(seeds_per_second[jobs - 1], rate);
       if (jobs != 1) continue;
-      transactions_per_second = std::max(
-          transactions_per_second, static_cast<double>(result.stats.transactions) / elapsed);
+      transactions_per_second = std::max(transactions_per_second,
+                                         static_cast<double>(result.stats.transactions) / elapsed);
       if (repeat == 0) {
         std::printf("fuzz, standard workload, %llu seeds: %lld service transactions\n",
                     static_cast<unsigned long long>(seeds),
@@ -134,10 +166,12 @@ int main(int argc, char** argv) {
     }
   }
   double bare = 0;
-  for (int repeat = 0; repeat < kRepeats; ++repeat) bare = std::max(bare, bare_sqlite_rate(200'000));
+  for (int repeat = 0; repeat < kRepeats; ++repeat)
+    bare = std::max(bare, bare_sqlite_rate(200'000));
   std::printf("seeds/s               --jobs 1: %.0f   --jobs 2: %.0f  (x%.2f)\n",
               seeds_per_second[0], seeds_per_second[1], seeds_per_second[1] / seeds_per_second[0]);
-  std::printf("transactions/s        fuzz (whole simulation, jobs 1): %.0f\n", transactions_per_second);
+  std::printf("transactions/s        fuzz (whole simulation, jobs 1): %.0f\n",
+              transactions_per_second);
   std::printf("transactions/s        bare SQLite loop, same statements: %.0f\n", bare);
   std::printf("ratio                 %.2f (DESIGN §7 asks for at least 0.5)\n",
               transactions_per_second / bare);

@@ -2,9 +2,8 @@
 // any number of jobs or shards, shrinking hands back a minimal replayable story, and (the
 // hidden [teeth] cases, run by ctest as fuzz_teeth and fuzz_correct) every broken
 // configuration is found while every correct one passes.
-#include <catch2/catch.hpp>
-
 #include <algorithm>
+#include <catch2/catch.hpp>
 #include <set>
 #include <stdexcept>
 
@@ -88,8 +87,8 @@ TEST_CASE("swarm seeds draw different fault mixes, quiet ones included", "[fuzz]
 
 TEST_CASE("the generator reaches every fault kind and every crash point", "[fuzz]") {
   GeneratorOptions options;
-  options.config = config_from({{"account.inbox", "external-before"},
-                                {"transfer.dedupe", "external-after"}});
+  options.config =
+      config_from({{"account.inbox", "external-before"}, {"transfer.dedupe", "external-after"}});
   std::set<std::string> seen;
   for (uint64_t seed = 1; seed <= 300; ++seed) {
     for (const Step& step : generate_scenario(seed, options).scenario.steps) {
@@ -213,10 +212,10 @@ TEST_CASE("a shrunk counterexample is minimal, replays the failure, and says wha
 TEST_CASE("removing a transfer removes the faults that name it", "[fuzz]") {
   // The shrinker never leaves a fault pointing at a transfer that is gone: every candidate it
   // keeps parses back.
-  CampaignOptions options =
-      campaign(1, 100, config_from({{"transfer.dedupe", "none"},
-                                    {"transfer.state_machine", "false"},
-                                    {"account.ledger_unique", "false"}}));
+  CampaignOptions options = campaign(1, 100,
+                                     config_from({{"transfer.dedupe", "none"},
+                                                  {"transfer.state_machine", "false"},
+                                                  {"account.ledger_unique", "false"}}));
   options.stop_after = 1;
   options.shrink_max = 1;
   const CampaignResult result = run_campaign(options, nullptr);
@@ -258,7 +257,8 @@ TEST_CASE("every broken configuration is found within 500 seeds and shrunk small
        config_from({{"relay.stable_message_id", "false"}, {"account.ledger_unique", "false"}})},
       {"zero dedupe window, no ledger index",
        config_from({{"account.inbox_window_ms", "0"}, {"account.ledger_unique", "false"}})},
-      {"notifications keyed by message id alone", config_from({{"transfer.notifications", "true"}})},
+      {"notifications keyed by message id alone",
+       config_from({{"transfer.notifications", "true"}})},
   };
   for (const auto& [name, config] : broken) {
     CampaignOptions options = campaign(1, 500, config);
@@ -282,8 +282,8 @@ TEST_CASE("every correct configuration passes thousands of seeds", "[.teeth]") {
       {"default", Config{}},
       {"marten", config_from({{"account.inbox", "marten"}})},
       {"notifications keyed by message id and consumer",
-       config_from({{"transfer.notifications", "true"},
-                    {"transfer.dedupe_key", "message_id+consumer"}})},
+       config_from(
+           {{"transfer.notifications", "true"}, {"transfer.dedupe_key", "message_id+consumer"}})},
   };
   for (const auto& [name, config] : correct) {
     for (const bool swarm : {false, true}) {

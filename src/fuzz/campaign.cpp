@@ -40,7 +40,8 @@ SeedOutcome run_seed(uint64_t seed, const GeneratorOptions& generator) {
   outcome.seed = seed;
   outcome.drawn = generated.drawn;
   outcome.stats = result.stats;
-  for (const Violation& violation : result.violations) outcome.violated.push_back(violation.invariant);
+  for (const Violation& violation : result.violations)
+    outcome.violated.push_back(violation.invariant);
   std::sort(outcome.violated.begin(), outcome.violated.end());
   outcome.violated.erase(std::unique(outcome.violated.begin(), outcome.violated.end()),
                          outcome.violated.end());
@@ -102,9 +103,9 @@ Counterexample shrink_seed(const SeedOutcome& outcome, const CampaignOptions& op
   out.invariant = outcome.violated.front();
   const ShrinkResult shrunk = shrink_scenario(generated.scenario, out.invariant);
   out.shrink_runs = shrunk.runs;
-  out.scenario = make_counterexample(shrunk.scenario, outcome.seed, generated.drawn,
-                                     std::string(workload_name(options.generator.workload)),
-                                     out.invariant);
+  out.scenario =
+      make_counterexample(shrunk.scenario, outcome.seed, generated.drawn,
+                          std::string(workload_name(options.generator.workload)), out.invariant);
   out.transfers = count_transfers(out.scenario);
   out.faults = count_faults(out.scenario);
   // Verify the file as a user will meet it: parsed back from its text and run.
@@ -113,8 +114,9 @@ Counterexample shrink_seed(const SeedOutcome& outcome, const CampaignOptions& op
   if (parsed.scenario) {
     const RunResult replay = fuzz_run(*parsed.scenario);
     out.replay_verified =
-        !replay.passed && std::any_of(replay.violations.begin(), replay.violations.end(),
-                                      [&](const Violation& v) { return v.invariant == out.invariant; });
+        !replay.passed &&
+        std::any_of(replay.violations.begin(), replay.violations.end(),
+                    [&](const Violation& v) { return v.invariant == out.invariant; });
   }
   return out;
 }
@@ -243,8 +245,8 @@ CampaignResult run_campaign(const CampaignOptions& options, std::ostream* progre
   progress.maybe_print(static_cast<size_t>(result.seeds), result.failures.size(), true);
 
   // Shrink the lowest failing seeds, in parallel, then write them in seed order.
-  const size_t shrink_count =
-      std::min(result.failures.size(), static_cast<size_t>(std::max<int64_t>(0, options.shrink_max)));
+  const size_t shrink_count = std::min(
+      result.failures.size(), static_cast<size_t>(std::max<int64_t>(0, options.shrink_max)));
   result.counterexamples.resize(shrink_count);
   parallel_for(
       shrink_count, options.jobs,
@@ -294,9 +296,8 @@ nlohmann::ordered_json campaign_json(const CampaignOptions& options, const Campa
 
 std::string campaign_junit(const CampaignOptions& options, const CampaignResult& result) {
   std::string xml = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
-  xml += "<testsuites>\n<testsuite name=\"inboxsim fuzz\" tests=\"" +
-         std::to_string(result.seeds) + "\" failures=\"" +
-         std::to_string(result.failures.size()) + "\" errors=\"0\" time=\"" +
+  xml += "<testsuites>\n<testsuite name=\"inboxsim fuzz\" tests=\"" + std::to_string(result.seeds) +
+         "\" failures=\"" + std::to_string(result.failures.size()) + "\" errors=\"0\" time=\"" +
          std::to_string(static_cast<double>(result.wall_ms) / 1000.0) + "\">\n";
   const std::vector<uint64_t> seeds = shard_seeds(options);
   size_t failure = 0;
@@ -309,8 +310,8 @@ std::string campaign_junit(const CampaignOptions& options, const CampaignResult&
       for (const Counterexample& cx : result.counterexamples) {
         if (cx.seed == seed && !cx.path.empty()) body += "\nreplay: inboxsim run " + cx.path;
       }
-      xml += ">\n    <failure message=\"" + xml_escape(invariants_text(outcome.violated)) +
-             "\">" + xml_escape(body) + "</failure>\n  </testcase>\n";
+      xml += ">\n    <failure message=\"" + xml_escape(invariants_text(outcome.violated)) + "\">" +
+             xml_escape(body) + "</failure>\n  </testcase>\n";
     } else {
       xml += "/>\n";
     }
@@ -319,7 +320,8 @@ std::string campaign_junit(const CampaignOptions& options, const CampaignResult&
   return xml;
 }
 
-void print_campaign(std::ostream& out, const CampaignOptions& options, const CampaignResult& result) {
+void print_campaign(std::ostream& out, const CampaignOptions& options,
+                    const CampaignResult& result) {
   for (size_t i = 0; i < result.failures.size() && i < kFailuresPrintedMax; ++i) {
     const SeedOutcome& outcome = result.failures[i];
     out << "FAIL  seed " << outcome.seed << ": " << invariants_text(outcome.violated)
@@ -331,8 +333,8 @@ void print_campaign(std::ostream& out, const CampaignOptions& options, const Cam
   }
   for (const Counterexample& cx : result.counterexamples) {
     out << "counterexample for seed " << cx.seed << " (" << invariant_name(cx.invariant)
-        << "): " << cx.transfers << " transfer(s), " << cx.faults << " fault(s), "
-        << cx.shrink_runs << " shrink runs"
+        << "): " << cx.transfers << " transfer(s), " << cx.faults << " fault(s), " << cx.shrink_runs
+        << " shrink runs"
         << (cx.replay_verified ? "" : "; WARNING: the written file did not replay the failure")
         << "\n";
     if (!cx.path.empty()) out << "  replay: inboxsim run " << cx.path << "\n";
@@ -357,8 +359,7 @@ bool parse_seed_range(const std::string& text, uint64_t& first, uint64_t& last) 
     return true;
   }
   const std::string_view view(text);
-  return parse(view.substr(0, dots), first) && parse(view.substr(dots + 2), last) &&
-         first <= last;
+  return parse(view.substr(0, dots), first) && parse(view.substr(dots + 2), last) && first <= last;
 }
 
 bool parse_shard(const std::string& text, int64_t& index, int64_t& count) {

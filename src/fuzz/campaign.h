@@ -9,11 +9,10 @@
 
 #include <cstdint>
 #include <iosfwd>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "fuzz/generator.h"
 #include "scenario/result.h"
@@ -28,9 +27,9 @@ struct CampaignOptions {
   int64_t jobs = 1;
   GeneratorOptions generator;
   std::string out_dir = "counterexamples";  // empty: shrink but write nothing
-  int64_t shrink_max = 3;      // failing seeds shrunk and saved, lowest seeds first
-  int64_t stop_after = 0;      // stop after this many failing seeds (0: run every seed)
-  bool progress = false;       // a live progress line on `progress_stream`
+  int64_t shrink_max = 3;                   // failing seeds shrunk and saved, lowest seeds first
+  int64_t stop_after = 0;  // stop after this many failing seeds (0: run every seed)
+  bool progress = false;   // a live progress line on `progress_stream`
 };
 
 struct SeedOutcome {
@@ -44,8 +43,8 @@ struct SeedOutcome {
 struct Counterexample {
   uint64_t seed = 0;
   Invariant invariant = Invariant::conservation;
-  std::string path;          // empty when nothing was written
-  Scenario scenario;         // the file's content
+  std::string path;   // empty when nothing was written
+  Scenario scenario;  // the file's content
   int64_t transfers = 0;
   int64_t faults = 0;
   int64_t shrink_runs = 0;
@@ -53,8 +52,8 @@ struct Counterexample {
 };
 
 struct CampaignResult {
-  int64_t seeds = 0;  // seeds actually run
-  std::vector<SeedOutcome> failures;  // in seed order
+  int64_t seeds = 0;                            // seeds actually run
+  std::vector<SeedOutcome> failures;            // in seed order
   std::vector<Counterexample> counterexamples;  // in seed order
   Stats stats;
   int64_t wall_ms = 0;
@@ -78,7 +77,8 @@ std::string campaign_junit(const CampaignOptions& options, const CampaignResult&
 
 // The human summary printed on stdout: failing seeds with the options they drew, each
 // counterexample with its replay command, and a verdict line.
-void print_campaign(std::ostream& out, const CampaignOptions& options, const CampaignResult& result);
+void print_campaign(std::ostream& out, const CampaignOptions& options,
+                    const CampaignResult& result);
 
 // Parses "A..B" (or a single seed "A"). Returns false on bad text.
 bool parse_seed_range(const std::string& text, uint64_t& first, uint64_t& last);

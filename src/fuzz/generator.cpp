@@ -36,8 +36,9 @@ WorkloadSize workload_size(Workload workload) {
 }
 
 constexpr std::array<std::string_view, 20> kAccountNames = {
-    "alice", "bob",   "carol",  "dave",  "erin",   "frank", "grace",  "heidi",   "ivan",   "judy",
-    "mallory", "niaj", "olivia", "peggy", "rupert", "sybil", "trent", "victor", "walter", "yolanda"};
+    "alice",  "bob",   "carol", "dave",    "erin",   "frank",  "grace",
+    "heidi",  "ivan",  "judy",  "mallory", "niaj",   "olivia", "peggy",
+    "rupert", "sybil", "trent", "victor",  "walter", "yolanda"};
 
 std::string account_name(size_t index) {
   if (index < kAccountNames.size()) return std::string(kAccountNames[index]);
@@ -76,12 +77,11 @@ std::vector<MessageType> types_at(ServiceId service, CrashPoint point) {
 std::vector<CrashPoint> crash_points(ServiceId service, const Config& config) {
   std::vector<CrashPoint> points = {CrashPoint::before_tx, CrashPoint::after_dedupe,
                                     CrashPoint::after_effect, CrashPoint::after_commit};
-  const bool external =
-      service == ServiceId::account
-          ? (config.account_inbox == AccountInbox::external_before ||
-             config.account_inbox == AccountInbox::external_after)
-          : (config.transfer_dedupe == TransferDedupe::external_before ||
-             config.transfer_dedupe == TransferDedupe::external_after);
+  const bool external = service == ServiceId::account
+                            ? (config.account_inbox == AccountInbox::external_before ||
+                               config.account_inbox == AccountInbox::external_after)
+                            : (config.transfer_dedupe == TransferDedupe::external_before ||
+                               config.transfer_dedupe == TransferDedupe::external_after);
   points.push_back(service == ServiceId::account ? CrashPoint::after_outbox_send
                                                  : CrashPoint::after_publish);
   if (external) points.push_back(CrashPoint::after_mark);
@@ -107,7 +107,8 @@ DrawnOptions draw_options(Rng& rng, const GeneratorOptions& options) {
     return drawn;
   }
   // Swarm: each kind is on with even odds (at least one), with its own weight.
-  while (std::all_of(drawn.weights.begin(), drawn.weights.end(), [](uint32_t w) { return w == 0; })) {
+  while (
+      std::all_of(drawn.weights.begin(), drawn.weights.end(), [](uint32_t w) { return w == 0; })) {
     for (uint32_t& weight : drawn.weights) {
       weight = rng.chance(1, 2) ? static_cast<uint32_t>(rng.between(1, kWeightMax)) : 0;
     }
@@ -183,8 +184,8 @@ FaultSpec draw_fault(Rng& rng, FaultAction action, const Config& config,
     case FaultAction::drop_ack: fault.kind = FaultKind::drop_ack; break;
     case FaultAction::drop_connection:
       fault.kind = FaultKind::drop_connection;
-      fault.service = is_transfer_command(*fault.match.type) ? ServiceId::account
-                                                              : ServiceId::transfer;
+      fault.service =
+          is_transfer_command(*fault.match.type) ? ServiceId::account : ServiceId::transfer;
       break;
     case FaultAction::nack:
       fault.kind = FaultKind::nack;
@@ -256,12 +257,11 @@ std::string_view fault_action_name(FaultAction action) {
 }
 
 std::string describe_drawn(const DrawnOptions& drawn) {
-  std::string text = "accounts=" + std::to_string(drawn.accounts) +
-                     " transfers=" + std::to_string(drawn.transfers) +
-                     " faults=" + std::to_string(drawn.faults) +
-                     " batch=" + std::to_string(drawn.batch) +
-                     " closed=" + std::to_string(drawn.closed_percent) + "%" +
-                     " overdraft=" + std::to_string(drawn.overdraft_percent) + "% mix=";
+  std::string text =
+      "accounts=" + std::to_string(drawn.accounts) +
+      " transfers=" + std::to_string(drawn.transfers) + " faults=" + std::to_string(drawn.faults) +
+      " batch=" + std::to_string(drawn.batch) + " closed=" + std::to_string(drawn.closed_percent) +
+      "%" + " overdraft=" + std::to_string(drawn.overdraft_percent) + "% mix=";
   bool first = true;
   for (size_t i = 0; i < kFaultActionCount; ++i) {
     if (drawn.weights[i] == 0) continue;
@@ -306,8 +306,8 @@ Generated generate_scenario(uint64_t seed, const GeneratorOptions& options) {
     }
     for (const FaultAction action : actions[b]) {
       // Mostly aim at this batch, whose messages are all still ahead; sometimes at older ones.
-      const size_t target = rng.chance(4, 5) ? first + rng.below(requested - first)
-                                             : rng.below(requested);
+      const size_t target =
+          rng.chance(4, 5) ? first + rng.below(requested - first) : rng.below(requested);
       const std::string transfer = "t" + std::to_string(target + 1);
       if (action == FaultAction::late_duplicate) {
         late_targets.push_back(transfer);

@@ -53,9 +53,9 @@ struct GeneratorOptions {
 struct DrawnOptions {
   int64_t accounts = 0;
   int64_t transfers = 0;
-  int64_t faults = 0;                        // how many fault actions the story has
+  int64_t faults = 0;                                 // how many fault actions the story has
   std::array<uint32_t, kFaultActionCount> weights{};  // 0: the kind is off for this seed
-  int64_t closed_percent = 0;     // chance that an account is closed
+  int64_t closed_percent = 0;                         // chance that an account is closed
   int64_t overdraft_percent = 0;  // chance that a transfer asks for more than the balance
   int64_t batch = 1;              // transfers requested together, in flight at once
 };

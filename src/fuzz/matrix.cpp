@@ -52,8 +52,7 @@ std::vector<MatrixRow> run_matrix(const MatrixOptions& options, std::ostream* pr
     campaign.jobs = options.jobs;
     campaign.generator = options.generator;
     campaign.generator.config = row.config;
-    campaign.out_dir =
-        options.out_dir.empty() ? "" : options.out_dir + "/" + row_tag(row.defences);
+    campaign.out_dir = options.out_dir.empty() ? "" : options.out_dir + "/" + row_tag(row.defences);
     campaign.shrink_max = 1;
     const CampaignResult result = run_campaign(campaign, nullptr);
     row.seeds = result.seeds;
@@ -94,7 +93,8 @@ nlohmann::ordered_json matrix_json(const std::vector<MatrixRow>& rows) {
   nlohmann::ordered_json out = nlohmann::ordered_json::array();
   for (const MatrixRow& row : rows) {
     nlohmann::ordered_json entry;
-    for (size_t i = 0; i < kDefenceCount; ++i) entry[std::string(defence_names()[i])] = row.defences[i];
+    for (size_t i = 0; i < kDefenceCount; ++i)
+      entry[std::string(defence_names()[i])] = row.defences[i];
     entry["seeds"] = row.seeds;
     entry["failing_seeds"] = row.failing_seeds;
     nlohmann::ordered_json violated = nlohmann::ordered_json::array();

@@ -62,8 +62,21 @@ std::vector<Edit> candidate_edits(const Scenario& scenario) {
     const Step& step = scenario.steps[i];
     if (step.kind != StepKind::transfer) continue;
     const std::string id = step.transfer.id;
-    edits.push_back([id](Scenario& s) { remove_transfer(s, id, false); return true; });
-    edits.push_back([id](Scenario& s) { remove_transfer(s, id, true); return true; });
+    edits.push_back([id](Scenario& s) {
+      remove_transfer(s, id, false);
+      return true;
+    });
+    // Rewriting only differs from removing when a fault names this transfer and a type.
+    const bool typed_fault =
+        std::any_of(scenario.steps.begin(), scenario.steps.end(), [&](const Step& s) {
+          return s.kind == StepKind::fault && s.fault.match.transfer == id && s.fault.match.type;
+        });
+    if (typed_fault) {
+      edits.push_back([id](Scenario& s) {
+        remove_transfer(s, id, true);
+        return true;
+      });
+    }
   }
   for (size_t i = scenario.steps.size(); i-- > 0;) {
     if (scenario.steps[i].kind == StepKind::transfer) continue;
@@ -82,10 +95,16 @@ std::vector<Edit> candidate_edits(const Scenario& scenario) {
     if (step.kind == StepKind::fault) {
       const FaultSpec& fault = step.fault;
       if (fault.match.occurrence > 1) {
-        edits.push_back([i](Scenario& s) { s.steps[i].fault.match.occurrence = 1; return true; });
+        edits.push_back([i](Scenario& s) {
+          s.steps[i].fault.match.occurrence = 1;
+          return true;
+        });
       }
       if (fault.times > 1) {
-        edits.push_back([i](Scenario& s) { s.steps[i].fault.times = 1; return true; });
+        edits.push_back([i](Scenario& s) {
+          s.steps[i].fault.times = 1;
+          return true;
+        });
       }
       if (fault.restart_after_ms != FaultSpec{}.restart_after_ms) {
         edits.push_back([i](Scenario& s) {
@@ -96,7 +115,10 @@ std::vector<Edit> candidate_edits(const Scenario& scenario) {
     }
     if (step.kind == StepKind::transfer) {
       for (const int64_t amount : lower_values(step.transfer.amount, 1)) {
-        edits.push_back([i, amount](Scenario& s) { s.steps[i].transfer.amount = amount; return true; });
+        edits.push_back([i, amount](Scenario& s) {
+          s.steps[i].transfer.amount = amount;
+          return true;
+        });
       }
     }
   }
