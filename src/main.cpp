@@ -20,6 +20,7 @@
 #include "report/html.h"
 #include "report/json_output.h"
 #include "report/mermaid.h"
+#include "report/demo.h"
 #include "report/narrate.h"
 #include "scenario/parse.h"
 #include "scenario/runner.h"
@@ -52,6 +53,14 @@ struct RunCommand {
 
 struct ListCommand {
   std::string directory;
+};
+
+struct DemoCommand {
+  std::string out_dir = "demo-out";
+  std::string scenario_dir;
+  std::string color = "auto";
+  bool step = false;
+  bool quiet = false;
 };
 
 // `fuzz` and `matrix` (DESIGN §5): the options as typed; src/fuzz/ does the work.
@@ -157,42 +166,18 @@ int run_command(const RunCommand& command) {
   std::vector<Scenario> scenarios;
   if (auto failed = load_scenarios(command, scenarios)) return *failed;
   const bool several = scenarios.size() > 1;
-  const bool narrate = !command.json;
-  NarratorOptions narrator_options;
-  narrator_options.color = use_color(command.color);
-  narrator_options.quiet = command.quiet;
   nlohmann::ordered_json json_results = nlohmann::ordered_json::array();
   bool all_passed = true;
   bool views_ok = true;
+  NarratedRunOptions options;
+  options.narrate = !command.json;
+  options.narrator.color = use_color(command.color);
+  options.narrator.quiet = command.quiet;
+  options.pause_after_step = command.step;
+  options.seed = command.seed;
+  options.db_dir = command.db_dir;
   for (const Scenario& scenario : scenarios) {
-    Narrator narrator(std::cout, narrator_options);
-    RunOptions options;
-    options.seed = command.seed;
-    options.db_dir = command.db_dir;
-    if (narrate) {
-      std::map<std::string, int64_t> opening;
-      for (const auto& [name, spec] : scenario.accounts) opening[name] = spec.balance;
-      narrator.set_opening_balances(opening);
-      if (!command.quiet) {
-        std::cout << "\n== " << scenario.name << ": " << scenario.title << "\n";
-        if (!scenario.description.empty()) std::cout << scenario.description << "\n";
-      }
-      options.listener = [&narrator](const TraceEvent& event) { narrator.on_event(event); };
-    }
-    if (command.step) {
-      options.after_step = [] {
-        std::cout << "  [Enter] next step" << std::flush;
-        std::string line;
-        std::getline(std::cin, line);
-      };
-    }
-    RunResult result = run_scenario(scenario, options);
-    if (narrate) narrator.summary(result);
-    if (narrate && !result.unfired_faults.empty() && !command.quiet) {
-      for (const std::string& fault : result.unfired_faults) {
-        std::cout << "  note: this fault never fired: " << fault << "\n";
-      }
-    }
+    RunResult result = narrated_run(scenario, options, std::cout);
     views_ok &= write_views(command, result, several);
     all_passed &= result.passed;
     json_results.push_back(run_result_json(result));
@@ -314,6 +299,17 @@ int matrix_command(const MatrixCommand& command) {
   return rows.front().violated.empty() ? kExitOk : kExitFailed;
 }
 
+int demo_command(const DemoCommand& command) {
+  DemoOptions options;
+  options.scenario_dir =
+      command.scenario_dir.empty() ? default_scenario_directory() : command.scenario_dir;
+  options.out_dir = command.out_dir;
+  options.run.narrator.color = use_color(command.color);
+  options.run.narrator.quiet = command.quiet;
+  options.run.pause_after_step = command.step;
+  return run_demo(options, std::cout, std::cerr);
+}
+
 int main_guarded(int argc, char** argv) {
   CLI::App app{"inboxsim: a deterministic bank on an at-least-once broker, to watch and test "
                "the idempotent consumer (inbox) pattern."};
@@ -375,6 +371,17 @@ int main_guarded(int argc, char** argv) {
   matrix_app->add_option("--out", matrix.out_dir, "Where counterexamples go");
   matrix_app->add_flag("--json", matrix.json, "Print the table as JSON");
 
+  DemoCommand demo;
+  CLI::App* demo_app = app.add_subcommand(
+      "demo", "Run the teaching library in order, narrated, with an HTML report per scenario.");
+  demo_app->add_option("--out", demo.out_dir, "Where the HTML reports go (default: demo-out)");
+  demo_app->add_option("--scenarios", demo.scenario_dir,
+                       "The scenario folder (default: ./scenarios)");
+  demo_app->add_option("--color", demo.color, "Colours: auto, always or never")
+      ->check(CLI::IsMember({"auto", "always", "never"}));
+  demo_app->add_flag("--step", demo.step, "Pause after each step until Enter");
+  demo_app->add_flag("--quiet", demo.quiet, "Print only each scenario's verdict");
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& error) {
@@ -383,6 +390,7 @@ int main_guarded(int argc, char** argv) {
   }
   if (app.got_subcommand(run_app)) return run_command(run);
   if (app.got_subcommand(list_app)) return list_command(list);
+  if (app.got_subcommand(demo_app)) return demo_command(demo);
   if (app.got_subcommand(fuzz_app)) return fuzz_command(fuzz);
   if (app.got_subcommand(matrix_app)) return matrix_command(matrix);
   return kExitBadInput;
