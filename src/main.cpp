@@ -5,6 +5,7 @@
 // or usage, 3 internal error.
 #include <unistd.h>
 
+#include <CLI/CLI.hpp>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -13,14 +14,12 @@
 #include <string>
 #include <vector>
 
-#include <CLI/CLI.hpp>
-
 #include "fuzz/campaign.h"
 #include "fuzz/matrix.h"
+#include "report/demo.h"
 #include "report/html.h"
 #include "report/json_output.h"
 #include "report/mermaid.h"
-#include "report/demo.h"
 #include "report/narrate.h"
 #include "scenario/parse.h"
 #include "scenario/runner.h"
@@ -108,8 +107,8 @@ bool use_color(const std::string& mode) {
 std::string output_path(const std::string& path, const std::string& name, bool several) {
   if (!several) return path;
   const std::filesystem::path original(path);
-  std::filesystem::path renamed = original.parent_path() /
-      (original.stem().string() + "-" + name + original.extension().string());
+  std::filesystem::path renamed = original.parent_path() / (original.stem().string() + "-" + name +
+                                                            original.extension().string());
   return renamed.string();
 }
 
@@ -156,8 +155,8 @@ bool write_views(const RunCommand& command, const RunResult& result, bool severa
     ok &= write_file(output_path(command.html_path, result.name, several), render_html(result));
   }
   if (!command.mermaid_path.empty()) {
-    ok &= write_file(output_path(command.mermaid_path, result.name, several),
-                     render_mermaid(result));
+    ok &=
+        write_file(output_path(command.mermaid_path, result.name, several), render_mermaid(result));
   }
   return ok;
 }
@@ -239,7 +238,7 @@ std::optional<int> load_generator(const std::string& workload, const std::vector
       return bad_input("--set " + assignment + ": expected KEY=VALUE");
     }
     const std::string expected = config_set_text(generator.config, assignment.substr(0, equals),
-                                                  assignment.substr(equals + 1));
+                                                 assignment.substr(equals + 1));
     if (!expected.empty()) return bad_input("--set " + assignment + ": expected " + expected);
   }
   return std::nullopt;
@@ -311,8 +310,9 @@ int demo_command(const DemoCommand& command) {
 }
 
 int main_guarded(int argc, char** argv) {
-  CLI::App app{"inboxsim: a deterministic bank on an at-least-once broker, to watch and test "
-               "the idempotent consumer (inbox) pattern."};
+  CLI::App app{
+      "inboxsim: a deterministic bank on an at-least-once broker, to watch and test "
+      "the idempotent consumer (inbox) pattern."};
   app.set_version_flag("--version", std::string("inboxsim ") + INBOXSIM_VERSION);
   app.require_subcommand(1);
 
@@ -347,15 +347,18 @@ int main_guarded(int argc, char** argv) {
       ->check(CLI::Range(int64_t{2}, int64_t{100000}));
   fuzz_app->add_flag("--swarm", fuzz.swarm, "Each seed draws its own fault mix and rates");
   fuzz_app->add_option("--set", fuzz.sets, "Override a config key: KEY=VALUE (repeatable)");
-  fuzz_app->add_option("--jobs", fuzz.jobs, "Worker threads")->check(CLI::Range(int64_t{1}, int64_t{256}));
+  fuzz_app->add_option("--jobs", fuzz.jobs, "Worker threads")
+      ->check(CLI::Range(int64_t{1}, int64_t{256}));
   fuzz_app->add_option("--shard", fuzz.shard, "Run shard K of N (1-based) of the seed range");
-  fuzz_app->add_option("--out", fuzz.out_dir, "Where counterexamples go (default ./counterexamples)");
+  fuzz_app->add_option("--out", fuzz.out_dir,
+                       "Where counterexamples go (default ./counterexamples)");
   fuzz_app->add_flag("--json", fuzz.json, "Print one JSON object");
   fuzz_app->add_option("--junit", fuzz.junit_path, "Write a JUnit XML report");
   fuzz_app->add_option("--shrink", fuzz.shrink_max, "Failing seeds to shrink and save (default 3)")
       ->check(CLI::Range(int64_t{0}, int64_t{1000}));
-  fuzz_app->add_option("--stop-after", fuzz.stop_after,
-                       "Stop after this many failing seeds (default 0: run them all)")
+  fuzz_app
+      ->add_option("--stop-after", fuzz.stop_after,
+                   "Stop after this many failing seeds (default 0: run them all)")
       ->check(CLI::Range(int64_t{0}, int64_t{1000000}));
 
   MatrixCommand matrix;

@@ -19,8 +19,7 @@ CommitRecord entry(const std::string& transfer, EntryType type, const std::strin
   return record;
 }
 
-CommitRecord transition(const std::string& transfer, std::optional<SagaState> from,
-                        SagaState to) {
+CommitRecord transition(const std::string& transfer, std::optional<SagaState> from, SagaState to) {
   CommitRecord record;
   record.service = ServiceId::transfer;
   record.transitions.push_back(SagaTransition{transfer, from, to});
@@ -103,8 +102,7 @@ TEST_CASE("saga_ledger fires when a terminal state disagrees with the ledger", "
   REQUIRE(checker.violated(Invariant::saga_ledger));
 }
 
-TEST_CASE("legal_transitions fires on a transition that is not an edge of the saga",
-          "[checker]") {
+TEST_CASE("legal_transitions fires on a transition that is not an edge of the saga", "[checker]") {
   Checker checker(kAccounts, false);
   healthy_transfer(checker);
   REQUIRE_FALSE(checker.violated(Invariant::legal_transitions));

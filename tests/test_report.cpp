@@ -5,7 +5,6 @@
 // completes, and then an operator publishes a copy of Account.Debited by hand, which
 // transfer-service's processed_messages catches.
 #include <catch2/catch.hpp>
-
 #include <regex>
 #include <sstream>
 
@@ -144,14 +143,21 @@ RunResult sample_run() {
   run.file = "scenarios/crash-after-commit.json";
   run.name = "crash-after-commit";
   run.title = "A crash after commit: the redelivery is acked without effect";
-  run.description = "account-service commits the debit and dies before its ack. RabbitMQ "
-                    "redelivers Transfer.Requested; the inbox recognises it.";
+  run.description =
+      "account-service commits the debit and dies before its ack. RabbitMQ "
+      "redelivers Transfer.Requested; the inbox recognises it.";
   run.lesson = "Dedupe does not mean ignore the message: it means ack without side effects.";
   run.seed = 1;
   run.trace_hash = "0123456789abcdef";
   run.virtual_ms = 1022;
-  run.stats = Stats{.published = 5, .deliveries = 6, .redeliveries = 1, .acks = 5,
-                    .dedupe_hits = 2, .effects = 2, .crashes = 1, .transactions = 6,
+  run.stats = Stats{.published = 5,
+                    .deliveries = 6,
+                    .redeliveries = 1,
+                    .acks = 5,
+                    .dedupe_hits = 2,
+                    .effects = 2,
+                    .crashes = 1,
+                    .transactions = 6,
                     .dead_lettered = 0};
   run.opening_balances = {{"alice", 10000}, {"bob", 0}};
   run.balances = {{"alice", 7500}, {"bob", 2500}};

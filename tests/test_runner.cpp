@@ -1,7 +1,6 @@
 // Whole runs: recovery from a crash at every crash point, the broken defences doing what the
 // seed says they do, and determinism (same seed, same trace; any scenario, twice).
 #include <catch2/catch.hpp>
-
 #include <filesystem>
 
 #include "report/html.h"
@@ -131,8 +130,8 @@ TEST_CASE("a crash at every crash point recovers: one effect each, nothing lost"
 TEST_CASE("a crash after commit, before the ack: the redelivery is deduped and acked",
           "[runner][crash]") {
   Scenario scenario = one_transfer();
-  add_fault(scenario, crash(ServiceId::account, CrashPoint::after_commit,
-                            MessageType::transfer_requested));
+  add_fault(scenario,
+            crash(ServiceId::account, CrashPoint::after_commit, MessageType::transfer_requested));
   const RunResult result = run(scenario);
   REQUIRE(result.dedupe_hits.at(ServiceId::account) == 1);
   REQUIRE(result.stats.redeliveries >= 1);
@@ -142,8 +141,8 @@ TEST_CASE("a crash after commit, before the ack: the redelivery is deduped and a
 TEST_CASE("the seed's Redis SET: marked before the commit loses the work", "[runner]") {
   Scenario scenario = one_transfer();
   scenario.config.account_inbox = AccountInbox::external_before;
-  add_fault(scenario, crash(ServiceId::account, CrashPoint::after_mark,
-                            MessageType::transfer_requested));
+  add_fault(scenario,
+            crash(ServiceId::account, CrashPoint::after_mark, MessageType::transfer_requested));
   const RunResult result = run(scenario);
   REQUIRE(result.transfers.at("t1") == SagaState::requested);
   REQUIRE(result.ledger.empty());
@@ -154,8 +153,8 @@ TEST_CASE("the seed's Redis SET: marked after the commit does the work twice", "
   Scenario scenario = one_transfer();
   scenario.config.account_inbox = AccountInbox::external_after;
   scenario.config.account_ledger_unique = false;
-  add_fault(scenario, crash(ServiceId::account, CrashPoint::after_commit,
-                            MessageType::transfer_requested));
+  add_fault(scenario,
+            crash(ServiceId::account, CrashPoint::after_commit, MessageType::transfer_requested));
   const RunResult result = run(scenario);
   REQUIRE(result.balances.at("alice") == 5000);
   const auto broken = violated(result);
@@ -210,8 +209,8 @@ TEST_CASE("a lost publisher confirm republishes with the same id", "[runner]") {
 TEST_CASE("the same seed gives a byte-identical trace; another seed another interleaving",
           "[runner][determinism]") {
   Scenario scenario = one_transfer();
-  add_fault(scenario, crash(ServiceId::account, CrashPoint::after_commit,
-                            MessageType::transfer_requested));
+  add_fault(scenario,
+            crash(ServiceId::account, CrashPoint::after_commit, MessageType::transfer_requested));
   const RunResult a = run(scenario, 7);
   const RunResult b = run(scenario, 7);
   REQUIRE(a.trace_hash == b.trace_hash);

@@ -1,8 +1,8 @@
 // The crash model at the unit-of-work level: a service crashed at any crash point keeps
 // exactly what it committed, and its redelivery finishes the work once.
-#include <catch2/catch.hpp>
-
 #include <SQLiteCpp/SQLiteCpp.h>
+
+#include <catch2/catch.hpp>
 
 #include "services/account_service.h"
 #include "services/transfer_service.h"
@@ -95,8 +95,8 @@ TEST_CASE("account-service: a crash at each point keeps only what was committed"
     int64_t sends_before_crash;
   };
   const Case cases[] = {
-      {CrashPoint::before_tx, false, 0},    {CrashPoint::after_dedupe, false, 0},
-      {CrashPoint::after_effect, false, 0}, {CrashPoint::after_commit, true, 0},
+      {CrashPoint::before_tx, false, 0},        {CrashPoint::after_dedupe, false, 0},
+      {CrashPoint::after_effect, false, 0},     {CrashPoint::after_commit, true, 0},
       {CrashPoint::after_outbox_send, true, 1},
   };
   for (const Case& c : cases) {
@@ -130,8 +130,7 @@ TEST_CASE("account-service: a crash at each point keeps only what was committed"
   }
 }
 
-TEST_CASE("account-service: without the inbox a redelivery hits the ledger index",
-          "[services]") {
+TEST_CASE("account-service: without the inbox a redelivery hits the ledger index", "[services]") {
   FakeHost host;
   Config config;
   config.account_inbox = AccountInbox::none;
@@ -182,8 +181,8 @@ TEST_CASE("account-service: insufficient funds and a closed destination are reje
   service.handle(delivery_of(kRequested));  // alice -> bob 2500 with 100
   REQUIRE(published_ids(host, MessageType::debit_rejected).size() == 1);
   REQUIRE(host.published.back()->reason == "insufficient funds");
-  const auto credit = make_message("m-2", MessageType::credit_requested, "t2", "alice", "carol",
-                                   50, "", 0);
+  const auto credit =
+      make_message("m-2", MessageType::credit_requested, "t2", "alice", "carol", 50, "", 0);
   service.handle(delivery_of(credit));
   REQUIRE(published_ids(host, MessageType::credit_rejected).size() == 1);
   REQUIRE(service.ledger().empty());
@@ -271,9 +270,8 @@ TEST_CASE("transfer-service: the state machine refuses an illegal transition", "
   service.handle(TransferConsumer::saga, delivery_of(debited));
   service.handle(TransferConsumer::saga, delivery_of(debited, 2));
   REQUIRE(service.unsent_outbox_rows() == 2);  // Requested + one CreditRequested
-  REQUIRE(std::any_of(host.events.begin(), host.events.end(), [](const TraceEvent& e) {
-    return e.kind == EventKind::illegal_transition;
-  }));
+  REQUIRE(std::any_of(host.events.begin(), host.events.end(),
+                      [](const TraceEvent& e) { return e.kind == EventKind::illegal_transition; }));
 }
 
 TEST_CASE("transfer-service: processed_messages without its unique index lets a duplicate in",

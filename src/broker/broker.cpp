@@ -44,8 +44,7 @@ bool topic_matches(std::string_view pattern, std::string_view routing_key) {
   return words_match(pattern, routing_key, !routing_key.empty());
 }
 
-Broker::Broker(std::function<void(TraceEvent)> record, int64_t prefetch,
-               int64_t delivery_limit)
+Broker::Broker(std::function<void(TraceEvent)> record, int64_t prefetch, int64_t delivery_limit)
     : record_(std::move(record)), prefetch_(prefetch), delivery_limit_(delivery_limit) {
   INBOXSIM_ASSERT(prefetch > 0);
   INBOXSIM_ASSERT(delivery_limit > 0);
@@ -110,8 +109,8 @@ std::optional<Delivery> Broker::ack(size_t consumer, uint64_t channel, int64_t d
   // our consumers settle each delivery exactly once, so it cannot happen.
   INBOXSIM_ASSERT(found != c.unacked.end());
   const Queued& queued = found->second;
-  Delivery settled{queued.message, consumer, channel, delivery_tag, queued.redelivered,
-                   queued.delivery_count};
+  Delivery settled{queued.message, consumer,           channel,
+                   delivery_tag,   queued.redelivered, queued.delivery_count};
   c.unacked.erase(found);
   return settled;
 }
@@ -124,8 +123,8 @@ std::optional<Delivery> Broker::nack(size_t consumer, uint64_t channel, int64_t 
   INBOXSIM_ASSERT(found != c.unacked.end());
   Queued queued = std::move(found->second);
   c.unacked.erase(found);
-  Delivery settled{queued.message, consumer, channel, delivery_tag, queued.redelivered,
-                   queued.delivery_count};
+  Delivery settled{queued.message, consumer,           channel,
+                   delivery_tag,   queued.redelivered, queued.delivery_count};
   requeue(c, std::move(queued), now_ms, "nack");
   return settled;
 }

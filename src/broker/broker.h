@@ -26,10 +26,10 @@ namespace inboxsim {
 struct Delivery {
   MessagePtr message;
   size_t consumer = 0;
-  uint64_t channel = 0;       // which incarnation of the consumer's channel it belongs to
-  int64_t delivery_tag = 0;   // increasing per channel, from 1
+  uint64_t channel = 0;      // which incarnation of the consumer's channel it belongs to
+  int64_t delivery_tag = 0;  // increasing per channel, from 1
   bool redelivered = false;
-  int64_t delivery_count = 0; // x-delivery-count: how many times it was delivered before
+  int64_t delivery_count = 0;  // x-delivery-count: how many times it was delivered before
 };
 
 struct DeadLetter {

@@ -86,8 +86,8 @@ void Checker::on_commit(const CommitRecord& record, int64_t now_ms) {
   for (const std::string& account : touched_accounts) check_account(account, now_ms);
   if (balance_total_ + in_flight_total_ != opening_total_) {
     report(Invariant::conservation,
-           "balances " + money(balance_total_) + " + in flight " + money(in_flight_total_) +
-               " = " + money(balance_total_ + in_flight_total_) + ", opening total " +
+           "balances " + money(balance_total_) + " + in flight " + money(in_flight_total_) + " = " +
+               money(balance_total_ + in_flight_total_) + ", opening total " +
                money(opening_total_),
            now_ms);
   }
@@ -126,8 +126,8 @@ void Checker::check_transfer(const std::string& id, const TransferFacts& facts, 
   if (!agrees) {
     report(Invariant::saga_ledger,
            "transfer " + id + " is " + std::string(saga_state_name(*facts.state)) +
-               " with DEBIT x" + std::to_string(debits) + ", CREDIT x" +
-               std::to_string(credits) + ", REFUND x" + std::to_string(refunds),
+               " with DEBIT x" + std::to_string(debits) + ", CREDIT x" + std::to_string(credits) +
+               ", REFUND x" + std::to_string(refunds),
            now_ms);
   }
 }
@@ -137,8 +137,8 @@ void Checker::check_account(const std::string& account, int64_t now_ms) {
   const int64_t expected = opening_[account] + ledger_sum_[account];
   if (balance != expected) {
     report(Invariant::ledger_balance,
-           "account " + account + " balance " + money(balance) + " but opening + ledger = " +
-               money(expected),
+           "account " + account + " balance " + money(balance) +
+               " but opening + ledger = " + money(expected),
            now_ms);
   }
   if (balance < 0) {
@@ -181,8 +181,8 @@ void Checker::check_final(const FinalState& state, int64_t now_ms) {
       const bool finished = facts.state == SagaState::completed || facts.state == SagaState::failed;
       if (finished && facts.notifications != 1) {
         report(Invariant::notified,
-               "transfer " + id + " is " + std::string(saga_state_name(*facts.state)) +
-                   " with " + std::to_string(facts.notifications) + " notifications",
+               "transfer " + id + " is " + std::string(saga_state_name(*facts.state)) + " with " +
+                   std::to_string(facts.notifications) + " notifications",
                now_ms);
       }
     }
@@ -191,11 +191,13 @@ void Checker::check_final(const FinalState& state, int64_t now_ms) {
   for (const auto& [id, facts] : transfers) {
     if (!facts.state || !is_terminal(*facts.state)) {
       if (!unsettled.empty()) unsettled += ", ";
-      unsettled += id + " is " +
-                   (facts.state ? std::string(saga_state_name(*facts.state)) : "unknown");
+      unsettled +=
+          id + " is " + (facts.state ? std::string(saga_state_name(*facts.state)) : "unknown");
     }
   }
-  if (!state.quiescent) unsettled += (unsettled.empty() ? "" : "; ") + std::string("no quiescence within the event bound");
+  if (!state.quiescent)
+    unsettled +=
+        (unsettled.empty() ? "" : "; ") + std::string("no quiescence within the event bound");
   if (state.queued_messages > 0) {
     unsettled += (unsettled.empty() ? "" : "; ") + std::to_string(state.queued_messages) +
                  " messages still queued";

@@ -27,10 +27,10 @@ struct FinalState {
   std::vector<LedgerEntry> ledger;
   std::map<std::string, SagaState> sagas;
   std::map<std::string, int64_t> notifications;
-  int64_t queued_messages = 0;    // ready or unacked in the broker
-  int64_t unsent_outbox_rows = 0; // both services
+  int64_t queued_messages = 0;     // ready or unacked in the broker
+  int64_t unsent_outbox_rows = 0;  // both services
   int64_t dead_lettered = 0;
-  bool quiescent = true;          // the last run reached quiescence within its bound
+  bool quiescent = true;  // the last run reached quiescence within its bound
 };
 
 class Checker {
@@ -48,9 +48,7 @@ class Checker {
 
   // Violations found so far, one per invariant, in the order found.
   const std::vector<Violation>& violations() const { return violations_; }
-  bool violated(Invariant invariant) const {
-    return violated_[static_cast<size_t>(invariant)];
-  }
+  bool violated(Invariant invariant) const { return violated_[static_cast<size_t>(invariant)]; }
   bool applies(Invariant invariant) const;
 
   // Called once per newly violated invariant.

@@ -73,10 +73,9 @@ std::string render_demo_index(const std::vector<RunResult>& results) {
   std::string rows;
   for (const RunResult& result : results) {
     rows += "<tr><td class=\"verdict " + std::string(result.passed ? "pass" : "fail") + "\">" +
-            (result.passed ? "PASS" : "FAIL") + "</td><td><a href=\"" +
-            escape_html(result.name) + ".html\">" + escape_html(result.name) + "</a></td><td>" +
-            escape_html(result.title) + "</td><td class=\"lesson\">" +
-            escape_html(result.lesson) + "</td></tr>\n";
+            (result.passed ? "PASS" : "FAIL") + "</td><td><a href=\"" + escape_html(result.name) +
+            ".html\">" + escape_html(result.name) + "</a></td><td>" + escape_html(result.title) +
+            "</td><td class=\"lesson\">" + escape_html(result.lesson) + "</td></tr>\n";
   }
   return "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
          "<title>inboxsim: the idempotent consumer, watched</title><style>"
@@ -119,7 +118,8 @@ int run_demo(const DemoOptions& options, std::ostream& out, std::ostream& err) {
   std::vector<RunResult> results;
   for (const Scenario& scenario : scenarios) {
     RunResult result = narrated_run(scenario, options.run, out);
-    const std::filesystem::path page = std::filesystem::path(options.out_dir) / (result.name + ".html");
+    const std::filesystem::path page =
+        std::filesystem::path(options.out_dir) / (result.name + ".html");
     if (!write_text(page, render_html(result))) {
       err << "inboxsim: cannot write " << page.string() << "\n";
       return 2;
@@ -131,9 +131,10 @@ int run_demo(const DemoOptions& options, std::ostream& out, std::ostream& err) {
     err << "inboxsim: cannot write " << index.string() << "\n";
     return 2;
   }
-  const auto passed = std::count_if(results.begin(), results.end(),
-                                    [](const RunResult& r) { return r.passed; });
-  out << "\n" << passed << " of " << results.size() << " scenarios met their expectations.\n"
+  const auto passed =
+      std::count_if(results.begin(), results.end(), [](const RunResult& r) { return r.passed; });
+  out << "\n"
+      << passed << " of " << results.size() << " scenarios met their expectations.\n"
       << "Reports: " << std::filesystem::absolute(index).string()
       << " (one page per scenario, linked from there)\n";
   return passed == static_cast<long>(results.size()) ? 0 : 1;

@@ -14,11 +14,11 @@
 namespace inboxsim {
 
 struct NarratedRunOptions {
-  bool narrate = true;             // print the timeline as it happens and the summary
-  NarratorOptions narrator;        // colour, quiet
-  bool pause_after_step = false;   // wait for Enter after each step (live demos)
-  std::optional<uint64_t> seed;    // overrides the scenario's seed
-  std::string db_dir;              // keep the databases as files here
+  bool narrate = true;            // print the timeline as it happens and the summary
+  NarratorOptions narrator;       // colour, quiet
+  bool pause_after_step = false;  // wait for Enter after each step (live demos)
+  std::optional<uint64_t> seed;   // overrides the scenario's seed
+  std::string db_dir;             // keep the databases as files here
 };
 
 // Runs one scenario, narrating it to `out` as it happens when asked to; returns the result.
@@ -26,7 +26,7 @@ RunResult narrated_run(const Scenario& scenario, const NarratedRunOptions& optio
                        std::ostream& out);
 
 struct DemoOptions {
-  std::string scenario_dir;   // the teaching library
+  std::string scenario_dir;  // the teaching library
   std::string out_dir = "demo-out";
   NarratedRunOptions run;
 };

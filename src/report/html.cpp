@@ -1,7 +1,6 @@
 #include "report/html.h"
 
 #include <algorithm>
-
 #include <nlohmann/json.hpp>
 
 #include "report/mermaid.h"
@@ -103,8 +102,8 @@ std::string num(int value) { return std::to_string(value); }
 // The tooltip: every field of the event, one per line, as the trace records it.
 // `envelope` is the message's JSON body, or empty.
 std::string event_tooltip(const TraceEvent& event, std::string_view envelope) {
-  std::string text = std::string(event_kind_name(event.kind)) + " at " +
-                     std::to_string(event.time_ms) + " ms";
+  std::string text =
+      std::string(event_kind_name(event.kind)) + " at " + std::to_string(event.time_ms) + " ms";
   auto field = [&text](std::string_view name, std::string_view value) {
     if (!value.empty()) text += "\n" + std::string(name) + ": " + std::string(value);
   };
@@ -208,8 +207,9 @@ MarkerStyle marker_style(const TraceEvent& event) {
                                   : " handling " + std::string(event.type) + " " + event.transfer)};
     case EventKind::restart: return {"m-restart", "↻", "restart, committed data intact"};
     case EventKind::dead_letter:
-      return {"m-crash", "☠", "DEAD-LETTERED " + std::string(event.type) + " " + event.transfer +
-                                  " (" + event.message_id + "): " + event.detail};
+      return {"m-crash", "☠",
+              "DEAD-LETTERED " + std::string(event.type) + " " + event.transfer + " (" +
+                  event.message_id + "): " + event.detail};
     case EventKind::requeue:
       return {"m-warn", "↺", "requeue " + event.message_id + ": " + event.detail};
     case EventKind::saga: return {"m-saga", "◆", event.transfer + "  " + arrowed(event.detail)};
@@ -271,8 +271,8 @@ std::string render_band(const TraceEvent& event, const Lanes& lanes, int y, int 
     label = "‼ VIOLATION  " + event.detail;
   }
   std::string out = "<rect class=\"band " + css_class + "\" x=\"2\" y=\"" + num(y + 2) +
-                    "\" width=\"" + num(lanes.width() - 4) + "\" height=\"" +
-                    num(kRowHeight - 4) + "\" rx=\"5\"/>";
+                    "\" width=\"" + num(lanes.width() - 4) + "\" height=\"" + num(kRowHeight - 4) +
+                    "\" rx=\"5\"/>";
   out += svg_text(kTimeColumnWidth + 6, y + kRowHeight / 2 + 5, "start", "bandlbl " + css_class,
                   label);
   return out;
@@ -284,9 +284,9 @@ bool is_band(EventKind kind) {
 
 std::string render_row(const TraceEvent& event, std::string_view envelope, const Lanes& lanes,
                        size_t index, int y, int step_number, bool show_time) {
-  std::string out = "<g class=\"ev k-" + std::string(event_kind_name(event.kind)) +
-                    "\" data-i=\"" + std::to_string(index) + "\"><title>" +
-                    event_tooltip(event, envelope) + "</title>";
+  std::string out = "<g class=\"ev k-" + std::string(event_kind_name(event.kind)) + "\" data-i=\"" +
+                    std::to_string(index) + "\"><title>" + event_tooltip(event, envelope) +
+                    "</title>";
   out += "<rect class=\"hit\" x=\"0\" y=\"" + num(y) + "\" width=\"" + num(lanes.width()) +
          "\" height=\"" + num(kRowHeight) + "\"/>";
   if (show_time) {
@@ -364,14 +364,13 @@ std::string cell(std::string_view text, std::string_view css_class = "") {
   return "<td class=\"" + std::string(css_class) + "\">" + escape_html(text) + "</td>";
 }
 
-std::string signed_text(int64_t amount) {
-  return (amount > 0 ? "+" : "") + std::to_string(amount);
-}
+std::string signed_text(int64_t amount) { return (amount > 0 ? "+" : "") + std::to_string(amount); }
 
 std::string balances_table(const RunResult& result) {
-  std::string out = "<section class=\"card\"><h2>Balances</h2><table><thead><tr><th>account</th>"
-                    "<th class=\"n\">opening</th><th class=\"n\">final</th><th class=\"n\">change"
-                    "</th></tr></thead><tbody>";
+  std::string out =
+      "<section class=\"card\"><h2>Balances</h2><table><thead><tr><th>account</th>"
+      "<th class=\"n\">opening</th><th class=\"n\">final</th><th class=\"n\">change"
+      "</th></tr></thead><tbody>";
   for (const auto& [account, final_balance] : result.balances) {
     const auto opening = result.opening_balances.find(account);
     const int64_t start = opening == result.opening_balances.end() ? 0 : opening->second;
@@ -384,8 +383,9 @@ std::string balances_table(const RunResult& result) {
 }
 
 std::string transfers_table(const RunResult& result) {
-  std::string out = "<section class=\"card\"><h2>Transfers</h2><table><thead><tr><th>transfer</th>"
-                    "<th class=\"n\">amount</th><th>saga state</th></tr></thead><tbody>";
+  std::string out =
+      "<section class=\"card\"><h2>Transfers</h2><table><thead><tr><th>transfer</th>"
+      "<th class=\"n\">amount</th><th>saga state</th></tr></thead><tbody>";
   for (const auto& [id, state] : result.transfers) {
     const auto amount = result.transfer_amounts.find(id);
     const std::string name(saga_state_name(state));
@@ -677,8 +677,8 @@ std::string page_header(const RunResult& result) {
                     "</h1><span class=\"verdict " + (result.passed ? "pass" : "fail") + "\">" +
                     verdict + "</span></div>";
   out += "<p class=\"meta\">" + escape_html(result.name) + " · seed " +
-         std::to_string(result.seed) + (result.trace_hash.empty() ? "" : " · trace " +
-         escape_html(result.trace_hash)) + "</p>";
+         std::to_string(result.seed) +
+         (result.trace_hash.empty() ? "" : " · trace " + escape_html(result.trace_hash)) + "</p>";
   if (!result.description.empty()) {
     out += "<p class=\"description\">" + escape_html(result.description) + "</p>";
   }
@@ -712,10 +712,12 @@ std::string side_panel() {
 
 std::string render_html(const RunResult& result) {
   const Lanes lanes{diagram_participants(result)};
-  std::string out = "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
-                    "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
-                    "<title>" + escape_html(result.title.empty() ? result.name : result.title) +
-                    " · inboxsim</title><style>" + kStyle + "</style></head><body>\n";
+  std::string out =
+      "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+      "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
+      "<title>" +
+      escape_html(result.title.empty() ? result.name : result.title) +
+      " · inboxsim</title><style>" + kStyle + "</style></head><body>\n";
   out += page_header(result) + controls();
   out += "<main class=\"stage\"><div class=\"diagram\">" + render_lane_header(lanes) +
          "<div class=\"scroller\" id=\"scroller\">" + render_swimlanes(result, lanes) +

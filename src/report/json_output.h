@@ -1,9 +1,8 @@
 // The `--json` object of `inboxsim run` (DESIGN §5, contract) and the `--trace` JSONL file.
 #pragma once
 
-#include <string>
-
 #include <nlohmann/json.hpp>
+#include <string>
 
 #include "scenario/result.h"
 

@@ -145,8 +145,7 @@ std::string describe_service_event(const TraceEvent& event) {
     case EventKind::restart: return "↻ RESTART  " + who + " is back with its committed data";
     case EventKind::connection_closed:
       return who + " ✕ " + std::string(event.target) + "  connection closed: " + event.detail;
-    case EventKind::index_dropped:
-      return "✂ INDEX DROPPED  " + event.detail + " (" + who + ")";
+    case EventKind::index_dropped: return "✂ INDEX DROPPED  " + event.detail + " (" + who + ")";
     case EventKind::advance: return "⇥ clock jumps " + human_duration(event.amount);
     case EventKind::cleanup:
       return who + "  cleanup deleted " + std::to_string(event.amount) + " row(s)" +
@@ -311,8 +310,8 @@ void Narrator::print_invariants(const RunResult& result) {
     if (broken == result.violations.end()) {
       out_ << "  " << paint("held    ", kGreen) << "  " << name << '\n';
     } else {
-      out_ << "  " << paint("VIOLATED", kRed) << "  " << name << ": " << broken->detail
-           << "  (at " << broken->time_ms << " ms)\n";
+      out_ << "  " << paint("VIOLATED", kRed) << "  " << name << ": " << broken->detail << "  (at "
+           << broken->time_ms << " ms)\n";
     }
   }
 }

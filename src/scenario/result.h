@@ -60,7 +60,7 @@ struct RunResult {
   std::string trace_hash;
   int64_t virtual_ms = 0;
   Stats stats;
-  std::map<ServiceId, int64_t> dedupe_hits;  // per service
+  std::map<ServiceId, int64_t> dedupe_hits;      // per service
   std::map<MessageType, int64_t> published_ids;  // distinct message ids per type
   std::map<std::string, int64_t> opening_balances;
   std::map<std::string, int64_t> balances;

@@ -47,9 +47,9 @@ struct FaultSpec {
   CrashPoint at = CrashPoint::before_tx;
   bool has_match = false;
   Match match;
-  int64_t ms = 0;                  // delay: how long the delivery is held back
-  int64_t restart_after_ms = 1000; // crash: how long the service stays down
-  int64_t times = 1;               // nack: how many consecutive failures
+  int64_t ms = 0;                   // delay: how long the delivery is held back
+  int64_t restart_after_ms = 1000;  // crash: how long the service stays down
+  int64_t times = 1;                // nack: how many consecutive failures
 };
 
 struct TransferSpec {
@@ -68,10 +68,10 @@ std::optional<IndexName> parse_index_name(std::string_view name);
 
 struct Step {
   StepKind kind = StepKind::run;
-  TransferSpec transfer;   // kind == transfer
-  FaultSpec fault;         // kind == fault
+  TransferSpec transfer;        // kind == transfer
+  FaultSpec fault;              // kind == fault
   bool until_quiescent = true;  // kind == run: until quiescent, or for `ms`
-  int64_t ms = 0;          // kind == run (when !until_quiescent) or advance
+  int64_t ms = 0;               // kind == run (when !until_quiescent) or advance
   IndexName index = IndexName::transfer_processed_messages;  // kind == drop_index
 };
 

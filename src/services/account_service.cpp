@@ -91,14 +91,17 @@ struct AccountService::Statements {
   explicit Statements(SQLite::Database& db, const Config& config)
       : account_find(db, "SELECT balance, closed FROM accounts WHERE name = ?"),
         account_insert(db, "INSERT INTO accounts (name, balance, closed) VALUES (?, ?, ?)"),
-        balance_add(db, "UPDATE accounts SET balance = balance + ? WHERE name = ? RETURNING balance"),
+        balance_add(db,
+                    "UPDATE accounts SET balance = balance + ? WHERE name = ? RETURNING balance"),
         ledger_insert(db, ledger_insert_sql(config)),
         outbox_insert(db,
                       "INSERT INTO outbox (inbox_message_id, message_id, type, transfer_id,"
                       " from_account, to_account, amount, reason, created_ms)"
                       " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"),
-        outbox_for_inbox(db, std::string("SELECT ") + kOutboxColumns +
-                                 " FROM outbox WHERE inbox_message_id = ? AND delivered_ms IS NULL ORDER BY seq"),
+        outbox_for_inbox(
+            db,
+            std::string("SELECT ") + kOutboxColumns +
+                " FROM outbox WHERE inbox_message_id = ? AND delivered_ms IS NULL ORDER BY seq"),
         outbox_pending(db, std::string("SELECT ") + kOutboxColumns +
                                " FROM outbox WHERE delivered_ms IS NULL ORDER BY seq LIMIT " +
                                std::to_string(kSweepBatchRows)),
@@ -229,8 +232,8 @@ Outcome AccountService::handle_masstransit(const Message& message) {
     commit(work.transaction);
   }
   if (consumed && delivered) {
-    dedupe_hit(message, "inbox: message " + message.message_id +
-                            " already consumed, acked without effect");
+    dedupe_hit(message,
+               "inbox: message " + message.message_id + " already consumed, acked without effect");
     return Outcome::ack;
   }
   if (consumed) {
@@ -272,8 +275,8 @@ Outcome AccountService::handle_marten(const Message& message) {
       seen = find->executeStep();
     }
     if (seen) {
-      dedupe_hit(message, "marten inbox: document " + message.message_id +
-                              " exists, acked without effect");
+      dedupe_hit(message,
+                 "marten inbox: document " + message.message_id + " exists, acked without effect");
     } else {
       try {
         StatementUse insert(statements_->document_insert);
@@ -291,7 +294,8 @@ Outcome AccountService::handle_marten(const Message& message) {
       crash_point(CrashPoint::after_commit, message);
     }
   }
-  if (!sweep_outbox(&message)) throw ConsumerFault{"publisher confirm lost while sending the outbox"};
+  if (!sweep_outbox(&message))
+    throw ConsumerFault{"publisher confirm lost while sending the outbox"};
   return Outcome::ack;
 }
 
@@ -324,7 +328,8 @@ Outcome AccountService::handle_plain(const Message& message) {
     seen.mark(key);
     crash_point(CrashPoint::after_mark, message);
   }
-  if (!sweep_outbox(&message)) throw ConsumerFault{"publisher confirm lost while sending the outbox"};
+  if (!sweep_outbox(&message))
+    throw ConsumerFault{"publisher confirm lost while sending the outbox"};
   return Outcome::ack;
 }
 
@@ -379,8 +384,8 @@ void AccountService::refund(const Message& message, const std::string& inbox_mes
   add_outbox(message, MessageType::account_refunded, "", inbox_message_id);
 }
 
-void AccountService::apply_entry(const Message& message, EntryType type,
-                                 const std::string& account, int64_t delta) {
+void AccountService::apply_entry(const Message& message, EntryType type, const std::string& account,
+                                 int64_t delta) {
   try {
     StatementUse insert(statements_->ledger_insert);
     insert->bind(1, message.transfer);
@@ -404,8 +409,8 @@ void AccountService::apply_entry(const Message& message, EntryType type,
   }
   pending_.ledger.push_back(LedgerEntry{message.transfer, type, account, delta});
   pending_.balances.push_back(BalanceWrite{account, balance});
-  TraceEvent event = event_about(EventKind::effect, host_.now_ms(), participant::account_service,
-                                 message);
+  TraceEvent event =
+      event_about(EventKind::effect, host_.now_ms(), participant::account_service, message);
   event.account = account;
   event.amount = delta;
   event.detail = std::string(entry_type_name(type));
@@ -414,8 +419,8 @@ void AccountService::apply_entry(const Message& message, EntryType type,
 
 void AccountService::reject(const Message& message, MessageType reply, const std::string& account,
                             const std::string& reason, const std::string& inbox_message_id) {
-  TraceEvent event = event_about(EventKind::rejected, host_.now_ms(),
-                                 participant::account_service, message);
+  TraceEvent event =
+      event_about(EventKind::rejected, host_.now_ms(), participant::account_service, message);
   event.account = account;
   event.detail = reason;
   pending_.events.push_back(std::move(event));
@@ -427,8 +432,8 @@ void AccountService::reject(const Message& message, MessageType reply, const std
   add_outbox(message, reply, reason, inbox_message_id);
 }
 
-void AccountService::add_outbox(const Message& message, MessageType type,
-                                const std::string& reason, const std::string& inbox_message_id) {
+void AccountService::add_outbox(const Message& message, MessageType type, const std::string& reason,
+                                const std::string& inbox_message_id) {
   StatementUse insert(statements_->outbox_insert);
   insert->bind(1, inbox_message_id);
   insert->bind(2, host_.next_message_id());
@@ -568,8 +573,7 @@ std::map<std::string, int64_t> AccountService::balances() {
 
 std::vector<LedgerEntry> AccountService::ledger() {
   std::vector<LedgerEntry> out;
-  SQLite::Statement query(db_,
-                          "SELECT transfer_id, type, account, amount FROM ledger ORDER BY id");
+  SQLite::Statement query(db_, "SELECT transfer_id, type, account, amount FROM ledger ORDER BY id");
   while (query.executeStep()) {
     const auto type = parse_entry_type(query.getColumn(1).getString());
     INBOXSIM_ASSERT(type.has_value());

@@ -9,13 +9,13 @@
 // ExternalSeenStore the host keeps for it).
 #pragma once
 
+#include <SQLiteCpp/SQLiteCpp.h>
+
 #include <map>
 #include <memory>
 #include <optional>
 #include <string>
 #include <vector>
-
-#include <SQLiteCpp/SQLiteCpp.h>
 
 #include "broker/broker.h"
 #include "services/config.h"

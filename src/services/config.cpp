@@ -67,11 +67,18 @@ std::string set_integer(int64_t& field, const nlohmann::json& value, int64_t low
 }  // namespace
 
 const std::vector<std::string>& config_keys() {
-  static const std::vector<std::string> keys = {
-      "account.inbox",          "account.ledger_unique",     "account.inbox_window_ms",
-      "transfer.dedupe",        "transfer.processed_unique", "transfer.dedupe_key",
-      "transfer.processed_ttl_ms", "transfer.state_machine", "transfer.notifications",
-      "relay.stable_message_id", "broker.prefetch",          "broker.delivery_limit"};
+  static const std::vector<std::string> keys = {"account.inbox",
+                                                "account.ledger_unique",
+                                                "account.inbox_window_ms",
+                                                "transfer.dedupe",
+                                                "transfer.processed_unique",
+                                                "transfer.dedupe_key",
+                                                "transfer.processed_ttl_ms",
+                                                "transfer.state_machine",
+                                                "transfer.notifications",
+                                                "relay.stable_message_id",
+                                                "broker.prefetch",
+                                                "broker.delivery_limit"};
   return keys;
 }
 

@@ -24,9 +24,8 @@ enum class MessageType : uint8_t {
 inline constexpr size_t kMessageTypeCount = 8;
 
 inline constexpr std::array<MessageType, kMessageTypeCount> kAllMessageTypes = {
-    MessageType::transfer_requested, MessageType::credit_requested,
-    MessageType::refund_requested,   MessageType::account_debited,
-    MessageType::debit_rejected,     MessageType::account_credited,
+    MessageType::transfer_requested, MessageType::credit_requested, MessageType::refund_requested,
+    MessageType::account_debited,    MessageType::debit_rejected,   MessageType::account_credited,
     MessageType::credit_rejected,    MessageType::account_refunded};
 
 // Returns the contract name, e.g. "Transfer.Requested".

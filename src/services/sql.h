@@ -1,9 +1,9 @@
 // Small helpers around SQLiteCpp shared by both services.
 #pragma once
 
-#include <string>
-
 #include <SQLiteCpp/SQLiteCpp.h>
+
+#include <string>
 
 namespace inboxsim {
 

@@ -194,10 +194,10 @@ Outcome TransferService::handle(TransferConsumer consumer, const Delivery& deliv
       insert->bind(3, static_cast<int64_t>(host_.now_ms()));
       insert->exec();
       pending_.notifications.push_back(message.transfer);
-      TraceEvent event = event_about(EventKind::notification, host_.now_ms(),
-                                     participant::notifications, message);
+      TraceEvent event =
+          event_about(EventKind::notification, host_.now_ms(), participant::notifications, message);
       event.detail = message.type == MessageType::account_credited ? "transfer completed"
-                                                                     : "transfer refunded";
+                                                                   : "transfer refunded";
       pending_.events.push_back(std::move(event));
     }
     crash_point(CrashPoint::after_effect, message);
@@ -294,13 +294,11 @@ void TransferService::relay_poll() {
     while (unsent->executeStep()) {
       const auto type = parse_message_type(unsent->getColumn(2).getString());
       INBOXSIM_ASSERT(type.has_value());
-      rows.emplace_back(unsent->getColumn(0).getInt64(),
-                        make_message(unsent->getColumn(1).getString(), *type,
-                                     unsent->getColumn(3).getString(),
-                                     unsent->getColumn(4).getString(),
-                                     unsent->getColumn(5).getString(),
-                                     unsent->getColumn(6).getInt64(), "",
-                                     unsent->getColumn(7).getInt64()));
+      rows.emplace_back(
+          unsent->getColumn(0).getInt64(),
+          make_message(unsent->getColumn(1).getString(), *type, unsent->getColumn(3).getString(),
+                       unsent->getColumn(4).getString(), unsent->getColumn(5).getString(),
+                       unsent->getColumn(6).getInt64(), "", unsent->getColumn(7).getInt64()));
     }
   }
   for (auto& [seq, message] : rows) {

@@ -8,13 +8,13 @@
 // publisher confirm. The relay's in-flight set is memory and dies with the process.
 #pragma once
 
+#include <SQLiteCpp/SQLiteCpp.h>
+
 #include <map>
 #include <memory>
 #include <set>
 #include <string>
 #include <vector>
-
-#include <SQLiteCpp/SQLiteCpp.h>
 
 #include "broker/broker.h"
 #include "scenario/scenario.h"

@@ -19,9 +19,9 @@ namespace inboxsim {
 
 }  // namespace inboxsim
 
-#define INBOXSIM_ASSERT(expression)                                         \
-  do {                                                                      \
-    if (!(expression)) {                                                    \
-      ::inboxsim::assertion_failed(#expression, __FILE__, __LINE__);        \
-    }                                                                       \
+#define INBOXSIM_ASSERT(expression)                                  \
+  do {                                                               \
+    if (!(expression)) {                                             \
+      ::inboxsim::assertion_failed(#expression, __FILE__, __LINE__); \
+    }                                                                \
   } while (false)

@@ -12,7 +12,8 @@ std::string describe_fault(const FaultSpec& fault) {
     text += " on";
     if (fault.match.type) text += " " + std::string(message_type_name(*fault.match.type));
     if (!fault.match.transfer.empty()) text += " " + fault.match.transfer;
-    if (fault.match.occurrence > 1) text += " (occurrence " + std::to_string(fault.match.occurrence) + ")";
+    if (fault.match.occurrence > 1)
+      text += " (occurrence " + std::to_string(fault.match.occurrence) + ")";
   }
   if (fault.kind == FaultKind::delay) text += " by " + std::to_string(fault.ms) + " ms";
   if (fault.kind == FaultKind::nack && fault.times > 1) {

@@ -64,7 +64,7 @@ struct TraceEvent {
   std::string_view service;  // the actor (a participant name)
   std::string_view target;   // the other side, if any (a participant name)
   std::string message_id;
-  std::string_view type;     // message type, if any
+  std::string_view type;  // message type, if any
   std::string transfer;
   int64_t delivery_tag = 0;
   bool redelivered = false;

@@ -33,7 +33,8 @@ World::World(const Scenario& scenario, const Config& config, const WorldOptions&
       accounts_(scenario.accounts),
       rng_(options.seed),
       trace_(options.keep_trace),
-      broker_([this](TraceEvent event) { record(std::move(event)); }, config.broker_prefetch, config.broker_delivery_limit),
+      broker_([this](TraceEvent event) { record(std::move(event)); }, config.broker_prefetch,
+              config.broker_delivery_limit),
       checker_(scenario.accounts, config.transfer_notifications) {
   account_ = std::make_unique<AccountService>(*this, config_,
                                               db_path(options, participant::account_service));
@@ -45,8 +46,9 @@ World::World(const Scenario& scenario, const Config& config, const WorldOptions&
   account_consumer_ = broker_.add_consumer("account-service", account_queue);
   saga_consumer_ = broker_.add_consumer("transfer-service", transfer_queue);
   if (config_.transfer_notifications) {
-    const size_t queue = broker_.declare_queue(
-        "transfer-service.notifications", {"accounts.account.credited", "accounts.account.refunded"});
+    const size_t queue =
+        broker_.declare_queue("transfer-service.notifications",
+                              {"accounts.account.credited", "accounts.account.refunded"});
     notifications_consumer_ = broker_.add_consumer("notifications", queue);
   }
   checker_.on_violation = [this](const Violation& violation) {
@@ -265,7 +267,8 @@ void World::on_deliver(const Job& job) {
     crashed(crash);
     return;
   } catch (const ConsumerFault& fault) {
-    TraceEvent event = event_about(inboxsim::EventKind::consumer_fault, now_ms(), consumer, message);
+    TraceEvent event =
+        event_about(inboxsim::EventKind::consumer_fault, now_ms(), consumer, message);
     event.detail = std::string(fault.reason) + "; rolled back";
     record(std::move(event));
     send_nack(delivery, std::string(fault.reason));
@@ -302,9 +305,9 @@ void World::send_ack(const Delivery& delivery) {
 }
 
 void World::send_nack(const Delivery& delivery, std::string reason) {
-  TraceEvent event = delivery_event(inboxsim::EventKind::nack, now_ms(),
-                                    consumer_participant(delivery.consumer), participant::broker,
-                                    delivery);
+  TraceEvent event =
+      delivery_event(inboxsim::EventKind::nack, now_ms(), consumer_participant(delivery.consumer),
+                     participant::broker, delivery);
   event.detail = std::move(reason);
   record(std::move(event));
   scheduler_.schedule_at(now_ms() + latency_ms(),
@@ -353,8 +356,8 @@ void World::on_restart(ServiceId service) {
   TraceEvent event;
   event.time_ms = now_ms();
   event.kind = inboxsim::EventKind::restart;
-  event.service = service == ServiceId::account ? participant::account_service
-                                                : participant::transfer_service;
+  event.service =
+      service == ServiceId::account ? participant::account_service : participant::transfer_service;
   event.detail = "restarted with its committed data";
   record(std::move(event));
   for (size_t consumer = 0; consumer < broker_.consumer_count(); ++consumer) {
@@ -422,8 +425,8 @@ void World::crash_point(ServiceId service, CrashPoint point, const Message* mess
   if (message != nullptr) event = event_about(inboxsim::EventKind::crash, now_ms(), {}, *message);
   event.time_ms = now_ms();
   event.kind = inboxsim::EventKind::crash;
-  event.service = service == ServiceId::account ? participant::account_service
-                                                : participant::transfer_service;
+  event.service =
+      service == ServiceId::account ? participant::account_service : participant::transfer_service;
   event.detail = std::string(crash_point_name(point));
   record(std::move(event));
   throw ServiceCrash{service, point};
@@ -451,9 +454,9 @@ void World::crashed(const ServiceCrash& crash) {
     record(std::move(event));
     broker_.close_connection(consumer, now_ms(), "connection closed");
   }
-  scheduler_.schedule_at(now_ms() + service_state.restart_after_ms,
-                         Job{JobKind::restart, static_cast<uint32_t>(crash.service),
-                             service_state.incarnation, 0});
+  scheduler_.schedule_at(
+      now_ms() + service_state.restart_after_ms,
+      Job{JobKind::restart, static_cast<uint32_t>(crash.service), service_state.incarnation, 0});
 }
 
 void World::reset_connection(size_t consumer, std::string reason) {
@@ -476,8 +479,8 @@ void World::pump() {
   broker_.pump(now_ms(), dispatched_);
   for (Delivery& delivery : dispatched_) {
     int64_t delay_ms = latency_ms();
-    if (const auto held = faults_.take(FaultKind::delay, service_of(delivery.consumer),
-                                       *delivery.message)) {
+    if (const auto held =
+            faults_.take(FaultKind::delay, service_of(delivery.consumer), *delivery.message)) {
       delay_ms += held->ms;
     }
     const int64_t id = next_delivery_id_++;
@@ -500,8 +503,8 @@ void World::publish(std::string_view publisher, const MessagePtr& message) {
   const bool first = published_ids_.insert({message->type, message->message_id}).second;
   if (first && publisher != participant::operator_) {
     first_publications_.push_back(message);
-    const ServiceId service = publisher == participant::relay ? ServiceId::transfer
-                                                               : ServiceId::account;
+    const ServiceId service =
+        publisher == participant::relay ? ServiceId::transfer : ServiceId::account;
     while (faults_.take(FaultKind::duplicate, service, *message)) fire_duplicate(message);
   }
   pump();
@@ -514,8 +517,8 @@ void World::fire_duplicate(const MessagePtr& message) {
 bool World::publish_and_confirm(std::string_view publisher, const MessagePtr& message) {
   publish(publisher, message);
   if (faults_.take(FaultKind::lose_confirm, service_of_participant(publisher), *message)) {
-    TraceEvent event = event_about(inboxsim::EventKind::confirm_lost, now_ms(),
-                                   participant::broker, *message);
+    TraceEvent event =
+        event_about(inboxsim::EventKind::confirm_lost, now_ms(), participant::broker, *message);
     event.target = publisher;
     event.detail = "publisher confirm lost; the message did reach the broker";
     record(std::move(event));
@@ -528,8 +531,8 @@ void World::relay_publish(const MessagePtr& message, int64_t outbox_seq) {
   publish(participant::relay, message);
   const uint64_t incarnation = state(ServiceId::transfer).incarnation;
   if (faults_.take(FaultKind::lose_confirm, ServiceId::transfer, *message)) {
-    TraceEvent event = event_about(inboxsim::EventKind::confirm_lost, now_ms(),
-                                   participant::broker, *message);
+    TraceEvent event =
+        event_about(inboxsim::EventKind::confirm_lost, now_ms(), participant::broker, *message);
     event.target = participant::relay;
     event.detail = "publisher confirm lost; the relay will publish again";
     record(std::move(event));

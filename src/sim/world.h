@@ -45,8 +45,8 @@ inline constexpr int64_t kCleanupIntervalMs = 60'000;
 
 struct WorldOptions {
   uint64_t seed = 1;
-  std::string db_dir;        // empty: databases in memory
-  std::string db_prefix;     // file name prefix inside db_dir
+  std::string db_dir;     // empty: databases in memory
+  std::string db_prefix;  // file name prefix inside db_dir
   bool keep_trace = true;
 };
 
@@ -90,13 +90,21 @@ class World final : public ServiceHost {
  private:
   // What a scheduled job does when its time comes.
   enum class JobKind : uint8_t {
-    deliver, ack, nack, confirm, confirm_timeout, relay_poll, account_sweep, restart, reconnect,
+    deliver,
+    ack,
+    nack,
+    confirm,
+    confirm_timeout,
+    relay_poll,
+    account_sweep,
+    restart,
+    reconnect,
   };
   struct Job {
     JobKind kind = JobKind::deliver;
-    uint32_t index = 0;      // consumer or service
-    uint64_t epoch = 0;      // channel or service incarnation it belongs to
-    int64_t value = 0;       // delivery id, delivery tag or outbox seq
+    uint32_t index = 0;  // consumer or service
+    uint64_t epoch = 0;  // channel or service incarnation it belongs to
+    int64_t value = 0;   // delivery id, delivery tag or outbox seq
   };
   struct ServiceState {
     bool up = true;
@@ -147,7 +155,7 @@ class World final : public ServiceHost {
   size_t account_consumer_ = 0;
   size_t saga_consumer_ = 0;
   std::optional<size_t> notifications_consumer_;
-  std::map<int64_t, Delivery> in_flight_;  // deliveries on the wire, by id
+  std::map<int64_t, Delivery> in_flight_;           // deliveries on the wire, by id
   std::map<int64_t, MessagePtr> awaiting_confirm_;  // relay publishes by outbox seq
   int64_t next_delivery_id_ = 1;
   uint64_t next_message_number_ = 1;
