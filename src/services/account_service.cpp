@@ -59,9 +59,11 @@ void create_schema(SQLite::Database& db, const Config& config) {
 }
 
 SQLite::Database open_with_schema(const std::string& path, const Config& config) {
-  SQLite::Database db = open_service_database(path);
-  create_schema(db, config);
-  return db;
+  // The key names every config choice create_schema() depends on.
+  std::string schema_key = config.account_inbox == AccountInbox::marten ? "marten" : "ledger";
+  if (config.account_ledger_unique) schema_key += "+unique";
+  return open_service_database(path, schema_key,
+                               [&config](SQLite::Database& db) { create_schema(db, config); });
 }
 
 const char* ledger_insert_sql(const Config& config) {

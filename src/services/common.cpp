@@ -1,4 +1,8 @@
 #include <cstdio>
+#include <map>
+#include <memory>
+
+#include <SQLiteCpp/Backup.h>
 
 #include "services/host.h"
 #include "services/sql.h"
@@ -32,16 +36,29 @@ MessagePtr make_message(std::string message_id, MessageType type, const std::str
   return message;
 }
 
-SQLite::Database open_service_database(const std::string& path) {
-  if (path.empty()) {
-    return SQLite::Database(":memory:", SQLite::OPEN_READWRITE | SQLite::OPEN_CREATE);
+SQLite::Database open_service_database(const std::string& path, const std::string& schema_key,
+                                       const std::function<void(SQLite::Database&)>& create_schema) {
+  const int flags = SQLite::OPEN_READWRITE | SQLite::OPEN_CREATE;
+  if (!path.empty()) {
+    std::remove(path.c_str());
+    SQLite::Database database(path, flags);
+    // The file is for looking at afterwards, not for surviving a power cut: a crash in the
+    // simulation is a thrown exception, and the process itself stays up.
+    database.exec("PRAGMA synchronous = OFF");
+    database.exec("PRAGMA journal_mode = MEMORY");
+    create_schema(database);
+    return database;
   }
-  std::remove(path.c_str());
-  SQLite::Database database(path, SQLite::OPEN_READWRITE | SQLite::OPEN_CREATE);
-  // The file is for looking at afterwards, not for surviving a power cut: a crash in the
-  // simulation is a thrown exception, and the process itself stays up.
-  database.exec("PRAGMA synchronous = OFF");
-  database.exec("PRAGMA journal_mode = MEMORY");
+  // One template per schema and thread: fuzz workers never share a connection.
+  thread_local std::map<std::string, std::unique_ptr<SQLite::Database>> templates;
+  auto& template_db = templates[schema_key];
+  if (!template_db) {
+    template_db = std::make_unique<SQLite::Database>(":memory:", flags);
+    create_schema(*template_db);
+  }
+  SQLite::Database database(":memory:", flags);
+  SQLite::Backup copy(database, *template_db);
+  copy.executeStep(-1);
   return database;
 }
 

@@ -3,6 +3,7 @@
 
 #include <SQLiteCpp/SQLiteCpp.h>
 
+#include <functional>
 #include <string>
 
 namespace inboxsim {
@@ -39,7 +40,11 @@ inline bool is_unique_violation(const SQLite::Exception& error) {
   return code == 1555 || code == 2067;
 }
 
-// Opens a service database: in memory, or a fresh file when a path is given.
-SQLite::Database open_service_database(const std::string& path);
+// Opens a service database with its schema: a fresh file when a path is given, else in memory.
+// An in-memory database is copied from a per-thread template built once per `schema_key`
+// (SQLite's backup API copies pages; running the DDL again for every fuzz seed would cost more
+// than the seed's own transactions).
+SQLite::Database open_service_database(const std::string& path, const std::string& schema_key,
+                                       const std::function<void(SQLite::Database&)>& create_schema);
 
 }  // namespace inboxsim

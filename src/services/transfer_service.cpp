@@ -39,9 +39,14 @@ void create_schema(SQLite::Database& db, const Config& config) {
 }
 
 SQLite::Database open_with_schema(const std::string& path, const Config& config) {
-  SQLite::Database db = open_service_database(path);
-  create_schema(db, config);
-  return db;
+  // The key names every config choice create_schema() depends on.
+  std::string schema_key = "not-unique";
+  if (config.transfer_processed_unique) {
+    schema_key = config.transfer_dedupe_key == DedupeKey::message_id ? "unique(message_id)"
+                                                                      : "unique(message_id, consumer)";
+  }
+  return open_service_database(path, schema_key,
+                               [&config](SQLite::Database& db) { create_schema(db, config); });
 }
 
 struct UnitOfWork {

@@ -1,5 +1,6 @@
 #include "sim/trace.h"
 
+#include <charconv>
 #include <cstdio>
 
 #include "sim/assert.h"
@@ -39,41 +40,96 @@ std::string_view event_kind_name(EventKind kind) {
 
 namespace {
 
-void append_json_string(std::string& out, std::string_view text) {
-  out.push_back('"');
+// The canonical line is written once, by write_event(), into either a string (for --trace and
+// the views) or straight into the hash (for every event of every run, fuzzing included), so the
+// two can never disagree and hashing allocates nothing.
+struct StringSink {
+  std::string& out;
+  void put(std::string_view text) { out.append(text); }
+  void put(char c) { out.push_back(c); }
+};
+
+struct HashSink {
+  uint64_t& hash;
+  void put(std::string_view text) {
+    for (const char c : text) put(c);
+  }
+  void put(char c) {
+    hash ^= static_cast<unsigned char>(c);
+    hash *= 0x100000001b3ULL;
+  }
+};
+
+template <typename Sink>
+void put_json_string(Sink& sink, std::string_view text) {
+  sink.put('"');
   for (const char c : text) {
     switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\t': out += "\\t"; break;
-      case '\r': out += "\\r"; break;
+      case '"': sink.put("\\\""); break;
+      case '\\': sink.put("\\\\"); break;
+      case '\n': sink.put("\\n"); break;
+      case '\t': sink.put("\\t"); break;
+      case '\r': sink.put("\\r"); break;
       default:
         if (static_cast<unsigned char>(c) < 0x20) {
           char buffer[8];
           std::snprintf(buffer, sizeof buffer, "\\u%04x", static_cast<unsigned>(c));
-          out += buffer;
+          sink.put(std::string_view(buffer));
         } else {
-          out.push_back(c);
+          sink.put(c);
         }
     }
   }
-  out.push_back('"');
+  sink.put('"');
 }
 
-void append_field(std::string& out, std::string_view name, std::string_view value) {
+template <typename Sink>
+void put_integer(Sink& sink, int64_t value) {
+  char buffer[24];
+  const auto result = std::to_chars(buffer, buffer + sizeof buffer, value);
+  sink.put(std::string_view(buffer, static_cast<size_t>(result.ptr - buffer)));
+}
+
+template <typename Sink>
+void put_key(Sink& sink, std::string_view name) {
+  sink.put(",\"");
+  sink.put(name);
+  sink.put("\":");
+}
+
+template <typename Sink>
+void put_field(Sink& sink, std::string_view name, std::string_view value) {
   if (value.empty()) return;
-  out += ",\"";
-  out += name;
-  out += "\":";
-  append_json_string(out, value);
+  put_key(sink, name);
+  put_json_string(sink, value);
 }
 
-void append_number(std::string& out, std::string_view name, int64_t value) {
-  out += ",\"";
-  out += name;
-  out += "\":";
-  out += std::to_string(value);
+template <typename Sink>
+void put_number(Sink& sink, std::string_view name, int64_t value) {
+  put_key(sink, name);
+  put_integer(sink, value);
+}
+
+template <typename Sink>
+void write_event(Sink& sink, const TraceEvent& event) {
+  sink.put("{\"t\":");
+  put_integer(sink, event.time_ms);
+  sink.put(",\"kind\":");
+  put_json_string(sink, event_kind_name(event.kind));
+  put_field(sink, "service", event.service);
+  put_field(sink, "to", event.target);
+  put_field(sink, "message_id", event.message_id);
+  put_field(sink, "type", event.type);
+  put_field(sink, "transfer", event.transfer);
+  if (event.delivery_tag != 0) {
+    put_number(sink, "tag", event.delivery_tag);
+    sink.put(event.redelivered ? ",\"redelivered\":true" : ",\"redelivered\":false");
+    put_number(sink, "delivery_count", event.delivery_count);
+  }
+  put_field(sink, "account", event.account);
+  if (event.amount != 0) put_number(sink, "amount", event.amount);
+  put_field(sink, "detail", event.detail);
+  sink.put('}');
 }
 
 }  // namespace
@@ -81,36 +137,15 @@ void append_number(std::string& out, std::string_view name, int64_t value) {
 std::string trace_event_json(const TraceEvent& event) {
   std::string out;
   out.reserve(192);
-  out += "{\"t\":";
-  out += std::to_string(event.time_ms);
-  out += ",\"kind\":";
-  append_json_string(out, event_kind_name(event.kind));
-  append_field(out, "service", event.service);
-  append_field(out, "to", event.target);
-  append_field(out, "message_id", event.message_id);
-  append_field(out, "type", event.type);
-  append_field(out, "transfer", event.transfer);
-  if (event.delivery_tag != 0) {
-    append_number(out, "tag", event.delivery_tag);
-    out += ",\"redelivered\":";
-    out += event.redelivered ? "true" : "false";
-    append_number(out, "delivery_count", event.delivery_count);
-  }
-  append_field(out, "account", event.account);
-  if (event.amount != 0) append_number(out, "amount", event.amount);
-  append_field(out, "detail", event.detail);
-  out.push_back('}');
+  StringSink sink{out};
+  write_event(sink, event);
   return out;
 }
 
 void Trace::record(TraceEvent event) {
-  const std::string line = trace_event_json(event);
-  for (const char c : line) {
-    hash_ ^= static_cast<unsigned char>(c);
-    hash_ *= 0x100000001b3ULL;
-  }
-  hash_ ^= static_cast<unsigned char>('\n');
-  hash_ *= 0x100000001b3ULL;
+  HashSink sink{hash_};
+  write_event(sink, event);
+  sink.put('\n');
   ++count_;
   if (listener) listener(event);
   if (keep_events_) events_.push_back(std::move(event));
