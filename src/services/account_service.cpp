@@ -129,28 +129,28 @@ struct AccountService::Statements {
         rejected_find(db, "SELECT 1 FROM rejected_debits WHERE transfer_id = ?"),
         rejected_insert(db, "INSERT OR IGNORE INTO rejected_debits (transfer_id) VALUES (?)") {}
 
-  SQLite::Statement account_find;
-  SQLite::Statement account_insert;
-  SQLite::Statement balance_add;
-  SQLite::Statement ledger_insert;
-  SQLite::Statement outbox_insert;
-  SQLite::Statement outbox_for_inbox;
-  SQLite::Statement outbox_pending;
-  SQLite::Statement outbox_mark_seq;
-  SQLite::Statement outbox_mark_inbox;
-  SQLite::Statement outbox_undelivered;
-  SQLite::Statement outbox_cleanup;
-  SQLite::Statement inbox_insert;
-  SQLite::Statement inbox_find;
-  SQLite::Statement inbox_bump;
-  SQLite::Statement inbox_consumed;
-  SQLite::Statement inbox_delivered;
-  SQLite::Statement inbox_cleanup;
-  SQLite::Statement document_find;
-  SQLite::Statement document_insert;
-  SQLite::Statement document_cleanup;
-  SQLite::Statement rejected_find;
-  SQLite::Statement rejected_insert;
+  LazyStatement account_find;
+  LazyStatement account_insert;
+  LazyStatement balance_add;
+  LazyStatement ledger_insert;
+  LazyStatement outbox_insert;
+  LazyStatement outbox_for_inbox;
+  LazyStatement outbox_pending;
+  LazyStatement outbox_mark_seq;
+  LazyStatement outbox_mark_inbox;
+  LazyStatement outbox_undelivered;
+  LazyStatement outbox_cleanup;
+  LazyStatement inbox_insert;
+  LazyStatement inbox_find;
+  LazyStatement inbox_bump;
+  LazyStatement inbox_consumed;
+  LazyStatement inbox_delivered;
+  LazyStatement inbox_cleanup;
+  LazyStatement document_find;
+  LazyStatement document_insert;
+  LazyStatement document_cleanup;
+  LazyStatement rejected_find;
+  LazyStatement rejected_insert;
 };
 
 AccountService::AccountService(ServiceHost& host, const Config& config, const std::string& db_path)

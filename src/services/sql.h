@@ -4,9 +4,27 @@
 #include <SQLiteCpp/SQLiteCpp.h>
 
 #include <functional>
+#include <optional>
 #include <string>
 
 namespace inboxsim {
+
+// A statement prepared on its first use, then kept: a run prepares only what its
+// configuration and its story use (a fuzz seed is short, and preparing is not free).
+class LazyStatement {
+ public:
+  LazyStatement(SQLite::Database& db, std::string sql) : db_(db), sql_(std::move(sql)) {}
+
+  SQLite::Statement& get() {
+    if (!statement_) statement_.emplace(db_, sql_);
+    return *statement_;
+  }
+
+ private:
+  SQLite::Database& db_;
+  std::string sql_;
+  std::optional<SQLite::Statement> statement_;
+};
 
 // Resets a prepared statement before and after use, so a statement that threw halfway (a
 // crash point, a constraint) never keeps a read lock or stale bindings.
@@ -16,6 +34,7 @@ class StatementUse {
     statement_.reset();
     statement_.clearBindings();
   }
+  explicit StatementUse(LazyStatement& statement) : StatementUse(statement.get()) {}
   ~StatementUse() {
     try {
       statement_.reset();

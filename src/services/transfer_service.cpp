@@ -116,16 +116,16 @@ struct TransferService::Statements {
                             "INSERT INTO notifications (transfer_id, kind, created_ms)"
                             " VALUES (?, ?, ?)") {}
 
-  SQLite::Statement saga_insert;
-  SQLite::Statement saga_find;
-  SQLite::Statement saga_update;
-  SQLite::Statement processed_insert;
-  SQLite::Statement processed_cleanup;
-  SQLite::Statement outbox_insert;
-  SQLite::Statement outbox_unsent;
-  SQLite::Statement outbox_mark_sent;
-  SQLite::Statement outbox_unsent_count;
-  SQLite::Statement notification_insert;
+  LazyStatement saga_insert;
+  LazyStatement saga_find;
+  LazyStatement saga_update;
+  LazyStatement processed_insert;
+  LazyStatement processed_cleanup;
+  LazyStatement outbox_insert;
+  LazyStatement outbox_unsent;
+  LazyStatement outbox_mark_sent;
+  LazyStatement outbox_unsent_count;
+  LazyStatement notification_insert;
 };
 
 TransferService::TransferService(ServiceHost& host, const Config& config,
