@@ -315,7 +315,9 @@ Generated generate_scenario(uint64_t seed, const GeneratorOptions& options) {
         // The seed's experiment: delete the unique index from processed_messages, and see
         // whether the saga state machine still holds. The notifications consumer has no second
         // line of defence, so there the drop is the known break of processed_unique=false.
-        if (index_dropped || scenario.config.transfer_notifications) continue;
+        if (index_dropped || !options.drop_indexes || scenario.config.transfer_notifications) {
+          continue;
+        }
         index_dropped = true;
         Step step;
         step.kind = StepKind::drop_index;

@@ -46,6 +46,9 @@ struct GeneratorOptions {
   std::optional<int64_t> transfers;  // overrides the workload's transfer count
   std::optional<int64_t> accounts;   // overrides the workload's account count
   bool swarm = false;
+  // Whether a story may drop processed_messages' unique index mid-run (the seed's "delete the
+  // unique index" experiment). The matrix turns it off: its rows say which defences are on.
+  bool drop_indexes = true;
   Config config;  // the configuration under test, copied into every scenario
 };
 

@@ -52,6 +52,7 @@ std::vector<MatrixRow> run_matrix(const MatrixOptions& options, std::ostream* pr
     campaign.jobs = options.jobs;
     campaign.generator = options.generator;
     campaign.generator.config = row.config;
+    campaign.generator.drop_indexes = false;
     campaign.out_dir = options.out_dir.empty() ? "" : options.out_dir + "/" + row_tag(row.defences);
     campaign.shrink_max = 1;
     const CampaignResult result = run_campaign(campaign, nullptr);
