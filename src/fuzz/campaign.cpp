@@ -14,6 +14,8 @@
 #include <thread>
 
 #include "fuzz/shrink.h"
+#include "report/html.h"         // escape_html, also right for XML text and attributes
+#include "report/json_output.h"  // stats_json
 #include "scenario/parse.h"
 #include "scenario/write.h"
 #include "sim/assert.h"
@@ -140,32 +142,6 @@ std::string invariants_text(const std::vector<Invariant>& invariants) {
     text += invariant_name(invariant);
   }
   return text;
-}
-
-std::string xml_escape(std::string_view text) {
-  std::string out;
-  for (const char c : text) {
-    switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      default: out += c;
-    }
-  }
-  return out;
-}
-
-nlohmann::ordered_json stats_json(const Stats& stats) {
-  return nlohmann::ordered_json{{"published", stats.published},
-                                {"deliveries", stats.deliveries},
-                                {"redeliveries", stats.redeliveries},
-                                {"acks", stats.acks},
-                                {"dedupe_hits", stats.dedupe_hits},
-                                {"effects", stats.effects},
-                                {"crashes", stats.crashes},
-                                {"transactions", stats.transactions},
-                                {"dead_lettered", stats.dead_lettered}};
 }
 
 }  // namespace
@@ -310,8 +286,8 @@ std::string campaign_junit(const CampaignOptions& options, const CampaignResult&
       for (const Counterexample& cx : result.counterexamples) {
         if (cx.seed == seed && !cx.path.empty()) body += "\nreplay: inboxsim run " + cx.path;
       }
-      xml += ">\n    <failure message=\"" + xml_escape(invariants_text(outcome.violated)) + "\">" +
-             xml_escape(body) + "</failure>\n  </testcase>\n";
+      xml += ">\n    <failure message=\"" + escape_html(invariants_text(outcome.violated)) + "\">" +
+             escape_html(body) + "</failure>\n  </testcase>\n";
     } else {
       xml += "/>\n";
     }
