@@ -123,6 +123,20 @@ bool write_file(const std::string& path, const std::string& text) {
   return true;
 }
 
+// Applies --set KEY=VALUE overrides to a config; returns exit code 2 on the first bad one.
+std::optional<int> apply_sets(const std::vector<std::string>& sets, Config& config) {
+  for (const std::string& assignment : sets) {
+    const size_t equals = assignment.find('=');
+    if (equals == std::string::npos || equals == 0) {
+      return bad_input("--set " + assignment + ": expected KEY=VALUE");
+    }
+    const std::string expected =
+        config_set_text(config, assignment.substr(0, equals), assignment.substr(equals + 1));
+    if (!expected.empty()) return bad_input("--set " + assignment + ": expected " + expected);
+  }
+  return std::nullopt;
+}
+
 // Parses every file and applies --set; the first problem found ends the command with exit 2
 // before anything runs.
 std::optional<int> load_scenarios(const RunCommand& command, std::vector<Scenario>& scenarios) {
@@ -131,17 +145,8 @@ std::optional<int> load_scenarios(const RunCommand& command, std::vector<Scenari
     if (parsed.error) return bad_input(parsed.error->message());
     scenarios.push_back(std::move(*parsed.scenario));
   }
-  for (const std::string& assignment : command.sets) {
-    const size_t equals = assignment.find('=');
-    if (equals == std::string::npos || equals == 0) {
-      return bad_input("--set " + assignment + ": expected KEY=VALUE");
-    }
-    const std::string key = assignment.substr(0, equals);
-    const std::string value = assignment.substr(equals + 1);
-    for (Scenario& scenario : scenarios) {
-      const std::string expected = config_set_text(scenario.config, key, value);
-      if (!expected.empty()) return bad_input("--set " + assignment + ": expected " + expected);
-    }
+  for (Scenario& scenario : scenarios) {
+    if (auto failed = apply_sets(command.sets, scenario.config)) return failed;
   }
   return std::nullopt;
 }
@@ -232,16 +237,7 @@ std::optional<int> load_generator(const std::string& workload, const std::vector
   const auto parsed = parse_workload(workload);
   if (!parsed) return bad_input("--workload " + workload + ": expected small, standard or large");
   generator.workload = *parsed;
-  for (const std::string& assignment : sets) {
-    const size_t equals = assignment.find('=');
-    if (equals == std::string::npos || equals == 0) {
-      return bad_input("--set " + assignment + ": expected KEY=VALUE");
-    }
-    const std::string expected = config_set_text(generator.config, assignment.substr(0, equals),
-                                                 assignment.substr(equals + 1));
-    if (!expected.empty()) return bad_input("--set " + assignment + ": expected " + expected);
-  }
-  return std::nullopt;
+  return apply_sets(sets, generator.config);
 }
 
 int fuzz_command(const FuzzCommand& command) {
