@@ -1,5 +1,7 @@
 #include "sim/faults.h"
 
+#include <algorithm>
+
 #include "sim/assert.h"
 
 namespace inboxsim {
@@ -31,49 +33,85 @@ bool match_selects(const Match& match, const Message& message) {
 void FaultBook::arm(const FaultSpec& fault) {
   INBOXSIM_ASSERT(fault.match.occurrence >= 1);
   INBOXSIM_ASSERT(fault.times >= 1);
-  armed_.push_back(Armed{fault, fault.match.occurrence, fault.times});
+  const std::string transfer = fault.has_match ? fault.match.transfer : std::string();
+  buckets_[static_cast<size_t>(fault.kind)][transfer].push_back(
+      Armed{fault, next_sequence_++, fault.match.occurrence, fault.times});
+}
+
+// Walks the faults of `kind` that name `transfer` and those that name none, together in arm
+// order. Every selecting fault counts the event; the first whose count is reached fires.
+template <typename Selects>
+std::optional<FaultSpec> FaultBook::take_first(FaultKind kind, std::string_view transfer,
+                                               Selects&& selects) {
+  Buckets& buckets = buckets_[static_cast<size_t>(kind)];
+  const auto named = transfer.empty() ? buckets.end() : buckets.find(transfer);
+  const auto any = buckets.find(std::string_view{});
+  std::vector<Armed>* lists[2] = {named == buckets.end() ? nullptr : &named->second,
+                                  any == buckets.end() ? nullptr : &any->second};
+  size_t next[2] = {0, 0};
+  for (;;) {
+    int pick = -1;
+    for (int side = 0; side < 2; ++side) {
+      if (lists[side] == nullptr || next[side] >= lists[side]->size()) continue;
+      if (pick < 0 || (*lists[side])[next[side]].sequence < (*lists[pick])[next[pick]].sequence) {
+        pick = side;
+      }
+    }
+    if (pick < 0) return std::nullopt;
+    std::vector<Armed>& list = *lists[pick];
+    Armed& armed = list[next[pick]];
+    if (!selects(armed.spec) || armed.occurrences_left > 1) {
+      if (selects(armed.spec)) --armed.occurrences_left;
+      ++next[pick];
+      continue;
+    }
+    FaultSpec fired = armed.spec;
+    if (--armed.times_left == 0) {
+      list.erase(list.begin() + static_cast<ptrdiff_t>(next[pick]));
+      if (list.empty()) buckets.erase(pick == 0 ? named : any);
+    }
+    return fired;
+  }
 }
 
 std::optional<FaultSpec> FaultBook::take_crash(ServiceId service, CrashPoint point,
                                                const Message* message) {
-  for (size_t index = 0; index < armed_.size(); ++index) {
-    const FaultSpec& spec = armed_[index].spec;
-    if (spec.kind != FaultKind::crash || spec.service != service || spec.at != point) continue;
-    if (spec.has_match && (message == nullptr || !match_selects(spec.match, *message))) continue;
-    if (auto fired = count_match(index)) return fired;
-  }
-  return std::nullopt;
+  const std::string_view transfer = message == nullptr ? std::string_view{} : message->transfer;
+  return take_first(FaultKind::crash, transfer, [&](const FaultSpec& spec) {
+    if (spec.service != service || spec.at != point) return false;
+    return !spec.has_match || (message != nullptr && match_selects(spec.match, *message));
+  });
 }
 
 std::optional<FaultSpec> FaultBook::take(FaultKind kind, ServiceId service,
                                          const Message& message) {
   INBOXSIM_ASSERT(kind != FaultKind::crash);
-  for (size_t index = 0; index < armed_.size(); ++index) {
-    const FaultSpec& spec = armed_[index].spec;
-    if (spec.kind != kind) continue;
-    if (spec.service && *spec.service != service) continue;
-    if (spec.has_match && !match_selects(spec.match, message)) continue;
-    if (auto fired = count_match(index)) return fired;
-  }
-  return std::nullopt;
+  return take_first(kind, message.transfer, [&](const FaultSpec& spec) {
+    if (spec.service && *spec.service != service) return false;
+    return !spec.has_match || match_selects(spec.match, message);
+  });
 }
 
-std::optional<FaultSpec> FaultBook::count_match(size_t index) {
-  Armed& armed = armed_[index];
-  if (armed.occurrences_left > 1) {
-    --armed.occurrences_left;
-    return std::nullopt;
+bool FaultBook::empty() const {
+  for (const Buckets& buckets : buckets_) {
+    if (!buckets.empty()) return false;
   }
-  FaultSpec fired = armed.spec;
-  if (--armed.times_left == 0) armed_.erase(armed_.begin() + static_cast<ptrdiff_t>(index));
-  return fired;
+  return true;
 }
 
 std::vector<std::string> FaultBook::unfired() const {
-  std::vector<std::string> out;
-  for (const Armed& armed : armed_) {
-    if (armed.times_left == armed.spec.times) out.push_back(describe_fault(armed.spec));
+  std::vector<const Armed*> never_fired;
+  for (const Buckets& buckets : buckets_) {
+    for (const auto& [transfer, list] : buckets) {
+      for (const Armed& armed : list) {
+        if (armed.times_left == armed.spec.times) never_fired.push_back(&armed);
+      }
+    }
   }
+  std::sort(never_fired.begin(), never_fired.end(),
+            [](const Armed* a, const Armed* b) { return a->sequence < b->sequence; });
+  std::vector<std::string> out;
+  for (const Armed* armed : never_fired) out.push_back(describe_fault(armed->spec));
   return out;
 }
 

@@ -3,6 +3,8 @@
 // n-th event its match selects, so a script needs no timings.
 #pragma once
 
+#include <array>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -34,18 +36,24 @@ class FaultBook {
   // Faults armed but never fired, described, in the order they were armed.
   std::vector<std::string> unfired() const;
 
-  bool empty() const { return armed_.empty(); }
+  bool empty() const;
 
  private:
   struct Armed {
     FaultSpec spec;
+    uint64_t sequence = 0;         // arm order: of two matching faults the older one counts first
     int64_t occurrences_left = 1;  // matching events until it fires
     int64_t times_left = 1;        // fires (nack only fires more than once)
   };
+  // Armed faults by the transfer their match names ("" for any transfer), in arm order. A
+  // large fuzz run arms thousands of faults; an event looks only at its own transfer's.
+  using Buckets = std::map<std::string, std::vector<Armed>, std::less<>>;
 
-  std::optional<FaultSpec> count_match(size_t index);
+  template <typename Selects>
+  std::optional<FaultSpec> take_first(FaultKind kind, std::string_view transfer, Selects&& selects);
 
-  std::vector<Armed> armed_;
+  std::array<Buckets, kFaultKindCount> buckets_;
+  uint64_t next_sequence_ = 0;
 };
 
 }  // namespace inboxsim

@@ -129,7 +129,13 @@ void World::arm_fault(const FaultSpec& fault) {
   if (fault.kind == FaultKind::duplicate) {
     // "Publish a duplicate by hand": if the message is already out there, copy it now.
     FaultSpec remaining = fault;
-    for (const MessagePtr& published : first_publications_) {
+    const auto by_transfer = first_publications_by_transfer_.find(fault.match.transfer);
+    static const std::vector<MessagePtr> kNone;
+    const std::vector<MessagePtr>& candidates =
+        fault.match.transfer.empty()
+            ? first_publications_
+            : (by_transfer == first_publications_by_transfer_.end() ? kNone : by_transfer->second);
+    for (const MessagePtr& published : candidates) {
       if (!match_selects(fault.match, *published)) continue;
       if (remaining.match.occurrence == 1) {
         fire_duplicate(published);
@@ -503,6 +509,7 @@ void World::publish(std::string_view publisher, const MessagePtr& message) {
   const bool first = published_ids_.insert({message->type, message->message_id}).second;
   if (first && publisher != participant::operator_) {
     first_publications_.push_back(message);
+    first_publications_by_transfer_[message->transfer].push_back(message);
     const ServiceId service =
         publisher == participant::relay ? ServiceId::transfer : ServiceId::account;
     while (faults_.take(FaultKind::duplicate, service, *message)) fire_duplicate(message);

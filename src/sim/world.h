@@ -165,7 +165,10 @@ class World final : public ServiceHost {
   int64_t next_cleanup_ms_ = kCleanupIntervalMs;
   std::vector<Delivery> dispatched_;  // scratch for pump()
   std::set<std::pair<MessageType, std::string>> published_ids_;
-  std::vector<MessagePtr> first_publications_;  // for duplicate faults armed later
+  // Each message's first publication, for duplicate faults armed later: all of them in order,
+  // and by transfer, so that arming a fault that names a transfer does not scan the run.
+  std::vector<MessagePtr> first_publications_;
+  std::map<std::string, std::vector<MessagePtr>, std::less<>> first_publications_by_transfer_;
   std::map<std::string, int64_t> transfer_amounts_;
   std::map<ServiceId, int64_t> dedupe_hits_;
   std::map<std::string, std::string> envelopes_;  // by message id, when the trace is kept
