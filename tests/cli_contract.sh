@@ -120,5 +120,20 @@ check "--color always prints escape codes" bash -c "'$bin' run '$happy' --color 
 check "--mermaid writes a sequence diagram" grep -q '^sequenceDiagram' "$work/run.mmd"
 check "--html writes one self-contained page" bash -c "grep -q '<svg' '$work/run.html' && ! grep -q '<script src' '$work/run.html'"
 
+# A fuzz counterexample is a scenario like any other: it replays (exit 1 until the bug is fixed)
+# and every view renders it.
+"$bin" fuzz --seeds 1..100 --set account.inbox=none --set account.ledger_unique=false \
+  --shrink 1 --out "$work/cx" >"$work/fuzz.txt" 2>&1
+check "fuzz on a broken configuration exits 1" test $? -eq 1
+counterexample=$(ls "$work"/cx/*.json 2>/dev/null | head -n 1)
+check "fuzz writes a counterexample" test -n "$counterexample"
+check "fuzz prints the replay command" grep -q "replay: inboxsim run .*json" "$work/fuzz.txt"
+"$bin" run "$counterexample" --quiet --html "$work/cx.html" --mermaid "$work/cx.mmd" \
+  --trace "$work/cx.jsonl" >/dev/null
+check "the counterexample replays the failure" test $? -eq 1
+check "its HTML report shows the violation" grep -q "VIOLATED\|violated" "$work/cx.html"
+check "its Mermaid diagram is written" grep -q '^sequenceDiagram' "$work/cx.mmd"
+check "its trace records a violation" grep -q '"kind":"violation"' "$work/cx.jsonl"
+
 echo "$passed passed, $failed failed"
 test "$failed" -eq 0
