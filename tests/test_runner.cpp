@@ -256,3 +256,46 @@ TEST_CASE("the HTML report shows each message's envelope on hover", "[runner][re
   REQUIRE(page.find("envelope (message body):\n{\n  &quot;messageId&quot;: &quot;m-1&quot;") !=
           std::string::npos);
 }
+
+TEST_CASE("the trace shows each dedupe record, committed with the effect it guards", "[runner]") {
+  const RunResult result = run(one_transfer());
+  std::vector<std::string> account_records;
+  int64_t processed_records = 0;
+  for (size_t i = 0; i < result.events.size(); ++i) {
+    const TraceEvent& event = result.events[i];
+    if (event.kind != EventKind::dedupe_record) continue;
+    if (event.service == "account-service") account_records.push_back(event.detail);
+    if (event.detail.rfind("processed_messages:", 0) == 0) ++processed_records;
+    if (event.detail.find("marked consumed") != std::string::npos) {
+      // The same commit: the effect is the event just before, at the same instant.
+      REQUIRE(i > 0);
+      REQUIRE(result.events[i - 1].kind == EventKind::effect);
+      REQUIRE(result.events[i - 1].time_ms == event.time_ms);
+      REQUIRE(result.events[i - 1].message_id.empty() == false);
+    }
+  }
+  // MassTransit's three inbox transactions for each of the two commands.
+  REQUIRE(account_records.size() == 6);
+  REQUIRE(account_records[0].find("inserted and committed, consumed still null") !=
+          std::string::npos);
+  REQUIRE(account_records[2].find("marked delivered") != std::string::npos);
+  REQUIRE(processed_records == 2);  // Account.Debited and Account.Credited
+}
+
+TEST_CASE("the external seen-set is marked outside any transaction, before or after", "[runner]") {
+  for (const AccountInbox mode : {AccountInbox::external_before, AccountInbox::external_after}) {
+    Scenario scenario = one_transfer();
+    scenario.config.account_inbox = mode;
+    const RunResult result = run(scenario);
+    REQUIRE(result.violations.empty());
+    const auto mark = std::find_if(result.events.begin(), result.events.end(), [](auto& e) {
+      return e.kind == EventKind::dedupe_record && e.type == "Transfer.Requested";
+    });
+    const auto debit = std::find_if(result.events.begin(), result.events.end(),
+                                    [](auto& e) { return e.kind == EventKind::effect; });
+    REQUIRE(mark != result.events.end());
+    REQUIRE(debit != result.events.end());
+    REQUIRE((mark < debit) == (mode == AccountInbox::external_before));
+    REQUIRE(mark->detail.find("outside its transaction") != std::string::npos);
+  }
+}

@@ -206,6 +206,7 @@ MarkerStyle marker_style(const TraceEvent& event) {
               (event.type.empty() ? ""
                                   : " handling " + std::string(event.type) + " " + event.transfer)};
     case EventKind::restart: return {"m-restart", "↻", "restart, committed data intact"};
+    case EventKind::dedupe_record: return {"m-note", "✎", event.detail};
     case EventKind::dead_letter:
       return {"m-crash", "☠",
               "DEAD-LETTERED " + std::string(event.type) + " " + event.transfer + " (" +

@@ -129,6 +129,7 @@ std::string describe_service_event(const TraceEvent& event) {
   const std::string who(event.service);
   switch (event.kind) {
     case EventKind::dedupe_hit: return describe_dedupe(event);
+    case EventKind::dedupe_record: return who + "  " + event.detail;
     case EventKind::effect: return describe_effect(event);
     case EventKind::rejected:
       return who + "  rejected " + event.transfer + " (" + event.account + "): " + event.detail;

@@ -199,7 +199,11 @@ Outcome AccountService::handle_masstransit(const Message& message) {
     insert->bind(1, message.message_id);
     insert->bind(2, std::string(kConsumerId));
     insert->bind(3, static_cast<int64_t>(host_.now_ms()));
-    insert->exec();
+    if (insert->exec() == 1) {
+      note_dedupe_record(message, "inbox: row (" + message.message_id + ", " +
+                                      std::string(kConsumerId) +
+                                      ") inserted and committed, consumed still null");
+    }
     commit(work.transaction);
   }
   crash_point(CrashPoint::after_dedupe, message);
@@ -230,6 +234,9 @@ Outcome AccountService::handle_masstransit(const Message& message) {
       mark->bind(1, static_cast<int64_t>(host_.now_ms()));
       mark->bind(2, static_cast<int64_t>(row));
       mark->exec();
+      note_dedupe_record(message, "inbox: " + message.message_id +
+                                      " marked consumed, in one transaction with its effect and "
+                                      "outbox rows");
     }
     commit(work.transaction);
   }
@@ -260,6 +267,8 @@ Outcome AccountService::handle_masstransit(const Message& message) {
     mark_outbox->bind(1, static_cast<int64_t>(host_.now_ms()));
     mark_outbox->bind(2, message.message_id);
     mark_outbox->exec();
+    note_dedupe_record(
+        message, "inbox: " + message.message_id + " marked delivered, its outbox messages sent");
     commit(work.transaction);
   }
   return Outcome::ack;
@@ -285,6 +294,8 @@ Outcome AccountService::handle_marten(const Message& message) {
         insert->bind(1, message.message_id);
         insert->bind(2, static_cast<int64_t>(host_.now_ms()));
         insert->exec();
+        note_dedupe_record(message, "marten inbox: document " + message.message_id +
+                                        " stored, in one transaction with the event append");
       } catch (const SQLite::Exception& error) {
         if (!is_unique_violation(error)) throw;
         throw ConsumerFault{"inbox document key rejected a concurrent duplicate"};
@@ -316,7 +327,7 @@ Outcome AccountService::handle_plain(const Message& message) {
   }
   crash_point(CrashPoint::after_dedupe, message);
   if (before) {
-    seen.mark(key);
+    mark_seen(seen, key, message, "before");
     crash_point(CrashPoint::after_mark, message);
   }
   {
@@ -327,7 +338,7 @@ Outcome AccountService::handle_plain(const Message& message) {
   }
   crash_point(CrashPoint::after_commit, message);
   if (after) {
-    seen.mark(key);
+    mark_seen(seen, key, message, "after");
     crash_point(CrashPoint::after_mark, message);
   }
   if (!sweep_outbox(&message))
@@ -603,6 +614,23 @@ void AccountService::dedupe_hit(const Message& message, std::string detail) {
   TraceEvent event =
       event_about(EventKind::dedupe_hit, host_.now_ms(), participant::account_service, message);
   event.detail = std::move(detail);
+  host_.record(std::move(event));
+}
+
+void AccountService::note_dedupe_record(const Message& message, std::string detail) {
+  TraceEvent event =
+      event_about(EventKind::dedupe_record, host_.now_ms(), participant::account_service, message);
+  event.detail = std::move(detail);
+  pending_.events.push_back(std::move(event));
+}
+
+void AccountService::mark_seen(ExternalSeenStore& seen, const std::string& key,
+                               const Message& message, std::string_view when) {
+  seen.mark(key);
+  TraceEvent event =
+      event_about(EventKind::dedupe_record, host_.now_ms(), participant::account_service, message);
+  event.detail = "external seen-set: " + message.message_id + " marked " + std::string(when) +
+                 " the business commit, outside its transaction";
   host_.record(std::move(event));
 }
 

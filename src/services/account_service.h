@@ -80,6 +80,11 @@ class AccountService {
   bool sweep_outbox(const Message* handling);
   void commit(SQLite::Transaction& transaction);
   void dedupe_hit(const Message& message, std::string detail);
+  // Notes a dedupe record written in the open transaction; it reaches the trace on commit.
+  void note_dedupe_record(const Message& message, std::string detail);
+  // Marks the external seen-set, which is no transaction's business, and says so at once.
+  void mark_seen(ExternalSeenStore& seen, const std::string& key, const Message& message,
+                 std::string_view when);
   std::string seen_key(const Message& message) const;
   void crash_point(CrashPoint point, const Message& message);
 

@@ -1,8 +1,8 @@
+#include <SQLiteCpp/Backup.h>
+
 #include <cstdio>
 #include <map>
 #include <memory>
-
-#include <SQLiteCpp/Backup.h>
 
 #include "services/host.h"
 #include "services/sql.h"
@@ -36,8 +36,9 @@ MessagePtr make_message(std::string message_id, MessageType type, const std::str
   return message;
 }
 
-SQLite::Database open_service_database(const std::string& path, const std::string& schema_key,
-                                       const std::function<void(SQLite::Database&)>& create_schema) {
+SQLite::Database open_service_database(
+    const std::string& path, const std::string& schema_key,
+    const std::function<void(SQLite::Database&)>& create_schema) {
   const int flags = SQLite::OPEN_READWRITE | SQLite::OPEN_CREATE;
   if (!path.empty()) {
     std::remove(path.c_str());

@@ -42,8 +42,9 @@ SQLite::Database open_with_schema(const std::string& path, const Config& config)
   // The key names every config choice create_schema() depends on.
   std::string schema_key = "not-unique";
   if (config.transfer_processed_unique) {
-    schema_key = config.transfer_dedupe_key == DedupeKey::message_id ? "unique(message_id)"
-                                                                      : "unique(message_id, consumer)";
+    schema_key = config.transfer_dedupe_key == DedupeKey::message_id
+                     ? "unique(message_id)"
+                     : "unique(message_id, consumer)";
   }
   return open_service_database(path, schema_key,
                                [&config](SQLite::Database& db) { create_schema(db, config); });
@@ -71,6 +72,10 @@ constexpr SagaEdge kSagaEdges[] = {
      MessageType::refund_requested},
     {SagaState::compensating, MessageType::account_refunded, SagaState::failed, std::nullopt},
 };
+
+std::string_view participant_of(std::string_view consumer) {
+  return consumer == kSagaConsumer ? participant::transfer_service : participant::notifications;
+}
 
 const SagaEdge* find_edge(SagaState from, MessageType on) {
   for (const SagaEdge& edge : kSagaEdges) {
@@ -181,7 +186,7 @@ Outcome TransferService::handle(TransferConsumer consumer, const Delivery& deliv
   }
   if (!in_transaction) crash_point(CrashPoint::after_dedupe, message);
   if (external_before) {
-    seen.mark(key);
+    mark_seen(seen, key, message, consumer_name, "before");
     crash_point(CrashPoint::after_mark, message);
   }
   {
@@ -210,7 +215,7 @@ Outcome TransferService::handle(TransferConsumer consumer, const Delivery& deliv
   }
   crash_point(CrashPoint::after_commit, message);
   if (external_after) {
-    seen.mark(key);
+    mark_seen(seen, key, message, consumer_name, "after");
     crash_point(CrashPoint::after_mark, message);
   }
   return Outcome::ack;
@@ -225,6 +230,12 @@ bool TransferService::claim_message(const Message& message, std::string_view con
     insert->bind(2, std::string(consumer));
     insert->bind(3, static_cast<int64_t>(host_.now_ms()));
     insert->exec();
+    TraceEvent event =
+        event_about(EventKind::dedupe_record, host_.now_ms(), participant_of(consumer), message);
+    event.detail = "processed_messages: " + message.message_id +
+                   " inserted, in one transaction with the " +
+                   (consumer == kSagaConsumer ? "saga update and its outbox row" : "notification");
+    pending_.events.push_back(std::move(event));
     return true;
   } catch (const SQLite::Exception& error) {
     if (!is_unique_violation(error)) throw;
@@ -393,12 +404,21 @@ void TransferService::commit(SQLite::Transaction& transaction) {
   pending_.clear();
 }
 
+void TransferService::mark_seen(ExternalSeenStore& seen, const std::string& key,
+                                const Message& message, std::string_view consumer,
+                                std::string_view when) {
+  seen.mark(key);
+  TraceEvent event =
+      event_about(EventKind::dedupe_record, host_.now_ms(), participant_of(consumer), message);
+  event.detail = "external seen-set: " + message.message_id + " marked " + std::string(when) +
+                 " the business commit, outside its transaction";
+  host_.record(std::move(event));
+}
+
 void TransferService::dedupe_hit(const Message& message, std::string_view consumer,
                                  std::string detail) {
-  TraceEvent event = event_about(
-      EventKind::dedupe_hit, host_.now_ms(),
-      consumer == kSagaConsumer ? participant::transfer_service : participant::notifications,
-      message);
+  TraceEvent event =
+      event_about(EventKind::dedupe_hit, host_.now_ms(), participant_of(consumer), message);
   event.detail = std::move(detail);
   host_.record(std::move(event));
 }

@@ -70,6 +70,8 @@ class TransferService {
                   const std::string& to, int64_t amount);
   void commit(SQLite::Transaction& transaction);
   void dedupe_hit(const Message& message, std::string_view consumer, std::string detail);
+  void mark_seen(ExternalSeenStore& seen, const std::string& key, const Message& message,
+                 std::string_view consumer, std::string_view when);
   void crash_point(CrashPoint point, const Message& message);
 
   ServiceHost& host_;

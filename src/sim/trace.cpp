@@ -21,6 +21,7 @@ std::string_view event_kind_name(EventKind kind) {
     case EventKind::confirm: return "confirm";
     case EventKind::confirm_lost: return "confirm_lost";
     case EventKind::dedupe_hit: return "dedupe_hit";
+    case EventKind::dedupe_record: return "dedupe_record";
     case EventKind::effect: return "effect";
     case EventKind::rejected: return "rejected";
     case EventKind::saga: return "saga";

@@ -40,6 +40,7 @@ enum class EventKind : uint8_t {
   confirm,             // broker -> publisher: publisher confirm
   confirm_lost,        // broker -> publisher: the confirm never arrives
   dedupe_hit,          // consumer: the dedupe mechanism acked without effect
+  dedupe_record,       // consumer: a dedupe record was written (inbox row, processed id, mark)
   effect,              // consumer: a balance changed (account, amount)
   rejected,            // consumer: business rule said no (insufficient funds, closed account)
   saga,                // transfer-service: saga state change (detail "FROM->TO")
