@@ -305,82 +305,107 @@ int demo_command(const DemoCommand& command) {
   return run_demo(options, std::cout, std::cerr);
 }
 
+// Declares `run` and its options, filled into `command`.
+CLI::App* add_run_verb(CLI::App& app, RunCommand& command) {
+  CLI::App* run_app = app.add_subcommand("run", "Run scenario files, narrated, and check them.");
+  run_app->add_option("FILE", command.files, "Scenario files (JSON, DESIGN §6)")->required();
+  run_app->add_option("--seed", command.seed, "Seed for the run (default: the scenario's seed)");
+  run_app->add_flag("--json", command.json, "Print one JSON object (an array for several files)");
+  run_app->add_option("--trace", command.trace_path, "Write the event trace as JSON lines");
+  run_app->add_option("--html", command.html_path, "Write a self-contained HTML report");
+  run_app->add_option("--mermaid", command.mermaid_path, "Write a Mermaid sequence diagram");
+  run_app->add_option("--db-dir", command.db_dir, "Keep each service's SQLite database here");
+  run_app->add_flag("--quiet", command.quiet, "Print only the verdict");
+  run_app->add_flag("--step", command.step, "Pause after each step until Enter (live demos)");
+  run_app->add_option("--color", command.color, "Colours: auto, always or never")
+      ->check(CLI::IsMember({"auto", "always", "never"}));
+  run_app->add_option("--set", command.sets, "Override a config key: KEY=VALUE (repeatable)");
+  return run_app;
+}
+
+// Declares `list` and its options, filled into `command`.
+CLI::App* add_list_verb(CLI::App& app, ListCommand& command) {
+  CLI::App* list_app = app.add_subcommand("list", "List the scenarios with their titles.");
+  list_app->add_option("DIR", command.directory, "Scenario folder (default: ./scenarios)");
+  return list_app;
+}
+
+// Declares `fuzz` and its options, filled into `command`.
+CLI::App* add_fuzz_verb(CLI::App& app, FuzzCommand& command) {
+  CLI::App* fuzz_app =
+      app.add_subcommand("fuzz", "Fuzz: random workloads and faults, invariants, shrinking.");
+  fuzz_app->add_option("--seeds", command.seeds, "Seed range A..B (default 1..1000)");
+  fuzz_app->add_option("--workload", command.workload, "small, standard or large")
+      ->check(CLI::IsMember({"small", "standard", "large"}));
+  fuzz_app->add_option("--transfers", command.transfers, "Transfers per seed")
+      ->check(CLI::Range(int64_t{1}, int64_t{100000}));
+  fuzz_app->add_option("--accounts", command.accounts, "Accounts per seed")
+      ->check(CLI::Range(int64_t{2}, int64_t{100000}));
+  fuzz_app->add_flag("--swarm", command.swarm, "Each seed draws its own fault mix and rates");
+  fuzz_app->add_option("--set", command.sets, "Override a config key: KEY=VALUE (repeatable)");
+  fuzz_app->add_option("--jobs", command.jobs, "Worker threads")
+      ->check(CLI::Range(int64_t{1}, int64_t{256}));
+  fuzz_app->add_option("--shard", command.shard, "Run shard K of N (1-based) of the seed range");
+  fuzz_app->add_option("--out", command.out_dir,
+                       "Where counterexamples go (default ./counterexamples)");
+  fuzz_app->add_flag("--json", command.json, "Print one JSON object");
+  fuzz_app->add_option("--junit", command.junit_path, "Write a JUnit XML report");
+  fuzz_app
+      ->add_option("--shrink", command.shrink_max, "Failing seeds to shrink and save (default 3)")
+      ->check(CLI::Range(int64_t{0}, int64_t{1000}));
+  fuzz_app
+      ->add_option("--stop-after", command.stop_after,
+                   "Stop after this many failing seeds (default 0: run them all)")
+      ->check(CLI::Range(int64_t{0}, int64_t{1000000}));
+  return fuzz_app;
+}
+
+// Declares `matrix` and its options, filled into `command`.
+CLI::App* add_matrix_verb(CLI::App& app, MatrixCommand& command) {
+  CLI::App* matrix_app =
+      app.add_subcommand("matrix", "Which defences are enough: a campaign per combination.");
+  matrix_app->add_option("--seeds", command.seeds, "Seed range A..B per row (default 1..100)");
+  matrix_app->add_option("--workload", command.workload, "small, standard or large")
+      ->check(CLI::IsMember({"small", "standard", "large"}));
+  matrix_app->add_flag("--swarm", command.swarm, "Each seed draws its own fault mix and rates");
+  matrix_app->add_option("--set", command.sets, "Override a config key: KEY=VALUE (repeatable)");
+  matrix_app->add_option("--jobs", command.jobs, "Worker threads")
+      ->check(CLI::Range(int64_t{1}, int64_t{256}));
+  matrix_app->add_option("--out", command.out_dir, "Where counterexamples go");
+  matrix_app->add_flag("--json", command.json, "Print the table as JSON");
+  return matrix_app;
+}
+
+// Declares `demo` and its options, filled into `command`.
+CLI::App* add_demo_verb(CLI::App& app, DemoCommand& command) {
+  CLI::App* demo_app = app.add_subcommand(
+      "demo", "Run the teaching library in order, narrated, with an HTML report per scenario.");
+  demo_app->add_option("--out", command.out_dir, "Where the HTML reports go (default: demo-out)");
+  demo_app->add_option("--scenarios", command.scenario_dir,
+                       "The scenario folder (default: ./scenarios)");
+  demo_app->add_option("--color", command.color, "Colours: auto, always or never")
+      ->check(CLI::IsMember({"auto", "always", "never"}));
+  demo_app->add_flag("--step", command.step, "Pause after each step until Enter");
+  demo_app->add_flag("--quiet", command.quiet, "Print only each scenario's verdict");
+  return demo_app;
+}
+
 int main_guarded(int argc, char** argv) {
   CLI::App app{
       "inboxsim: a deterministic bank on an at-least-once broker, to watch and test "
       "the idempotent consumer (inbox) pattern."};
   app.set_version_flag("--version", std::string("inboxsim ") + INBOXSIM_VERSION);
   app.require_subcommand(1);
-
   RunCommand run;
-  CLI::App* run_app = app.add_subcommand("run", "Run scenario files, narrated, and check them.");
-  run_app->add_option("FILE", run.files, "Scenario files (JSON, DESIGN §6)")->required();
-  run_app->add_option("--seed", run.seed, "Seed for the run (default: the scenario's seed)");
-  run_app->add_flag("--json", run.json, "Print one JSON object (an array for several files)");
-  run_app->add_option("--trace", run.trace_path, "Write the event trace as JSON lines");
-  run_app->add_option("--html", run.html_path, "Write a self-contained HTML report");
-  run_app->add_option("--mermaid", run.mermaid_path, "Write a Mermaid sequence diagram");
-  run_app->add_option("--db-dir", run.db_dir, "Keep each service's SQLite database here");
-  run_app->add_flag("--quiet", run.quiet, "Print only the verdict");
-  run_app->add_flag("--step", run.step, "Pause after each step until Enter (live demos)");
-  run_app->add_option("--color", run.color, "Colours: auto, always or never")
-      ->check(CLI::IsMember({"auto", "always", "never"}));
-  run_app->add_option("--set", run.sets, "Override a config key: KEY=VALUE (repeatable)");
-
   ListCommand list;
-  CLI::App* list_app = app.add_subcommand("list", "List the scenarios with their titles.");
-  list_app->add_option("DIR", list.directory, "Scenario folder (default: ./scenarios)");
-
   FuzzCommand fuzz;
-  CLI::App* fuzz_app =
-      app.add_subcommand("fuzz", "Fuzz: random workloads and faults, invariants, shrinking.");
-  fuzz_app->add_option("--seeds", fuzz.seeds, "Seed range A..B (default 1..1000)");
-  fuzz_app->add_option("--workload", fuzz.workload, "small, standard or large")
-      ->check(CLI::IsMember({"small", "standard", "large"}));
-  fuzz_app->add_option("--transfers", fuzz.transfers, "Transfers per seed")
-      ->check(CLI::Range(int64_t{1}, int64_t{100000}));
-  fuzz_app->add_option("--accounts", fuzz.accounts, "Accounts per seed")
-      ->check(CLI::Range(int64_t{2}, int64_t{100000}));
-  fuzz_app->add_flag("--swarm", fuzz.swarm, "Each seed draws its own fault mix and rates");
-  fuzz_app->add_option("--set", fuzz.sets, "Override a config key: KEY=VALUE (repeatable)");
-  fuzz_app->add_option("--jobs", fuzz.jobs, "Worker threads")
-      ->check(CLI::Range(int64_t{1}, int64_t{256}));
-  fuzz_app->add_option("--shard", fuzz.shard, "Run shard K of N (1-based) of the seed range");
-  fuzz_app->add_option("--out", fuzz.out_dir,
-                       "Where counterexamples go (default ./counterexamples)");
-  fuzz_app->add_flag("--json", fuzz.json, "Print one JSON object");
-  fuzz_app->add_option("--junit", fuzz.junit_path, "Write a JUnit XML report");
-  fuzz_app->add_option("--shrink", fuzz.shrink_max, "Failing seeds to shrink and save (default 3)")
-      ->check(CLI::Range(int64_t{0}, int64_t{1000}));
-  fuzz_app
-      ->add_option("--stop-after", fuzz.stop_after,
-                   "Stop after this many failing seeds (default 0: run them all)")
-      ->check(CLI::Range(int64_t{0}, int64_t{1000000}));
-
   MatrixCommand matrix;
-  CLI::App* matrix_app =
-      app.add_subcommand("matrix", "Which defences are enough: a campaign per combination.");
-  matrix_app->add_option("--seeds", matrix.seeds, "Seed range A..B per row (default 1..100)");
-  matrix_app->add_option("--workload", matrix.workload, "small, standard or large")
-      ->check(CLI::IsMember({"small", "standard", "large"}));
-  matrix_app->add_flag("--swarm", matrix.swarm, "Each seed draws its own fault mix and rates");
-  matrix_app->add_option("--set", matrix.sets, "Override a config key: KEY=VALUE (repeatable)");
-  matrix_app->add_option("--jobs", matrix.jobs, "Worker threads")
-      ->check(CLI::Range(int64_t{1}, int64_t{256}));
-  matrix_app->add_option("--out", matrix.out_dir, "Where counterexamples go");
-  matrix_app->add_flag("--json", matrix.json, "Print the table as JSON");
-
   DemoCommand demo;
-  CLI::App* demo_app = app.add_subcommand(
-      "demo", "Run the teaching library in order, narrated, with an HTML report per scenario.");
-  demo_app->add_option("--out", demo.out_dir, "Where the HTML reports go (default: demo-out)");
-  demo_app->add_option("--scenarios", demo.scenario_dir,
-                       "The scenario folder (default: ./scenarios)");
-  demo_app->add_option("--color", demo.color, "Colours: auto, always or never")
-      ->check(CLI::IsMember({"auto", "always", "never"}));
-  demo_app->add_flag("--step", demo.step, "Pause after each step until Enter");
-  demo_app->add_flag("--quiet", demo.quiet, "Print only each scenario's verdict");
-
+  CLI::App* run_app = add_run_verb(app, run);
+  CLI::App* list_app = add_list_verb(app, list);
+  CLI::App* fuzz_app = add_fuzz_verb(app, fuzz);
+  CLI::App* matrix_app = add_matrix_verb(app, matrix);
+  CLI::App* demo_app = add_demo_verb(app, demo);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& error) {

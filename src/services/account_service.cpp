@@ -191,61 +191,15 @@ Outcome AccountService::handle(const Delivery& delivery) {
 // row, count it and run the consumer if it was never consumed, (3) send the outbox rows the
 // consumer produced, with their stored ids, and mark the row delivered, (4) ack.
 Outcome AccountService::handle_masstransit(const Message& message) {
-  {
-    // Step 1 relies on the (message_id, consumer_id) key to reject a second row, as
-    // MassTransit relies on the InboxState key.
-    UnitOfWork work(db_, pending_);
-    StatementUse insert(statements_->inbox_insert);
-    insert->bind(1, message.message_id);
-    insert->bind(2, std::string(kConsumerId));
-    insert->bind(3, static_cast<int64_t>(host_.now_ms()));
-    if (insert->exec() == 1) {
-      note_dedupe_record(message, "inbox: row (" + message.message_id + ", " +
-                                      std::string(kConsumerId) +
-                                      ") inserted and committed, consumed still null");
-    }
-    commit(work.transaction);
-  }
+  inbox_receive(message);
   crash_point(CrashPoint::after_dedupe, message);
-  int64_t row = 0;
-  bool consumed = false;
-  bool delivered = false;
-  {
-    UnitOfWork work(db_, pending_);
-    {
-      StatementUse find(statements_->inbox_find);
-      find->bind(1, message.message_id);
-      find->bind(2, std::string(kConsumerId));
-      const bool found = find->executeStep();
-      INBOXSIM_ASSERT(found);
-      row = find->getColumn(0).getInt64();
-      consumed = find->getColumn(1).getInt() != 0;
-      delivered = find->getColumn(2).getInt() != 0;
-    }
-    {
-      StatementUse bump(statements_->inbox_bump);
-      bump->bind(1, static_cast<int64_t>(row));
-      bump->exec();
-    }
-    if (!consumed) {
-      consume(message, message.message_id);
-      crash_point(CrashPoint::after_effect, message);
-      StatementUse mark(statements_->inbox_consumed);
-      mark->bind(1, static_cast<int64_t>(host_.now_ms()));
-      mark->bind(2, static_cast<int64_t>(row));
-      mark->exec();
-      note_dedupe_record(message, "inbox: " + message.message_id +
-                                      " marked consumed, in one transaction with its effect and "
-                                      "outbox rows");
-    }
-    commit(work.transaction);
-  }
-  if (consumed && delivered) {
+  const InboxRow inbox = inbox_consume(message);
+  if (inbox.consumed && inbox.delivered) {
     dedupe_hit(message,
                "inbox: message " + message.message_id + " already consumed, acked without effect");
     return Outcome::ack;
   }
-  if (consumed) {
+  if (inbox.consumed) {
     dedupe_hit(message, "inbox: message " + message.message_id +
                             " already consumed but its outbox not delivered: re-sending the "
                             "stored messages with their stored ids");
@@ -255,23 +209,76 @@ Outcome AccountService::handle_masstransit(const Message& message) {
     throw ConsumerFault{"publisher confirm lost while sending the outbox"};
   }
   crash_point(CrashPoint::after_outbox_send, message);
-  {
-    UnitOfWork work(db_, pending_);
-    {
-      StatementUse mark(statements_->inbox_delivered);
-      mark->bind(1, static_cast<int64_t>(host_.now_ms()));
-      mark->bind(2, static_cast<int64_t>(row));
-      mark->exec();
-    }
-    StatementUse mark_outbox(statements_->outbox_mark_inbox);
-    mark_outbox->bind(1, static_cast<int64_t>(host_.now_ms()));
-    mark_outbox->bind(2, message.message_id);
-    mark_outbox->exec();
-    note_dedupe_record(
-        message, "inbox: " + message.message_id + " marked delivered, its outbox messages sent");
-    commit(work.transaction);
-  }
+  inbox_delivered(message, inbox.row);
   return Outcome::ack;
+}
+
+// Step 1 relies on the (message_id, consumer_id) key to reject a second row, as MassTransit
+// relies on the InboxState key.
+void AccountService::inbox_receive(const Message& message) {
+  UnitOfWork work(db_, pending_);
+  StatementUse insert(statements_->inbox_insert);
+  insert->bind(1, message.message_id);
+  insert->bind(2, std::string(kConsumerId));
+  insert->bind(3, static_cast<int64_t>(host_.now_ms()));
+  if (insert->exec() == 1) {
+    note_dedupe_record(message, "inbox: row (" + message.message_id + ", " +
+                                    std::string(kConsumerId) +
+                                    ") inserted and committed, consumed still null");
+  }
+  commit(work.transaction);
+}
+
+// Step 2: the newest row for the key, counted; the consumer runs only if it never consumed.
+AccountService::InboxRow AccountService::inbox_consume(const Message& message) {
+  UnitOfWork work(db_, pending_);
+  InboxRow inbox;
+  {
+    StatementUse find(statements_->inbox_find);
+    find->bind(1, message.message_id);
+    find->bind(2, std::string(kConsumerId));
+    const bool found = find->executeStep();
+    INBOXSIM_ASSERT(found);
+    inbox.row = find->getColumn(0).getInt64();
+    inbox.consumed = find->getColumn(1).getInt() != 0;
+    inbox.delivered = find->getColumn(2).getInt() != 0;
+  }
+  {
+    StatementUse bump(statements_->inbox_bump);
+    bump->bind(1, static_cast<int64_t>(inbox.row));
+    bump->exec();
+  }
+  if (!inbox.consumed) {
+    consume(message, message.message_id);
+    crash_point(CrashPoint::after_effect, message);
+    StatementUse mark(statements_->inbox_consumed);
+    mark->bind(1, static_cast<int64_t>(host_.now_ms()));
+    mark->bind(2, static_cast<int64_t>(inbox.row));
+    mark->exec();
+    note_dedupe_record(message, "inbox: " + message.message_id +
+                                    " marked consumed, in one transaction with its effect and "
+                                    "outbox rows");
+  }
+  commit(work.transaction);
+  return inbox;
+}
+
+// Step 3, after the outbox was sent: the row and the outbox rows are marked delivered.
+void AccountService::inbox_delivered(const Message& message, int64_t row) {
+  UnitOfWork work(db_, pending_);
+  {
+    StatementUse mark(statements_->inbox_delivered);
+    mark->bind(1, static_cast<int64_t>(host_.now_ms()));
+    mark->bind(2, static_cast<int64_t>(row));
+    mark->exec();
+  }
+  StatementUse mark_outbox(statements_->outbox_mark_inbox);
+  mark_outbox->bind(1, static_cast<int64_t>(host_.now_ms()));
+  mark_outbox->bind(2, message.message_id);
+  mark_outbox->exec();
+  note_dedupe_record(
+      message, "inbox: " + message.message_id + " marked delivered, its outbox messages sent");
+  commit(work.transaction);
 }
 
 // Marten: the inbox document is looked up first and inserted in the same transaction as the

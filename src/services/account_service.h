@@ -61,7 +61,17 @@ class AccountService {
     bool closed = false;
   };
 
+  // The state of a message's inbox row as step 2 found it.
+  struct InboxRow {
+    int64_t row = 0;
+    bool consumed = false;
+    bool delivered = false;
+  };
+
   Outcome handle_masstransit(const Message& message);
+  void inbox_receive(const Message& message);
+  InboxRow inbox_consume(const Message& message);
+  void inbox_delivered(const Message& message, int64_t row);
   Outcome handle_marten(const Message& message);
   Outcome handle_plain(const Message& message);
   void consume(const Message& message, const std::string& inbox_message_id);
