@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # Installs what inboxsim needs from Debian's packages (only what is missing) and builds it in
 # Release into ./build. Run as root on a fresh Debian machine; safe to run again.
-# Extra CMake flags can be passed in INBOXSIM_CMAKE_FLAGS; extra packages in INBOXSIM_PACKAGES.
+# Extra CMake flags can be passed in INBOXSIM_CMAKE_FLAGS.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 packages=(cmake make g++ libsqlitecpp-dev libsqlite3-dev libcli11-dev nlohmann-json3-dev catch2
-          sqlite3 python3 ${INBOXSIM_PACKAGES:-})
+          sqlite3 python3)
 missing=()
 for package in "${packages[@]}"; do
   dpkg -s "$package" >/dev/null 2>&1 || missing+=("$package")
