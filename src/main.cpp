@@ -63,30 +63,35 @@ struct DemoCommand {
 };
 
 // `fuzz` and `matrix` (DESIGN §5): the options as typed; src/fuzz/ does the work.
-struct FuzzCommand {
-  std::string seeds = "1..1000";
+// The options `fuzz` and `matrix` share: which seeds, what stories, how many workers.
+struct CampaignFlags {
+  std::string seeds;
   std::string workload = "standard";
-  std::optional<int64_t> transfers;
-  std::optional<int64_t> accounts;
   bool swarm = false;
   std::vector<std::string> sets;
   int64_t jobs = 1;
-  std::string shard = "1/1";
   std::string out_dir = "counterexamples";
   bool json = false;
+};
+
+CampaignFlags campaign_flags(std::string default_seeds) {
+  CampaignFlags flags;
+  flags.seeds = std::move(default_seeds);
+  return flags;
+}
+
+struct FuzzCommand {
+  CampaignFlags campaign = campaign_flags("1..1000");
+  std::optional<int64_t> transfers;
+  std::optional<int64_t> accounts;
+  std::string shard = "1/1";
   std::string junit_path;
   int64_t shrink_max = 3;
   int64_t stop_after = 0;
 };
 
 struct MatrixCommand {
-  std::string seeds = "1..100";
-  std::string workload = "standard";
-  bool swarm = false;
-  std::vector<std::string> sets;
-  int64_t jobs = 1;
-  std::string out_dir = "counterexamples";
-  bool json = false;
+  CampaignFlags campaign = campaign_flags("1..100");
 };
 
 // Reports bad input the way every verb does: one line on stderr, exit code 2.
@@ -241,26 +246,27 @@ std::optional<int> load_generator(const std::string& workload, const std::vector
 }
 
 int fuzz_command(const FuzzCommand& command) {
+  const CampaignFlags& flags = command.campaign;
   CampaignOptions options;
-  if (!parse_seed_range(command.seeds, options.seed_first, options.seed_last)) {
-    return bad_input("--seeds " + command.seeds + ": expected A..B with A <= B");
+  if (!parse_seed_range(flags.seeds, options.seed_first, options.seed_last)) {
+    return bad_input("--seeds " + flags.seeds + ": expected A..B with A <= B");
   }
   if (!parse_shard(command.shard, options.shard_index, options.shard_count)) {
     return bad_input("--shard " + command.shard + ": expected K/N with 1 <= K <= N");
   }
-  if (auto failed = load_generator(command.workload, command.sets, options.generator)) {
+  if (auto failed = load_generator(flags.workload, flags.sets, options.generator)) {
     return *failed;
   }
-  options.generator.swarm = command.swarm;
+  options.generator.swarm = flags.swarm;
   options.generator.transfers = command.transfers;
   options.generator.accounts = command.accounts;
-  options.jobs = command.jobs;
-  options.out_dir = command.out_dir;
+  options.jobs = flags.jobs;
+  options.out_dir = flags.out_dir;
   options.shrink_max = command.shrink_max;
   options.stop_after = command.stop_after;
   options.progress = isatty(STDERR_FILENO) != 0;
   const CampaignResult result = run_campaign(options, &std::cerr);
-  if (command.json) {
+  if (flags.json) {
     std::cout << campaign_json(options, result).dump(2) << "\n";
   } else {
     print_campaign(std::cout, options, result);
@@ -273,19 +279,20 @@ int fuzz_command(const FuzzCommand& command) {
 }
 
 int matrix_command(const MatrixCommand& command) {
+  const CampaignFlags& flags = command.campaign;
   MatrixOptions options;
-  if (!parse_seed_range(command.seeds, options.seed_first, options.seed_last)) {
-    return bad_input("--seeds " + command.seeds + ": expected A..B with A <= B");
+  if (!parse_seed_range(flags.seeds, options.seed_first, options.seed_last)) {
+    return bad_input("--seeds " + flags.seeds + ": expected A..B with A <= B");
   }
-  if (auto failed = load_generator(command.workload, command.sets, options.generator)) {
+  if (auto failed = load_generator(flags.workload, flags.sets, options.generator)) {
     return *failed;
   }
-  options.generator.swarm = command.swarm;
-  options.jobs = command.jobs;
-  options.out_dir = command.out_dir;
+  options.generator.swarm = flags.swarm;
+  options.jobs = flags.jobs;
+  options.out_dir = flags.out_dir;
   const bool tty = isatty(STDERR_FILENO) != 0;
   const std::vector<MatrixRow> rows = run_matrix(options, tty ? &std::cerr : nullptr);
-  if (command.json) {
+  if (flags.json) {
     std::cout << matrix_json(rows).dump(2) << "\n";
   } else {
     print_matrix(std::cout, rows);
@@ -330,25 +337,30 @@ CLI::App* add_list_verb(CLI::App& app, ListCommand& command) {
   return list_app;
 }
 
+void add_campaign_options(CLI::App& verb, CampaignFlags& flags, const std::string& seeds_help,
+                          const std::string& json_help) {
+  verb.add_option("--seeds", flags.seeds, seeds_help);
+  verb.add_option("--workload", flags.workload, "small, standard or large")
+      ->check(CLI::IsMember({"small", "standard", "large"}));
+  verb.add_flag("--swarm", flags.swarm, "Each seed draws its own fault mix and rates");
+  verb.add_option("--set", flags.sets, "Override a config key: KEY=VALUE (repeatable)");
+  verb.add_option("--jobs", flags.jobs, "Worker threads")
+      ->check(CLI::Range(int64_t{1}, int64_t{256}));
+  verb.add_option("--out", flags.out_dir, "Where counterexamples go (default ./counterexamples)");
+  verb.add_flag("--json", flags.json, json_help);
+}
+
 // Declares `fuzz` and its options, filled into `command`.
 CLI::App* add_fuzz_verb(CLI::App& app, FuzzCommand& command) {
   CLI::App* fuzz_app =
       app.add_subcommand("fuzz", "Fuzz: random workloads and faults, invariants, shrinking.");
-  fuzz_app->add_option("--seeds", command.seeds, "Seed range A..B (default 1..1000)");
-  fuzz_app->add_option("--workload", command.workload, "small, standard or large")
-      ->check(CLI::IsMember({"small", "standard", "large"}));
+  add_campaign_options(*fuzz_app, command.campaign, "Seed range A..B (default 1..1000)",
+                       "Print one JSON object");
   fuzz_app->add_option("--transfers", command.transfers, "Transfers per seed")
       ->check(CLI::Range(int64_t{1}, int64_t{100000}));
   fuzz_app->add_option("--accounts", command.accounts, "Accounts per seed")
       ->check(CLI::Range(int64_t{2}, int64_t{100000}));
-  fuzz_app->add_flag("--swarm", command.swarm, "Each seed draws its own fault mix and rates");
-  fuzz_app->add_option("--set", command.sets, "Override a config key: KEY=VALUE (repeatable)");
-  fuzz_app->add_option("--jobs", command.jobs, "Worker threads")
-      ->check(CLI::Range(int64_t{1}, int64_t{256}));
   fuzz_app->add_option("--shard", command.shard, "Run shard K of N (1-based) of the seed range");
-  fuzz_app->add_option("--out", command.out_dir,
-                       "Where counterexamples go (default ./counterexamples)");
-  fuzz_app->add_flag("--json", command.json, "Print one JSON object");
   fuzz_app->add_option("--junit", command.junit_path, "Write a JUnit XML report");
   fuzz_app
       ->add_option("--shrink", command.shrink_max, "Failing seeds to shrink and save (default 3)")
@@ -364,15 +376,8 @@ CLI::App* add_fuzz_verb(CLI::App& app, FuzzCommand& command) {
 CLI::App* add_matrix_verb(CLI::App& app, MatrixCommand& command) {
   CLI::App* matrix_app =
       app.add_subcommand("matrix", "Which defences are enough: a campaign per combination.");
-  matrix_app->add_option("--seeds", command.seeds, "Seed range A..B per row (default 1..100)");
-  matrix_app->add_option("--workload", command.workload, "small, standard or large")
-      ->check(CLI::IsMember({"small", "standard", "large"}));
-  matrix_app->add_flag("--swarm", command.swarm, "Each seed draws its own fault mix and rates");
-  matrix_app->add_option("--set", command.sets, "Override a config key: KEY=VALUE (repeatable)");
-  matrix_app->add_option("--jobs", command.jobs, "Worker threads")
-      ->check(CLI::Range(int64_t{1}, int64_t{256}));
-  matrix_app->add_option("--out", command.out_dir, "Where counterexamples go");
-  matrix_app->add_flag("--json", command.json, "Print the table as JSON");
+  add_campaign_options(*matrix_app, command.campaign, "Seed range A..B per row (default 1..100)",
+                       "Print the table as JSON");
   return matrix_app;
 }
 
