@@ -500,9 +500,6 @@ void World::publish(std::string_view publisher, const MessagePtr& message) {
   TraceEvent event = event_about(inboxsim::EventKind::publish, now_ms(), publisher, *message);
   event.target = participant::broker;
   event.detail = std::string(routing_key(message->type));
-  if (publisher == participant::operator_) {
-    event.detail += "; a copy published by hand with the same message id";
-  }
   record(std::move(event));
   if (keep_trace_) envelopes_.try_emplace(message->message_id, envelope_json(*message));
   broker_.publish(message);
