@@ -225,6 +225,7 @@ std::map<std::string, AccountSpec> parse_accounts(const Node& node) {
   const json& object = as_object(node, "an object of accounts, name -> opening balance");
   if (object.empty()) fail(node.pointer, "expected at least one account (got an empty object)");
   std::map<std::string, AccountSpec> accounts;
+  int64_t total = 0;
   for (auto it = object.begin(); it != object.end(); ++it) {
     const Node account{&*it, child_pointer(node.pointer, it.key())};
     if (it.key().empty() || it.key().size() > kNameBytesMax) {
@@ -232,6 +233,13 @@ std::map<std::string, AccountSpec> parse_accounts(const Node& node) {
                                 " bytes (got " + quote_json(it.key()) + ")");
     }
     accounts[it.key()] = parse_account(account);
+    // The bank's total must stay a JSON-safe integer too: the invariants add balances up.
+    total += accounts[it.key()].balance;
+    if (total > kAmountMax) {
+      fail(account.pointer, "expected opening balances that add up to at most " +
+                                std::to_string(kAmountMax) + " (this one brings the total to " +
+                                std::to_string(total) + ")");
+    }
   }
   return accounts;
 }
