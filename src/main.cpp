@@ -55,6 +55,7 @@ struct ListCommand {
 };
 
 struct DemoCommand {
+  std::vector<std::string> only;
   std::string out_dir = "demo-out";
   std::string scenario_dir;
   std::string color = "auto";
@@ -306,6 +307,7 @@ int demo_command(const DemoCommand& command) {
   options.scenario_dir =
       command.scenario_dir.empty() ? default_scenario_directory() : command.scenario_dir;
   options.out_dir = command.out_dir;
+  options.only = command.only;
   options.run.narrator.color = use_color(command.color);
   options.run.narrator.quiet = command.quiet;
   options.run.pause_after_step = command.step;
@@ -385,6 +387,8 @@ CLI::App* add_matrix_verb(CLI::App& app, MatrixCommand& command) {
 CLI::App* add_demo_verb(CLI::App& app, DemoCommand& command) {
   CLI::App* demo_app = app.add_subcommand(
       "demo", "Run the teaching library in order, narrated, with an HTML report per scenario.");
+  demo_app->add_option("NAME", command.only,
+                       "Only the scenarios whose name starts with these (e.g. 04 09)");
   demo_app->add_option("--out", command.out_dir, "Where the HTML reports go (default: demo-out)");
   demo_app->add_option("--scenarios", command.scenario_dir,
                        "The scenario folder (default: ./scenarios)");

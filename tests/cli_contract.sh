@@ -120,6 +120,15 @@ check "--color always prints escape codes" bash -c "'$bin' run '$happy' --color 
 check "--mermaid writes a sequence diagram" grep -q '^sequenceDiagram' "$work/run.mmd"
 check "--html writes one self-contained page" bash -c "grep -q '<svg' '$work/run.html' && ! grep -q '<script src' '$work/run.html'"
 
+# demo runs the library, or the part of it a class needs, and links a page per scenario.
+"$bin" demo 04 09 --quiet --out "$work/demo" >/dev/null
+check "demo with names runs only those scenarios" \
+  test "$(ls "$work/demo" | tr '\n' ' ')" = "04-two-identical-deliveries.html 09-crash-after-commit.html index.html "
+check "the demo index links each page" grep -q 'href="09-crash-after-commit.html"' "$work/demo/index.html"
+"$bin" demo 99 --quiet --out "$work/demo99" >/dev/null 2>"$work/err"
+check "demo with an unknown name exits 2" test $? -eq 2
+check "demo says which name matched nothing" grep -q "demo 99: expected the start of a scenario name" "$work/err"
+
 # A fuzz counterexample is a scenario like any other: it replays (exit 1 until the bug is fixed)
 # and every view renders it.
 "$bin" fuzz --seeds 1..100 --set account.inbox=none --set account.ledger_unique=false \

@@ -93,10 +93,37 @@ std::string render_demo_index(const std::vector<RunResult>& results) {
          rows + "</tbody></table></body></html>\n";
 }
 
+// Keeps the files whose stem starts with one of `prefixes`; all of them when there are none.
+// Returns the first prefix that selects nothing, if any.
+std::optional<std::string> select_files(std::vector<std::string>& files,
+                                        const std::vector<std::string>& prefixes) {
+  if (prefixes.empty()) return std::nullopt;
+  std::vector<std::string> selected;
+  for (const std::string& prefix : prefixes) {
+    bool any = false;
+    for (const std::string& file : files) {
+      if (std::filesystem::path(file).stem().string().rfind(prefix, 0) != 0) continue;
+      any = true;
+      if (std::find(selected.begin(), selected.end(), file) == selected.end()) {
+        selected.push_back(file);
+      }
+    }
+    if (!any) return prefix;
+  }
+  std::sort(selected.begin(), selected.end());
+  files = std::move(selected);
+  return std::nullopt;
+}
+
 int run_demo(const DemoOptions& options, std::ostream& out, std::ostream& err) {
-  const std::vector<std::string> files = scenario_files(options.scenario_dir);
+  std::vector<std::string> files = scenario_files(options.scenario_dir);
   if (files.empty()) {
     err << "inboxsim: " << options.scenario_dir << ": expected a directory of scenario files\n";
+    return 2;
+  }
+  if (const auto unknown = select_files(files, options.only)) {
+    err << "inboxsim: demo " << *unknown << ": expected the start of a scenario name in "
+        << options.scenario_dir << " (see `inboxsim list`)\n";
     return 2;
   }
   std::vector<Scenario> scenarios;

@@ -27,6 +27,9 @@ RunResult narrated_run(const Scenario& scenario, const NarratedRunOptions& optio
 
 struct DemoOptions {
   std::string scenario_dir;  // the teaching library
+  // Run only the scenarios whose name starts with one of these (e.g. "04", "09-crash"); all
+  // when empty.
+  std::vector<std::string> only;
   std::string out_dir = "demo-out";
   NarratedRunOptions run;
 };
