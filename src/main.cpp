@@ -359,9 +359,9 @@ CLI::App* add_fuzz_verb(CLI::App& app, FuzzCommand& command) {
   add_campaign_options(*fuzz_app, command.campaign, "Seed range A..B (default 1..1000)",
                        "Print one JSON object");
   fuzz_app->add_option("--transfers", command.transfers, "Transfers per seed")
-      ->check(CLI::Range(int64_t{1}, int64_t{100000}));
+      ->check(CLI::Range(int64_t{1}, kStoryCountMax));
   fuzz_app->add_option("--accounts", command.accounts, "Accounts per seed")
-      ->check(CLI::Range(int64_t{2}, int64_t{100000}));
+      ->check(CLI::Range(int64_t{2}, kStoryCountMax));
   fuzz_app->add_option("--shard", command.shard, "Run shard K of N (1-based) of the seed range");
   fuzz_app->add_option("--junit", command.junit_path, "Write a JUnit XML report");
   fuzz_app

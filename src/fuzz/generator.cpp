@@ -19,7 +19,6 @@ constexpr int64_t kRunMsMax = 300;
 constexpr int64_t kNackTimesMax = 3;
 constexpr int64_t kRestartMsMax = 3'000;
 constexpr int64_t kWeightMax = 10;
-constexpr size_t kCountMax = 100'000;  // accounts or transfers in one story
 
 struct WorkloadSize {
   int64_t accounts;
@@ -95,8 +94,8 @@ DrawnOptions draw_options(Rng& rng, const GeneratorOptions& options) {
   drawn.transfers = options.transfers.value_or(size.transfers);
   INBOXSIM_ASSERT(drawn.accounts >= 2);
   INBOXSIM_ASSERT(drawn.transfers >= 1);
-  INBOXSIM_ASSERT(static_cast<size_t>(drawn.accounts) <= kCountMax);
-  INBOXSIM_ASSERT(static_cast<size_t>(drawn.transfers) <= kCountMax);
+  INBOXSIM_ASSERT(drawn.accounts <= kStoryCountMax);
+  INBOXSIM_ASSERT(drawn.transfers <= kStoryCountMax);
   const int64_t faults_max = std::max<int64_t>(2, drawn.transfers);
   if (!options.swarm) {
     drawn.weights.fill(1);

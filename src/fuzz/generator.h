@@ -20,6 +20,10 @@
 
 namespace inboxsim {
 
+// The most accounts or transfers one generated story may have (DESIGN §7: a million
+// transfers in one run).
+inline constexpr int64_t kStoryCountMax = 1'000'000;
+
 enum class Workload : uint8_t { small, standard, large };
 std::string_view workload_name(Workload workload);
 std::optional<Workload> parse_workload(std::string_view name);
