@@ -69,13 +69,29 @@ bool write_text(const std::filesystem::path& path, const std::string& text) {
 
 }  // namespace
 
+namespace {
+
+// A break-it story passes when the money really goes wrong; the index says what broke.
+std::string broken_invariants(const RunResult& result) {
+  if (result.violations.empty()) return {};
+  std::string names;
+  for (const Violation& violation : result.violations) {
+    if (!names.empty()) names += ", ";
+    names += invariant_name(violation.invariant);
+  }
+  return "<div class=\"broke\">breaks: " + escape_html(names) + "</div>";
+}
+
+}  // namespace
+
 std::string render_demo_index(const std::vector<RunResult>& results) {
   std::string rows;
   for (const RunResult& result : results) {
     rows += "<tr><td class=\"verdict " + std::string(result.passed ? "pass" : "fail") + "\">" +
             (result.passed ? "PASS" : "FAIL") + "</td><td><a href=\"" + escape_html(result.name) +
             ".html\">" + escape_html(result.name) + "</a></td><td>" + escape_html(result.title) +
-            "</td><td class=\"lesson\">" + escape_html(result.lesson) + "</td></tr>\n";
+            broken_invariants(result) + "</td><td class=\"lesson\">" + escape_html(result.lesson) +
+            "</td></tr>\n";
   }
   return "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
          "<title>inboxsim: the idempotent consumer, watched</title><style>"
@@ -85,7 +101,8 @@ std::string render_demo_index(const std::vector<RunResult>& results) {
          "border-bottom:1px solid #e4e7eb;text-align:left;vertical-align:top}"
          "th{background:#f5f7fa}a{color:#2457a6;font-weight:600;text-decoration:none}"
          ".verdict{font-weight:700}.pass{color:#207a3c}.fail{color:#b42318}"
-         ".lesson{color:#3e4c59;font-style:italic}</style></head><body>"
+         ".lesson{color:#3e4c59;font-style:italic}"
+         ".broke{color:#b42318;font-size:.9em;margin-top:.2rem}</style></head><body>"
          "<h1>The idempotent consumer (inbox), watched</h1>"
          "<p class=\"sub\">Each scenario runs a small bank on an at-least-once broker. Open one "
          "to step through it event by event.</p><table><thead><tr><th></th><th>scenario</th>"
