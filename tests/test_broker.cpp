@@ -24,7 +24,7 @@ struct Fixture {
 
   std::vector<Delivery> pump() {
     std::vector<Delivery> out;
-    broker.pump(0, out);
+    broker.pump(out);
     return out;
   }
 };

@@ -78,8 +78,7 @@ size_t Broker::publish(const MessagePtr& message) {
   return routed;
 }
 
-void Broker::pump(int64_t now_ms, std::vector<Delivery>& out) {
-  (void)now_ms;
+void Broker::pump(std::vector<Delivery>& out) {
   for (size_t index = 0; index < consumers_.size(); ++index) {
     Consumer& consumer = consumers_[index];
     Queue& queue = queues_[consumer.queue];
@@ -153,11 +152,6 @@ void Broker::open_connection(size_t consumer) {
 bool Broker::connected(size_t consumer) const {
   INBOXSIM_ASSERT(consumer < consumers_.size());
   return consumers_[consumer].connected;
-}
-
-std::string_view Broker::consumer_name(size_t consumer) const {
-  INBOXSIM_ASSERT(consumer < consumers_.size());
-  return consumers_[consumer].name;
 }
 
 bool Broker::idle() const { return ready_messages() == 0 && unacked_messages() == 0; }

@@ -57,7 +57,7 @@ class Broker {
 
   // Dispatches ready messages to connected consumers with prefetch room, consumers in the
   // order they were added, and appends the deliveries to `out`.
-  void pump(int64_t now_ms, std::vector<Delivery>& out);
+  void pump(std::vector<Delivery>& out);
 
   // True while the delivery's channel is open: a delivery or ack on a closed channel is void.
   bool channel_open(size_t consumer, uint64_t channel) const;
@@ -77,7 +77,6 @@ class Broker {
   void open_connection(size_t consumer);
   bool connected(size_t consumer) const;
 
-  std::string_view consumer_name(size_t consumer) const;
   size_t consumer_count() const { return consumers_.size(); }
 
   // True when every queue is empty and nothing is unacked.

@@ -6,7 +6,7 @@
 #include <string_view>
 
 #include "scenario/scenario.h"
-#include "sim/assert.h"
+#include "sim/enum_names.h"
 
 namespace inboxsim {
 
@@ -29,22 +29,6 @@ constexpr std::array<std::string_view, kSagaStateCount> kSagaStateNames = {
 constexpr size_t kEntryTypeCount = 3;
 constexpr std::array<std::string_view, kEntryTypeCount> kEntryTypeNames = {"DEBIT", "CREDIT",
                                                                            "REFUND"};
-
-template <typename Enum, size_t N>
-std::string_view name_of(const std::array<std::string_view, N>& names, Enum value) {
-  const auto index = static_cast<size_t>(value);
-  INBOXSIM_ASSERT(index < N);
-  return names[index];
-}
-
-template <typename Enum, size_t N>
-std::optional<Enum> parse_name(const std::array<std::string_view, N>& names,
-                               std::string_view name) {
-  for (size_t i = 0; i < N; ++i) {
-    if (names[i] == name) return static_cast<Enum>(i);
-  }
-  return std::nullopt;
-}
 
 }  // namespace
 

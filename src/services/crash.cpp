@@ -2,7 +2,7 @@
 
 #include <array>
 
-#include "sim/assert.h"
+#include "sim/enum_names.h"
 
 namespace inboxsim {
 
@@ -12,17 +12,10 @@ constexpr std::array<std::string_view, kCrashPointCount> kCrashPointNames = {
     "after_outbox_send", "after_publish", "after_mark"};
 }  // namespace
 
-std::string_view crash_point_name(CrashPoint point) {
-  const auto index = static_cast<size_t>(point);
-  INBOXSIM_ASSERT(index < kCrashPointCount);
-  return kCrashPointNames[index];
-}
+std::string_view crash_point_name(CrashPoint point) { return name_of(kCrashPointNames, point); }
 
 std::optional<CrashPoint> parse_crash_point(std::string_view name) {
-  for (size_t i = 0; i < kCrashPointCount; ++i) {
-    if (kCrashPointNames[i] == name) return static_cast<CrashPoint>(i);
-  }
-  return std::nullopt;
+  return parse_name<CrashPoint>(kCrashPointNames, name);
 }
 
 std::string_view service_name(ServiceId service) {

@@ -92,13 +92,6 @@ std::optional<FaultSpec> FaultBook::take(FaultKind kind, ServiceId service,
   });
 }
 
-bool FaultBook::empty() const {
-  for (const Buckets& buckets : buckets_) {
-    if (!buckets.empty()) return false;
-  }
-  return true;
-}
-
 std::vector<std::string> FaultBook::unfired() const {
   std::vector<const Armed*> never_fired;
   for (const Buckets& buckets : buckets_) {

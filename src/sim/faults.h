@@ -36,8 +36,6 @@ class FaultBook {
   // Faults armed but never fired, described, in the order they were armed.
   std::vector<std::string> unfired() const;
 
-  bool empty() const;
-
  private:
   struct Armed {
     FaultSpec spec;

@@ -147,7 +147,6 @@ void Trace::record(TraceEvent event) {
   HashSink sink{hash_};
   write_event(sink, event);
   sink.put('\n');
-  ++count_;
   if (listener) listener(event);
   if (keep_events_) events_.push_back(std::move(event));
 }

@@ -88,9 +88,7 @@ class Trace {
 
   // Returns the FNV-1a 64 hash of all canonical lines so far, as 16 hex digits.
   std::string hash_hex() const;
-  uint64_t hash() const { return hash_; }
   const std::vector<TraceEvent>& events() const { return events_; }
-  size_t size() const { return count_; }
 
   // Called with each event as it is recorded (live narration).
   std::function<void(const TraceEvent&)> listener;
@@ -98,7 +96,6 @@ class Trace {
  private:
   bool keep_events_;
   uint64_t hash_ = 0xcbf29ce484222325ULL;
-  size_t count_ = 0;
   std::vector<TraceEvent> events_;
 };
 

@@ -482,7 +482,7 @@ void World::reset_connection(size_t consumer, std::string reason) {
 
 void World::pump() {
   dispatched_.clear();
-  broker_.pump(now_ms(), dispatched_);
+  broker_.pump(dispatched_);
   for (Delivery& delivery : dispatched_) {
     int64_t delay_ms = latency_ms();
     if (const auto held =

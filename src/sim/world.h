@@ -72,8 +72,6 @@ class World final : public ServiceHost {
   RunResult finish();
 
   Trace& trace() { return trace_; }
-  const Stats& stats() const { return stats_; }
-  bool any_violation() const { return !checker_.violations().empty(); }
 
   // ServiceHost.
   int64_t now_ms() const override { return scheduler_.now_ms(); }
