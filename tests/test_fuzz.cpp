@@ -7,10 +7,12 @@
 #include <set>
 #include <stdexcept>
 
+#include "app/cli_args.h"
 #include "fuzz/campaign.h"
 #include "fuzz/generator.h"
 #include "fuzz/matrix.h"
 #include "fuzz/shrink.h"
+#include "report/campaign_view.h"
 #include "scenario/parse.h"
 #include "scenario/write.h"
 

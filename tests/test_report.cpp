@@ -8,6 +8,7 @@
 #include <regex>
 #include <sstream>
 
+#include "domain/participants.h"
 #include "report/html.h"
 #include "report/mermaid.h"
 #include "report/narrate.h"

@@ -1,8 +1,8 @@
 // The PRNG is what makes a seed replayable: its numbers must not depend on the platform.
 #include <catch2/catch.hpp>
 
-#include "sim/rng.h"
-#include "sim/scheduler.h"
+#include "kernel/rng.h"
+#include "kernel/scheduler.h"
 
 using inboxsim::Rng;
 

@@ -2,7 +2,8 @@
 
 #include <algorithm>
 
-#include "sim/assert.h"
+#include "domain/participants.h"
+#include "kernel/assert.h"
 
 namespace inboxsim {
 

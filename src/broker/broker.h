@@ -17,8 +17,8 @@
 #include <string_view>
 #include <vector>
 
-#include "broker/message.h"
-#include "sim/trace.h"
+#include "domain/message.h"
+#include "kernel/trace.h"
 
 namespace inboxsim {
 

@@ -2,7 +2,7 @@
 
 #include <set>
 
-#include "sim/assert.h"
+#include "kernel/assert.h"
 
 namespace inboxsim {
 

@@ -15,9 +15,9 @@
 #include <string>
 #include <vector>
 
-#include "scenario/result.h"
-#include "scenario/scenario.h"
-#include "services/host.h"
+#include "domain/commit.h"
+#include "domain/result.h"
+#include "domain/scenario.h"
 
 namespace inboxsim {
 

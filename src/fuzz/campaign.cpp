@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <atomic>
-#include <charconv>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -14,11 +13,9 @@
 #include <thread>
 
 #include "fuzz/shrink.h"
-#include "report/html.h"         // escape_html, also right for XML text and attributes
-#include "report/json_output.h"  // stats_json
+#include "kernel/assert.h"
 #include "scenario/parse.h"
 #include "scenario/write.h"
-#include "sim/assert.h"
 
 namespace inboxsim {
 
@@ -26,7 +23,6 @@ namespace {
 
 constexpr int64_t kJobsMax = 256;
 constexpr auto kProgressInterval = std::chrono::milliseconds(200);
-constexpr size_t kFailuresPrintedMax = 20;
 constexpr size_t kNoCutoff = std::numeric_limits<size_t>::max();
 
 using Clock = std::chrono::steady_clock;
@@ -135,15 +131,6 @@ bool write_counterexample(const std::string& dir, Counterexample& cx) {
   return true;
 }
 
-std::string invariants_text(const std::vector<Invariant>& invariants) {
-  std::string text;
-  for (const Invariant invariant : invariants) {
-    if (!text.empty()) text += ", ";
-    text += invariant_name(invariant);
-  }
-  return text;
-}
-
 }  // namespace
 
 std::vector<uint64_t> shard_seeds(const CampaignOptions& options) {
@@ -233,122 +220,6 @@ CampaignResult run_campaign(const CampaignOptions& options, std::ostream* progre
   }
   result.wall_ms = elapsed_ms(start);
   return result;
-}
-
-nlohmann::ordered_json campaign_json(const CampaignOptions& options, const CampaignResult& result) {
-  nlohmann::ordered_json out;
-  out["seeds"] = result.seeds;
-  out["failures"] = result.failures.size();
-  nlohmann::ordered_json failed = nlohmann::ordered_json::array();
-  for (const SeedOutcome& outcome : result.failures) failed.push_back(outcome.seed);
-  out["failed_seeds"] = failed;
-  nlohmann::ordered_json paths = nlohmann::ordered_json::array();
-  for (const Counterexample& cx : result.counterexamples) {
-    if (!cx.path.empty()) paths.push_back(cx.path);
-  }
-  out["counterexamples"] = paths;
-  out["stats"] = stats_json(result.stats);
-  out["wall_ms"] = result.wall_ms;
-  // Extensions: what broke, and under which options.
-  nlohmann::ordered_json violated = nlohmann::ordered_json::array();
-  for (const Invariant invariant : result.violated) violated.push_back(invariant_name(invariant));
-  out["violated"] = violated;
-  out["workload"] = workload_name(options.generator.workload);
-  out["swarm"] = options.generator.swarm;
-  out["config"] = config_diff_json(options.generator.config);
-  nlohmann::ordered_json details = nlohmann::ordered_json::array();
-  for (const SeedOutcome& outcome : result.failures) {
-    nlohmann::ordered_json entry;
-    entry["seed"] = outcome.seed;
-    nlohmann::ordered_json names = nlohmann::ordered_json::array();
-    for (const Invariant invariant : outcome.violated) names.push_back(invariant_name(invariant));
-    entry["violated"] = names;
-    entry["options"] = describe_drawn(outcome.drawn);
-    details.push_back(entry);
-  }
-  out["failed"] = details;
-  return out;
-}
-
-std::string campaign_junit(const CampaignOptions& options, const CampaignResult& result) {
-  std::string xml = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
-  xml += "<testsuites>\n<testsuite name=\"inboxsim fuzz\" tests=\"" + std::to_string(result.seeds) +
-         "\" failures=\"" + std::to_string(result.failures.size()) + "\" errors=\"0\" time=\"" +
-         std::to_string(static_cast<double>(result.wall_ms) / 1000.0) + "\">\n";
-  const std::vector<uint64_t> seeds = shard_seeds(options);
-  size_t failure = 0;
-  for (size_t i = 0; i < static_cast<size_t>(result.seeds); ++i) {
-    const uint64_t seed = seeds[i];
-    xml += "  <testcase classname=\"inboxsim.fuzz\" name=\"seed " + std::to_string(seed) + "\"";
-    if (failure < result.failures.size() && result.failures[failure].seed == seed) {
-      const SeedOutcome& outcome = result.failures[failure++];
-      std::string body = "options: " + describe_drawn(outcome.drawn);
-      for (const Counterexample& cx : result.counterexamples) {
-        if (cx.seed == seed && !cx.path.empty()) body += "\nreplay: inboxsim run " + cx.path;
-      }
-      xml += ">\n    <failure message=\"" + escape_html(invariants_text(outcome.violated)) + "\">" +
-             escape_html(body) + "</failure>\n  </testcase>\n";
-    } else {
-      xml += "/>\n";
-    }
-  }
-  xml += "</testsuite>\n</testsuites>\n";
-  return xml;
-}
-
-void print_campaign(std::ostream& out, const CampaignOptions& options,
-                    const CampaignResult& result) {
-  for (size_t i = 0; i < result.failures.size() && i < kFailuresPrintedMax; ++i) {
-    const SeedOutcome& outcome = result.failures[i];
-    out << "FAIL  seed " << outcome.seed << ": " << invariants_text(outcome.violated)
-        << "\n      options: " << describe_drawn(outcome.drawn) << "\n";
-  }
-  if (result.failures.size() > kFailuresPrintedMax) {
-    out << "      ... and " << result.failures.size() - kFailuresPrintedMax
-        << " more failing seeds\n";
-  }
-  for (const Counterexample& cx : result.counterexamples) {
-    out << "counterexample for seed " << cx.seed << " (" << invariant_name(cx.invariant)
-        << "): " << cx.transfers << " transfer(s), " << cx.faults << " fault(s), " << cx.shrink_runs
-        << " shrink runs"
-        << (cx.replay_verified ? "" : "; WARNING: the written file did not replay the failure")
-        << "\n";
-    if (!cx.path.empty()) out << "  replay: inboxsim run " << cx.path << "\n";
-  }
-  const nlohmann::ordered_json config = config_diff_json(options.generator.config);
-  out << (result.failures.empty() ? "PASS" : "FAIL") << "  fuzz: " << result.seeds << " seeds, "
-      << result.failures.size() << " failing (workload "
-      << workload_name(options.generator.workload) << (options.generator.swarm ? ", swarm" : "")
-      << ", config " << (config.empty() ? std::string("default") : config.dump()) << ")\n";
-}
-
-bool parse_seed_range(const std::string& text, uint64_t& first, uint64_t& last) {
-  auto parse = [](std::string_view part, uint64_t& value) {
-    const char* end = part.data() + part.size();
-    const auto [ptr, error] = std::from_chars(part.data(), end, value);
-    return error == std::errc() && ptr == end && !part.empty();
-  };
-  const size_t dots = text.find("..");
-  if (dots == std::string::npos) {
-    if (!parse(text, first)) return false;
-    last = first;
-    return true;
-  }
-  const std::string_view view(text);
-  return parse(view.substr(0, dots), first) && parse(view.substr(dots + 2), last) && first <= last;
-}
-
-bool parse_shard(const std::string& text, int64_t& index, int64_t& count) {
-  const size_t slash = text.find('/');
-  if (slash == std::string::npos) return false;
-  const std::string_view view(text);
-  auto parse = [](std::string_view part, int64_t& value) {
-    const char* end = part.data() + part.size();
-    const auto [ptr, error] = std::from_chars(part.data(), end, value);
-    return error == std::errc() && ptr == end && !part.empty();
-  };
-  return parse(view.substr(0, slash), index) && parse(view.substr(slash + 1), count) &&
-         count >= 1 && index >= 1 && index <= count;
 }
 
 }  // namespace inboxsim

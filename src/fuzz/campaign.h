@@ -9,13 +9,12 @@
 
 #include <cstdint>
 #include <iosfwd>
-#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "domain/result.h"
 #include "fuzz/generator.h"
-#include "scenario/result.h"
 
 namespace inboxsim {
 
@@ -67,23 +66,5 @@ CampaignResult run_campaign(const CampaignOptions& options, std::ostream* progre
 
 // The seeds a shard runs: positions in [seed_first, seed_last] with the given remainder.
 std::vector<uint64_t> shard_seeds(const CampaignOptions& options);
-
-// The campaign as DESIGN §5 JSON: seeds, failures, failed_seeds, counterexamples, stats,
-// wall_ms (and, as extensions, the violated invariants and the config under test).
-nlohmann::ordered_json campaign_json(const CampaignOptions& options, const CampaignResult& result);
-
-// A JUnit XML report: one test case per seed, a failure for each failing one.
-std::string campaign_junit(const CampaignOptions& options, const CampaignResult& result);
-
-// The human summary printed on stdout: failing seeds with the options they drew, each
-// counterexample with its replay command, and a verdict line.
-void print_campaign(std::ostream& out, const CampaignOptions& options,
-                    const CampaignResult& result);
-
-// Parses "A..B" (or a single seed "A"). Returns false on bad text.
-bool parse_seed_range(const std::string& text, uint64_t& first, uint64_t& last);
-
-// Parses "K/N" with 1 <= K <= N. Returns false on bad text.
-bool parse_shard(const std::string& text, int64_t& index, int64_t& count);
 
 }  // namespace inboxsim

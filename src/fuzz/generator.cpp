@@ -3,9 +3,9 @@
 #include <algorithm>
 #include <vector>
 
-#include "sim/assert.h"
-#include "sim/rng.h"
-#include "sim/world.h"
+#include "kernel/assert.h"
+#include "kernel/rng.h"
+#include "world/limits.h"
 
 namespace inboxsim {
 

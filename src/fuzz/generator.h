@@ -15,8 +15,8 @@
 #include <optional>
 #include <string>
 
-#include "scenario/scenario.h"
-#include "services/config.h"
+#include "domain/config.h"
+#include "domain/scenario.h"
 
 namespace inboxsim {
 

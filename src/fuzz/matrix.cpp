@@ -16,11 +16,6 @@ std::string row_tag(const std::array<bool, kDefenceCount>& defences) {
   return tag;
 }
 
-std::string pad(std::string text, size_t width) {
-  if (text.size() < width) text.append(width - text.size(), ' ');
-  return text;
-}
-
 }  // namespace
 
 const std::array<std::string_view, kDefenceCount>& defence_names() {
@@ -68,43 +63,6 @@ std::vector<MatrixRow> run_matrix(const MatrixOptions& options, std::ostream* pr
   }
   if (progress_stream != nullptr) *progress_stream << "\n";
   return rows;
-}
-
-void print_matrix(std::ostream& out, const std::vector<MatrixRow>& rows) {
-  for (const std::string_view name : defence_names()) out << pad(std::string(name), 10);
-  out << pad("failing", 10) << "broken invariants / counterexample\n";
-  for (const MatrixRow& row : rows) {
-    for (const bool on : row.defences) out << pad(on ? "on" : "-", 10);
-    out << pad(std::to_string(row.failing_seeds) + "/" + std::to_string(row.seeds), 10);
-    if (row.violated.empty()) {
-      out << "none";
-    } else {
-      for (size_t i = 0; i < row.violated.size(); ++i) {
-        out << (i > 0 ? ", " : "") << invariant_name(row.violated[i]);
-      }
-    }
-    out << "\n";
-    if (!row.counterexample.empty()) {
-      out << pad("", 10 * (kDefenceCount + 1)) << "inboxsim run " << row.counterexample << "\n";
-    }
-  }
-}
-
-nlohmann::ordered_json matrix_json(const std::vector<MatrixRow>& rows) {
-  nlohmann::ordered_json out = nlohmann::ordered_json::array();
-  for (const MatrixRow& row : rows) {
-    nlohmann::ordered_json entry;
-    for (size_t i = 0; i < kDefenceCount; ++i)
-      entry[std::string(defence_names()[i])] = row.defences[i];
-    entry["seeds"] = row.seeds;
-    entry["failing_seeds"] = row.failing_seeds;
-    nlohmann::ordered_json violated = nlohmann::ordered_json::array();
-    for (const Invariant invariant : row.violated) violated.push_back(invariant_name(invariant));
-    entry["violated"] = violated;
-    entry["counterexample"] = row.counterexample;
-    out.push_back(entry);
-  }
-  return out;
 }
 
 }  // namespace inboxsim

@@ -6,7 +6,6 @@
 
 #include <cstdint>
 #include <iosfwd>
-#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -40,8 +39,5 @@ Config config_with_defences(const Config& base, const std::array<bool, kDefenceC
 
 // Runs one campaign per combination, every defence on first, every defence off last.
 std::vector<MatrixRow> run_matrix(const MatrixOptions& options, std::ostream* progress_stream);
-
-void print_matrix(std::ostream& out, const std::vector<MatrixRow>& rows);
-nlohmann::ordered_json matrix_json(const std::vector<MatrixRow>& rows);
 
 }  // namespace inboxsim

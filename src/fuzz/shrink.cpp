@@ -5,8 +5,8 @@
 #include <set>
 #include <vector>
 
+#include "kernel/assert.h"
 #include "scenario/runner.h"
-#include "sim/assert.h"
 
 namespace inboxsim {
 

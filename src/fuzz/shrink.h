@@ -10,9 +10,9 @@
 #include <optional>
 #include <string>
 
+#include "domain/result.h"
+#include "domain/scenario.h"
 #include "fuzz/generator.h"
-#include "scenario/result.h"
-#include "scenario/scenario.h"
 
 namespace inboxsim {
 

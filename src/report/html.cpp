@@ -3,9 +3,10 @@
 #include <algorithm>
 #include <nlohmann/json.hpp>
 
+#include "domain/participants.h"
+#include "kernel/assert.h"
 #include "report/mermaid.h"
 #include "report/narrate.h"
-#include "sim/assert.h"
 
 namespace inboxsim {
 

@@ -10,7 +10,7 @@
 #include <string>
 #include <string_view>
 
-#include "scenario/result.h"
+#include "domain/result.h"
 
 namespace inboxsim {
 

@@ -4,7 +4,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "scenario/result.h"
+#include "domain/result.h"
 
 namespace inboxsim {
 

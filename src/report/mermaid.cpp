@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 
+#include "domain/participants.h"
 #include "report/narrate.h"
 
 namespace inboxsim {

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "scenario/result.h"
+#include "domain/result.h"
 
 namespace inboxsim {
 

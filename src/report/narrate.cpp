@@ -4,7 +4,8 @@
 #include <ostream>
 #include <string_view>
 
-#include "sim/assert.h"
+#include "domain/participants.h"
+#include "kernel/assert.h"
 
 namespace inboxsim {
 

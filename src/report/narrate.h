@@ -13,8 +13,8 @@
 #include <string>
 #include <string_view>
 
-#include "scenario/result.h"
-#include "sim/trace.h"
+#include "domain/result.h"
+#include "kernel/trace.h"
 
 namespace inboxsim {
 

@@ -10,7 +10,7 @@
 #include <optional>
 #include <string>
 
-#include "scenario/scenario.h"
+#include "domain/scenario.h"
 
 namespace inboxsim {
 

@@ -3,9 +3,9 @@
 #include <algorithm>
 #include <filesystem>
 
-#include "sim/assert.h"
-#include "sim/faults.h"
-#include "sim/world.h"
+#include "kernel/assert.h"
+#include "world/faults.h"
+#include "world/world.h"
 
 namespace inboxsim {
 

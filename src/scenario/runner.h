@@ -5,9 +5,9 @@
 #include <functional>
 #include <string>
 
-#include "scenario/result.h"
-#include "scenario/scenario.h"
-#include "sim/trace.h"
+#include "domain/result.h"
+#include "domain/scenario.h"
+#include "kernel/trace.h"
 
 namespace inboxsim {
 

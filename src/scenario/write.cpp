@@ -1,6 +1,6 @@
 #include "scenario/write.h"
 
-#include "sim/assert.h"
+#include "kernel/assert.h"
 
 namespace inboxsim {
 

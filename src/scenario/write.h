@@ -7,7 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "scenario/scenario.h"
+#include "domain/scenario.h"
 
 namespace inboxsim {
 

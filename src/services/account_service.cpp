@@ -1,7 +1,8 @@
 #include "services/account_service.h"
 
+#include "domain/participants.h"
+#include "kernel/assert.h"
 #include "services/sql.h"
-#include "sim/assert.h"
 
 namespace inboxsim {
 

@@ -18,7 +18,7 @@
 #include <vector>
 
 #include "broker/broker.h"
-#include "services/config.h"
+#include "domain/config.h"
 #include "services/host.h"
 
 namespace inboxsim {

@@ -10,45 +10,12 @@
 #include <string_view>
 #include <vector>
 
-#include "broker/message.h"
-#include "scenario/result.h"
-#include "services/crash.h"
-#include "sim/trace.h"
+#include "domain/commit.h"
+#include "domain/crash.h"
+#include "domain/message.h"
+#include "kernel/trace.h"
 
 namespace inboxsim {
-
-struct BalanceWrite {
-  std::string account;
-  int64_t balance = 0;  // the value the database holds after the write
-};
-
-struct SagaTransition {
-  std::string transfer;
-  std::optional<SagaState> from;  // empty when the saga row was created
-  SagaState to = SagaState::requested;
-};
-
-// What one committed transaction changed, for the checker and the trace. A service fills it
-// while its transaction is open and hands it over only after COMMIT succeeded, so a rolled-back
-// transaction leaves no trace.
-struct CommitRecord {
-  ServiceId service = ServiceId::account;
-  std::vector<LedgerEntry> ledger;
-  std::vector<BalanceWrite> balances;
-  std::vector<SagaTransition> transitions;
-  std::vector<std::string> notifications;  // transfer ids notified
-  std::vector<TraceEvent> events;          // effect, rejected, saga, ... lines to record
-  bool outbox_written = false;
-
-  void clear() {
-    ledger.clear();
-    balances.clear();
-    transitions.clear();
-    notifications.clear();
-    events.clear();
-    outbox_written = false;
-  }
-};
 
 // The seed's "Redis SET of seen messageIds": it survives a service crash, but it is not in the
 // service's database, so no transaction covers it.

@@ -2,8 +2,9 @@
 
 #include <optional>
 
+#include "domain/participants.h"
+#include "kernel/assert.h"
 #include "services/sql.h"
-#include "sim/assert.h"
 
 namespace inboxsim {
 

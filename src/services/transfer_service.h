@@ -17,8 +17,8 @@
 #include <vector>
 
 #include "broker/broker.h"
-#include "scenario/scenario.h"
-#include "services/config.h"
+#include "domain/config.h"
+#include "domain/scenario.h"
 #include "services/host.h"
 
 namespace inboxsim {

@@ -1,6 +1,7 @@
-#include "sim/world.h"
+#include "world/world.h"
 
-#include "sim/assert.h"
+#include "domain/participants.h"
+#include "kernel/assert.h"
 
 namespace inboxsim {
 

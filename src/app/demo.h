@@ -7,9 +7,9 @@
 #include <string>
 #include <vector>
 
+#include "domain/result.h"
+#include "domain/scenario.h"
 #include "report/narrate.h"
-#include "scenario/result.h"
-#include "scenario/scenario.h"
 
 namespace inboxsim {
 

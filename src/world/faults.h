@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
-#include "broker/message.h"
-#include "scenario/scenario.h"
+#include "domain/message.h"
+#include "domain/scenario.h"
 
 namespace inboxsim {
 

@@ -18,30 +18,18 @@
 
 #include "broker/broker.h"
 #include "check/checker.h"
-#include "scenario/result.h"
-#include "scenario/scenario.h"
+#include "domain/result.h"
+#include "domain/scenario.h"
+#include "kernel/rng.h"
+#include "kernel/scheduler.h"
+#include "kernel/trace.h"
 #include "services/account_service.h"
 #include "services/host.h"
 #include "services/transfer_service.h"
-#include "sim/faults.h"
-#include "sim/rng.h"
-#include "sim/scheduler.h"
-#include "sim/trace.h"
+#include "world/faults.h"
+#include "world/limits.h"
 
 namespace inboxsim {
-
-// Limits of one run (TigerBeetle style: a bound on everything).
-inline constexpr int64_t kEventsPerRunMax = 2'000'000;  // per run-until-quiescent
-inline constexpr int64_t kLatencyMsMin = 1;
-inline constexpr int64_t kLatencyMsMax = 4;
-inline constexpr int64_t kRelayPollMsMin = 5;
-inline constexpr int64_t kRelayPollMsMax = 20;
-inline constexpr int64_t kConfirmTimeoutMs = 5'000;
-inline constexpr int64_t kReconnectMs = 500;
-// InboxCleanupService's and the Mongo TTL monitor's period. Cleanup runs lazily: the first time
-// the clock reaches or passes a tick, once, as of the last tick passed (deleting by a cutoff is
-// monotone, so one late run deletes what every missed tick would have).
-inline constexpr int64_t kCleanupIntervalMs = 60'000;
 
 struct WorldOptions {
   uint64_t seed = 1;

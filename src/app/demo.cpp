@@ -1,4 +1,4 @@
-#include "report/demo.h"
+#include "app/demo.h"
 
 #include <algorithm>
 #include <filesystem>

@@ -8,7 +8,7 @@
 #include <memory>
 #include <string>
 
-#include "services/messages.h"
+#include "domain/messages.h"
 
 namespace inboxsim {
 

@@ -14,9 +14,11 @@
 #include <string>
 #include <vector>
 
+#include "app/cli_args.h"
+#include "app/demo.h"
 #include "fuzz/campaign.h"
 #include "fuzz/matrix.h"
-#include "report/demo.h"
+#include "report/campaign_view.h"
 #include "report/html.h"
 #include "report/json_output.h"
 #include "report/mermaid.h"

@@ -1,4 +1,4 @@
-#include "broker/message.h"
+#include "domain/message.h"
 
 #include <nlohmann/json.hpp>
 

@@ -1,8 +1,8 @@
-#include "services/crash.h"
+#include "domain/crash.h"
 
 #include <array>
 
-#include "sim/enum_names.h"
+#include "kernel/enum_names.h"
 
 namespace inboxsim {
 

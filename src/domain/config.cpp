@@ -1,9 +1,9 @@
-#include "services/config.h"
+#include "domain/config.h"
 
 #include <array>
 #include <charconv>
 
-#include "sim/assert.h"
+#include "kernel/assert.h"
 
 namespace inboxsim {
 

@@ -7,7 +7,7 @@
 
 #include <cstdint>
 
-#include "sim/assert.h"
+#include "kernel/assert.h"
 
 namespace inboxsim {
 

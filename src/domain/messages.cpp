@@ -1,6 +1,6 @@
-#include "services/messages.h"
+#include "domain/messages.h"
 
-#include "sim/assert.h"
+#include "kernel/assert.h"
 
 namespace inboxsim {
 

@@ -1,8 +1,8 @@
-#include "sim/faults.h"
+#include "world/faults.h"
 
 #include <algorithm>
 
-#include "sim/assert.h"
+#include "kernel/assert.h"
 
 namespace inboxsim {
 

@@ -5,8 +5,8 @@
 #include <optional>
 #include <string_view>
 
-#include "scenario/scenario.h"
-#include "sim/enum_names.h"
+#include "domain/scenario.h"
+#include "kernel/enum_names.h"
 
 namespace inboxsim {
 

@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
-#include "scenario/scenario.h"
-#include "sim/trace.h"
+#include "domain/scenario.h"
+#include "kernel/trace.h"
 
 namespace inboxsim {
 

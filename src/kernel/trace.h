@@ -15,18 +15,6 @@
 
 namespace inboxsim {
 
-// Participants of a run, as they appear in traces and diagrams.
-namespace participant {
-inline constexpr std::string_view client = "client";
-inline constexpr std::string_view transfer_service = "transfer-service";
-inline constexpr std::string_view relay = "transfer-relay";
-inline constexpr std::string_view broker = "broker";
-inline constexpr std::string_view account_service = "account-service";
-inline constexpr std::string_view notifications = "notifications";
-inline constexpr std::string_view operator_ = "operator";
-inline constexpr std::string_view cleanup = "cleanup";
-}  // namespace participant
-
 enum class EventKind : uint8_t {
   step,                // a scenario step begins; detail describes it
   request,             // client -> transfer-service: a transfer is requested

@@ -6,7 +6,7 @@
 #include <optional>
 #include <string_view>
 
-#include "sim/assert.h"
+#include "kernel/assert.h"
 
 namespace inboxsim {
 

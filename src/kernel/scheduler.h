@@ -9,7 +9,7 @@
 #include <queue>
 #include <vector>
 
-#include "sim/assert.h"
+#include "kernel/assert.h"
 
 namespace inboxsim {
 

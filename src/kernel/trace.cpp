@@ -1,9 +1,9 @@
-#include "sim/trace.h"
+#include "kernel/trace.h"
 
 #include <charconv>
 #include <cstdio>
 
-#include "sim/assert.h"
+#include "kernel/assert.h"
 
 namespace inboxsim {
 

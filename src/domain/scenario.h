@@ -11,9 +11,9 @@
 #include <string>
 #include <vector>
 
-#include "services/config.h"
-#include "services/crash.h"
-#include "services/messages.h"
+#include "domain/config.h"
+#include "domain/crash.h"
+#include "domain/messages.h"
 
 namespace inboxsim {
 

@@ -1,0 +1,154 @@
+#include "report/campaign_view.h"
+
+#include <ostream>
+
+#include "report/html.h"         // escape_html, also right for XML text and attributes
+#include "report/json_output.h"  // stats_json
+
+namespace inboxsim {
+
+namespace {
+
+constexpr size_t kFailuresPrintedMax = 20;
+
+std::string invariants_text(const std::vector<Invariant>& invariants) {
+  std::string text;
+  for (const Invariant invariant : invariants) {
+    if (!text.empty()) text += ", ";
+    text += invariant_name(invariant);
+  }
+  return text;
+}
+
+std::string pad(std::string text, size_t width) {
+  if (text.size() < width) text.append(width - text.size(), ' ');
+  return text;
+}
+
+}  // namespace
+
+nlohmann::ordered_json campaign_json(const CampaignOptions& options, const CampaignResult& result) {
+  nlohmann::ordered_json out;
+  out["seeds"] = result.seeds;
+  out["failures"] = result.failures.size();
+  nlohmann::ordered_json failed = nlohmann::ordered_json::array();
+  for (const SeedOutcome& outcome : result.failures) failed.push_back(outcome.seed);
+  out["failed_seeds"] = failed;
+  nlohmann::ordered_json paths = nlohmann::ordered_json::array();
+  for (const Counterexample& cx : result.counterexamples) {
+    if (!cx.path.empty()) paths.push_back(cx.path);
+  }
+  out["counterexamples"] = paths;
+  out["stats"] = stats_json(result.stats);
+  out["wall_ms"] = result.wall_ms;
+  // Extensions: what broke, and under which options.
+  nlohmann::ordered_json violated = nlohmann::ordered_json::array();
+  for (const Invariant invariant : result.violated) violated.push_back(invariant_name(invariant));
+  out["violated"] = violated;
+  out["workload"] = workload_name(options.generator.workload);
+  out["swarm"] = options.generator.swarm;
+  out["config"] = config_diff_json(options.generator.config);
+  nlohmann::ordered_json details = nlohmann::ordered_json::array();
+  for (const SeedOutcome& outcome : result.failures) {
+    nlohmann::ordered_json entry;
+    entry["seed"] = outcome.seed;
+    nlohmann::ordered_json names = nlohmann::ordered_json::array();
+    for (const Invariant invariant : outcome.violated) names.push_back(invariant_name(invariant));
+    entry["violated"] = names;
+    entry["options"] = describe_drawn(outcome.drawn);
+    details.push_back(entry);
+  }
+  out["failed"] = details;
+  return out;
+}
+
+std::string campaign_junit(const CampaignOptions& options, const CampaignResult& result) {
+  std::string xml = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
+  xml += "<testsuites>\n<testsuite name=\"inboxsim fuzz\" tests=\"" + std::to_string(result.seeds) +
+         "\" failures=\"" + std::to_string(result.failures.size()) + "\" errors=\"0\" time=\"" +
+         std::to_string(static_cast<double>(result.wall_ms) / 1000.0) + "\">\n";
+  const std::vector<uint64_t> seeds = shard_seeds(options);
+  size_t failure = 0;
+  for (size_t i = 0; i < static_cast<size_t>(result.seeds); ++i) {
+    const uint64_t seed = seeds[i];
+    xml += "  <testcase classname=\"inboxsim.fuzz\" name=\"seed " + std::to_string(seed) + "\"";
+    if (failure < result.failures.size() && result.failures[failure].seed == seed) {
+      const SeedOutcome& outcome = result.failures[failure++];
+      std::string body = "options: " + describe_drawn(outcome.drawn);
+      for (const Counterexample& cx : result.counterexamples) {
+        if (cx.seed == seed && !cx.path.empty()) body += "\nreplay: inboxsim run " + cx.path;
+      }
+      xml += ">\n    <failure message=\"" + escape_html(invariants_text(outcome.violated)) + "\">" +
+             escape_html(body) + "</failure>\n  </testcase>\n";
+    } else {
+      xml += "/>\n";
+    }
+  }
+  xml += "</testsuite>\n</testsuites>\n";
+  return xml;
+}
+
+void print_campaign(std::ostream& out, const CampaignOptions& options,
+                    const CampaignResult& result) {
+  for (size_t i = 0; i < result.failures.size() && i < kFailuresPrintedMax; ++i) {
+    const SeedOutcome& outcome = result.failures[i];
+    out << "FAIL  seed " << outcome.seed << ": " << invariants_text(outcome.violated)
+        << "\n      options: " << describe_drawn(outcome.drawn) << "\n";
+  }
+  if (result.failures.size() > kFailuresPrintedMax) {
+    out << "      ... and " << result.failures.size() - kFailuresPrintedMax
+        << " more failing seeds\n";
+  }
+  for (const Counterexample& cx : result.counterexamples) {
+    out << "counterexample for seed " << cx.seed << " (" << invariant_name(cx.invariant)
+        << "): " << cx.transfers << " transfer(s), " << cx.faults << " fault(s), " << cx.shrink_runs
+        << " shrink runs"
+        << (cx.replay_verified ? "" : "; WARNING: the written file did not replay the failure")
+        << "\n";
+    if (!cx.path.empty()) out << "  replay: inboxsim run " << cx.path << "\n";
+  }
+  const nlohmann::ordered_json config = config_diff_json(options.generator.config);
+  out << (result.failures.empty() ? "PASS" : "FAIL") << "  fuzz: " << result.seeds << " seeds, "
+      << result.failures.size() << " failing (workload "
+      << workload_name(options.generator.workload) << (options.generator.swarm ? ", swarm" : "")
+      << ", config " << (config.empty() ? std::string("default") : config.dump()) << ")\n";
+}
+
+void print_matrix(std::ostream& out, const std::vector<MatrixRow>& rows) {
+  for (const std::string_view name : defence_names()) out << pad(std::string(name), 10);
+  out << pad("failing", 10) << "broken invariants / counterexample\n";
+  for (const MatrixRow& row : rows) {
+    for (const bool on : row.defences) out << pad(on ? "on" : "-", 10);
+    out << pad(std::to_string(row.failing_seeds) + "/" + std::to_string(row.seeds), 10);
+    if (row.violated.empty()) {
+      out << "none";
+    } else {
+      for (size_t i = 0; i < row.violated.size(); ++i) {
+        out << (i > 0 ? ", " : "") << invariant_name(row.violated[i]);
+      }
+    }
+    out << "\n";
+    if (!row.counterexample.empty()) {
+      out << pad("", 10 * (kDefenceCount + 1)) << "inboxsim run " << row.counterexample << "\n";
+    }
+  }
+}
+
+nlohmann::ordered_json matrix_json(const std::vector<MatrixRow>& rows) {
+  nlohmann::ordered_json out = nlohmann::ordered_json::array();
+  for (const MatrixRow& row : rows) {
+    nlohmann::ordered_json entry;
+    for (size_t i = 0; i < kDefenceCount; ++i)
+      entry[std::string(defence_names()[i])] = row.defences[i];
+    entry["seeds"] = row.seeds;
+    entry["failing_seeds"] = row.failing_seeds;
+    nlohmann::ordered_json violated = nlohmann::ordered_json::array();
+    for (const Invariant invariant : row.violated) violated.push_back(invariant_name(invariant));
+    entry["violated"] = violated;
+    entry["counterexample"] = row.counterexample;
+    out.push_back(entry);
+  }
+  return out;
+}
+
+}  // namespace inboxsim

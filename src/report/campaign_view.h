@@ -1,0 +1,32 @@
+// Views of fuzz campaigns and of the defence matrix: the JSON object of DESIGN §5, a JUnit
+// report, and the human summaries printed on stdout. Campaigns only run; rendering is here.
+#pragma once
+
+#include <iosfwd>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "fuzz/campaign.h"
+#include "fuzz/matrix.h"
+
+namespace inboxsim {
+
+// The campaign as DESIGN §5 JSON: seeds, failures, failed_seeds, counterexamples, stats,
+// wall_ms (and, as extensions, the violated invariants and the config under test).
+nlohmann::ordered_json campaign_json(const CampaignOptions& options, const CampaignResult& result);
+
+// A JUnit XML report: one test case per seed, a failure for each failing one.
+std::string campaign_junit(const CampaignOptions& options, const CampaignResult& result);
+
+// The human summary printed on stdout: failing seeds with the options they drew, each
+// counterexample with its replay command, and a verdict line.
+void print_campaign(std::ostream& out, const CampaignOptions& options,
+                    const CampaignResult& result);
+
+// Prints the matrix as a table: one row per combination, its failing seeds, the invariants it
+// broke and the command that replays its counterexample.
+void print_matrix(std::ostream& out, const std::vector<MatrixRow>& rows);
+nlohmann::ordered_json matrix_json(const std::vector<MatrixRow>& rows);
+
+}  // namespace inboxsim
