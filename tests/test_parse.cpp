@@ -308,8 +308,27 @@ TEST_CASE("errors name the pointer and what was expected", "[parse][errors]") {
       {steps_prefix +
            R"({"fault": {"kind": "crash", "service": "account-service", "at": "after_lunch"}}]})",
        "/steps/1/fault/at",
-       "expected one of before_tx, after_dedupe, after_effect, after_commit, after_outbox_send, "
-       "after_mark for account-service (got \"after_lunch\")"},
+       "expected one of before_tx, after_precheck, after_dedupe, after_effect, after_commit, "
+       "after_outbox_send, after_mark for account-service (got \"after_lunch\")"},
+      {steps_prefix +
+           R"({"fault": {"kind": "pause", "service": "transfer-service", "at": "after_effect", "ms": 5}}]})",
+       "/steps/1/fault/at",
+       "expected one of before_tx, after_precheck, after_dedupe, after_commit for "
+       "transfer-service (got \"after_effect\")"},
+      {steps_prefix +
+           R"({"fault": {"kind": "pause", "service": "account-service", "at": "before_tx"}}]})",
+       "/steps/1/fault/ms", "expected an integer from 1 to"},
+      {steps_prefix +
+           R"({"fault": {"kind": "crash", "service": "account-service", "instance": 2, "at": "before_tx"}}]})",
+       "/steps/1/fault/instance",
+       "expected an instance from 1 to 1 (account.instances is 1) (got 2)"},
+      {steps_prefix +
+           R"({"fault": {"kind": "nack", "instance": 1, "match": {"transfer": "t1"}}}]})",
+       "/steps/1/fault", "expected \"service\" with \"instance\""},
+      {R"({"config": {"consumer.work_ms": "5..2"}, "accounts": {"a": 1, "b": 0}})",
+       "/config/consumer.work_ms", "expected a range \"A..B\" of milliseconds"},
+      {R"({"config": {"account.instances": 9}, "accounts": {"a": 1, "b": 0}})",
+       "/config/account.instances", "expected an integer from 1 to 8 (got 9)"},
       {steps_prefix +
            R"({"fault": {"kind": "crash", "service": "transfer-service", "at": "after_outbox_send"}}]})",
        "/steps/1/fault/at", "after_publish, after_mark for transfer-service (got"},

@@ -4,6 +4,7 @@
 
 #include <catch2/catch.hpp>
 
+#include "domain/participants.h"
 #include "services/account_service.h"
 #include "services/transfer_service.h"
 
@@ -11,7 +12,8 @@ using namespace inboxsim;
 
 namespace {
 
-// A ServiceHost that records what a service does and crashes it where told.
+// A ServiceHost that records what a service does and crashes it where told. Its step
+// boundaries never suspend, so a handler runs to its end in one resume().
 struct FakeHost final : ServiceHost {
   int64_t now = 0;
   int next_id = 100;
@@ -20,18 +22,31 @@ struct FakeHost final : ServiceHost {
   std::vector<int64_t> relay_seqs;
   std::vector<CommitRecord> commits;
   std::vector<TraceEvent> events;
-  std::array<ExternalSeenStore, 2> stores;
+  ExternalSeenStore store;
   bool lose_next_confirm = false;
+  InstanceNames instance_names{participant::account_service, participant::relay,
+                               participant::notifications};
+  std::vector<std::string> locks_taken;
 
   int64_t now_ms() const override { return now; }
+  const InstanceNames& names() const override { return instance_names; }
   std::string next_message_id() override { return "m-" + std::to_string(next_id++); }
-  void crash_point(ServiceId service, CrashPoint point, const Message*) override {
+  void crash_point(CrashPoint point, const Message*) override {
     if (crash_at == point) {
       crash_at.reset();
-      throw ServiceCrash{service, point};
+      throw ServiceCrash{ServiceId::account, point};
     }
   }
-  bool publish_and_confirm(std::string_view, const MessagePtr& message) override {
+  Suspend between_steps(CrashPointSet points, const Message& message) override {
+    if (crash_at && points.contains(*crash_at)) crash_point(*crash_at, &message);
+    return Suspend{false};
+  }
+  Suspend lock_row(const std::string& key) override {
+    locks_taken.push_back(key);
+    return Suspend{false};
+  }
+  void unlock_row(const std::string&) override {}
+  bool publish_and_confirm(const MessagePtr& message) override {
     published.push_back(message);
     if (lose_next_confirm) {
       lose_next_confirm = false;
@@ -51,9 +66,7 @@ struct FakeHost final : ServiceHost {
   }
   void schedule_relay_poll() override {}
   void schedule_account_outbox_sweep() override {}
-  ExternalSeenStore& seen_store(ServiceId service) override {
-    return stores[static_cast<size_t>(service)];
-  }
+  ExternalSeenStore& seen_store() override { return store; }
 
   int64_t dedupe_hits() const {
     return std::count_if(events.begin(), events.end(),
@@ -61,11 +74,20 @@ struct FakeHost final : ServiceHost {
   }
 };
 
-Delivery delivery_of(MessagePtr message, int64_t tag = 1) {
-  Delivery delivery;
-  delivery.message = std::move(message);
-  delivery.delivery_tag = tag;
-  return delivery;
+// Runs a handler to its end (FakeHost never suspends it) and returns its outcome, or rethrows
+// what it threw.
+Outcome run(Task<Outcome> task) {
+  const bool ended = task.resume();
+  REQUIRE(ended);
+  return task.result();
+}
+
+// A service instance on a fresh in-memory database with its schema.
+template <typename Service>
+Service make_service(FakeHost& host, const Config& config) {
+  SQLite::Database db(":memory:", SQLite::OPEN_READWRITE | SQLite::OPEN_CREATE);
+  Service::create_schema(db, config);
+  return Service(host, config, std::move(db));
 }
 
 int64_t entries(AccountService& service, EntryType type) {
@@ -95,24 +117,24 @@ TEST_CASE("account-service: a crash at each point keeps only what was committed"
     int64_t sends_before_crash;
   };
   const Case cases[] = {
-      {CrashPoint::before_tx, false, 0},        {CrashPoint::after_dedupe, false, 0},
-      {CrashPoint::after_effect, false, 0},     {CrashPoint::after_commit, true, 0},
-      {CrashPoint::after_outbox_send, true, 1},
+      {CrashPoint::before_tx, false, 0},    {CrashPoint::after_precheck, false, 0},
+      {CrashPoint::after_dedupe, false, 0}, {CrashPoint::after_effect, false, 0},
+      {CrashPoint::after_commit, true, 0},  {CrashPoint::after_outbox_send, true, 1},
   };
   for (const Case& c : cases) {
     DYNAMIC_SECTION("crash at " << crash_point_name(c.point)) {
       FakeHost host;
       Config config;
-      AccountService service(host, config, "");
+      AccountService service = make_service<AccountService>(host, config);
       service.open_accounts({{"alice", {10000, false}}, {"bob", {0, false}}});
       host.crash_at = c.point;
-      REQUIRE_THROWS_AS(service.handle(delivery_of(kRequested)), ServiceCrash);
+      REQUIRE_THROWS_AS(run(service.handle(kRequested)), ServiceCrash);
       // What survives the crash is exactly what was committed.
       REQUIRE(entries(service, EntryType::debit) == (c.debit_committed ? 1 : 0));
       REQUIRE(service.balances()["alice"] == (c.debit_committed ? 7500 : 10000));
       REQUIRE(static_cast<int64_t>(host.published.size()) == c.sends_before_crash);
       // The redelivery finishes the work, once.
-      REQUIRE(service.handle(delivery_of(kRequested, 2)) == Outcome::ack);
+      REQUIRE(run(service.handle(kRequested)) == Outcome::ack);
       REQUIRE(entries(service, EntryType::debit) == 1);
       REQUIRE(service.balances()["alice"] == 7500);
       const auto debited = published_ids(host, MessageType::account_debited);
@@ -123,7 +145,7 @@ TEST_CASE("account-service: a crash at each point keeps only what was committed"
       REQUIRE(service.undelivered_outbox_rows() == 0);
       // A third copy is acked without effect and without a send.
       const size_t sends = host.published.size();
-      REQUIRE(service.handle(delivery_of(kRequested, 3)) == Outcome::ack);
+      REQUIRE(run(service.handle(kRequested)) == Outcome::ack);
       REQUIRE(host.published.size() == sends);
       REQUIRE(entries(service, EntryType::debit) == 1);
     }
@@ -134,10 +156,10 @@ TEST_CASE("account-service: without the inbox a redelivery hits the ledger index
   FakeHost host;
   Config config;
   config.account_inbox = AccountInbox::none;
-  AccountService service(host, config, "");
+  AccountService service = make_service<AccountService>(host, config);
   service.open_accounts({{"alice", {10000, false}}, {"bob", {0, false}}});
-  REQUIRE(service.handle(delivery_of(kRequested)) == Outcome::ack);
-  REQUIRE_THROWS_AS(service.handle(delivery_of(kRequested, 2)), ConsumerFault);
+  REQUIRE(run(service.handle(kRequested)) == Outcome::ack);
+  REQUIRE_THROWS_AS(run(service.handle(kRequested)), ConsumerFault);
   REQUIRE(entries(service, EntryType::debit) == 1);
   REQUIRE(service.balances()["alice"] == 7500);
 }
@@ -148,10 +170,10 @@ TEST_CASE("account-service: with neither inbox nor ledger index, a duplicate deb
   Config config;
   config.account_inbox = AccountInbox::none;
   config.account_ledger_unique = false;
-  AccountService service(host, config, "");
+  AccountService service = make_service<AccountService>(host, config);
   service.open_accounts({{"alice", {10000, false}}, {"bob", {0, false}}});
-  REQUIRE(service.handle(delivery_of(kRequested)) == Outcome::ack);
-  REQUIRE(service.handle(delivery_of(kRequested, 2)) == Outcome::ack);
+  REQUIRE(run(service.handle(kRequested)) == Outcome::ack);
+  REQUIRE(run(service.handle(kRequested)) == Outcome::ack);
   REQUIRE(entries(service, EntryType::debit) == 2);
   REQUIRE(service.balances()["alice"] == 5000);
 }
@@ -161,13 +183,13 @@ TEST_CASE("account-service: the Marten inbox document dedupes in the event-appen
   FakeHost host;
   Config config;
   config.account_inbox = AccountInbox::marten;
-  AccountService service(host, config, "");
+  AccountService service = make_service<AccountService>(host, config);
   service.open_accounts({{"alice", {10000, false}}, {"bob", {0, false}}});
   host.crash_at = CrashPoint::after_effect;
-  REQUIRE_THROWS_AS(service.handle(delivery_of(kRequested)), ServiceCrash);
+  REQUIRE_THROWS_AS(run(service.handle(kRequested)), ServiceCrash);
   REQUIRE(service.ledger().empty());
-  REQUIRE(service.handle(delivery_of(kRequested, 2)) == Outcome::ack);
-  REQUIRE(service.handle(delivery_of(kRequested, 3)) == Outcome::ack);
+  REQUIRE(run(service.handle(kRequested)) == Outcome::ack);
+  REQUIRE(run(service.handle(kRequested)) == Outcome::ack);
   REQUIRE(entries(service, EntryType::debit) == 1);
   REQUIRE(host.dedupe_hits() == 1);
 }
@@ -176,14 +198,14 @@ TEST_CASE("account-service: insufficient funds and a closed destination are reje
           "[services]") {
   FakeHost host;
   Config config;
-  AccountService service(host, config, "");
+  AccountService service = make_service<AccountService>(host, config);
   service.open_accounts({{"alice", {100, false}}, {"carol", {0, true}}});
-  service.handle(delivery_of(kRequested));  // alice -> bob 2500 with 100
+  run(service.handle(kRequested));  // alice -> bob 2500 with 100
   REQUIRE(published_ids(host, MessageType::debit_rejected).size() == 1);
   REQUIRE(host.published.back()->reason == "insufficient funds");
   const auto credit =
       make_message("m-2", MessageType::credit_requested, "t2", "alice", "carol", 50, "", 0);
-  service.handle(delivery_of(credit));
+  run(service.handle(credit));
   REQUIRE(published_ids(host, MessageType::credit_rejected).size() == 1);
   REQUIRE(service.ledger().empty());
 }
@@ -192,15 +214,15 @@ TEST_CASE("account-service: inbox rows older than the window are cleaned up", "[
   FakeHost host;
   Config config;
   config.account_inbox_window_ms = 1000;
-  AccountService service(host, config, "");
+  AccountService service = make_service<AccountService>(host, config);
   service.open_accounts({{"alice", {10000, false}}, {"bob", {0, false}}});
-  service.handle(delivery_of(kRequested));
+  run(service.handle(kRequested));
   host.now = 500;
   REQUIRE(service.cleanup_inbox(host.now) == 0);
   host.now = 5000;
   REQUIRE(service.cleanup_inbox(host.now) == 1);
   // After the window the duplicate is consumed again; the ledger index is what stops it.
-  REQUIRE_THROWS_AS(service.handle(delivery_of(kRequested, 2)), ConsumerFault);
+  REQUIRE_THROWS_AS(run(service.handle(kRequested)), ConsumerFault);
   REQUIRE(entries(service, EntryType::debit) == 1);
 }
 
@@ -213,15 +235,15 @@ TEST_CASE("transfer-service: a crash at each consumer point keeps only what was 
     DYNAMIC_SECTION("crash at " << crash_point_name(point)) {
       FakeHost host;
       Config config;
-      TransferService service(host, config, "");
+      TransferService service = make_service<TransferService>(host, config);
       service.request(TransferSpec{"t1", "alice", "bob", 2500});
       host.crash_at = point;
-      REQUIRE_THROWS_AS(service.handle(TransferConsumer::saga, delivery_of(debited)), ServiceCrash);
+      REQUIRE_THROWS_AS(run(service.handle(TransferConsumer::saga, debited)), ServiceCrash);
       service.crash();
       const bool committed = point == CrashPoint::after_commit;
       REQUIRE(service.sagas()["t1"] == (committed ? SagaState::debited : SagaState::requested));
       REQUIRE(service.unsent_outbox_rows() == (committed ? 2 : 1));
-      REQUIRE(service.handle(TransferConsumer::saga, delivery_of(debited, 2)) == Outcome::ack);
+      REQUIRE(run(service.handle(TransferConsumer::saga, debited)) == Outcome::ack);
       REQUIRE(service.sagas()["t1"] == SagaState::debited);
       REQUIRE(service.unsent_outbox_rows() == 2);  // one CreditRequested, never two
       REQUIRE(host.dedupe_hits() == (committed ? 1 : 0));
@@ -233,7 +255,7 @@ TEST_CASE("transfer-service: the relay republishes with the stored id after a cr
           "[services][crash]") {
   FakeHost host;
   Config config;
-  TransferService service(host, config, "");
+  TransferService service = make_service<TransferService>(host, config);
   service.request(TransferSpec{"t1", "alice", "bob", 2500});
   host.crash_at = CrashPoint::after_publish;
   REQUIRE_THROWS_AS(service.relay_poll(), ServiceCrash);
@@ -250,7 +272,7 @@ TEST_CASE("transfer-service: an unstable relay mints a new id on every attempt",
   FakeHost host;
   Config config;
   config.relay_stable_message_id = false;
-  TransferService service(host, config, "");
+  TransferService service = make_service<TransferService>(host, config);
   service.request(TransferSpec{"t1", "alice", "bob", 2500});
   service.relay_poll();
   service.relay_confirm_timed_out(host.relay_seqs.back());
@@ -263,12 +285,12 @@ TEST_CASE("transfer-service: the state machine refuses an illegal transition", "
   FakeHost host;
   Config config;
   config.transfer_dedupe = TransferDedupe::none;
-  TransferService service(host, config, "");
+  TransferService service = make_service<TransferService>(host, config);
   service.request(TransferSpec{"t1", "alice", "bob", 2500});
   const auto debited =
       make_message("m-2", MessageType::account_debited, "t1", "alice", "bob", 2500, "", 0);
-  service.handle(TransferConsumer::saga, delivery_of(debited));
-  service.handle(TransferConsumer::saga, delivery_of(debited, 2));
+  run(service.handle(TransferConsumer::saga, debited));
+  run(service.handle(TransferConsumer::saga, debited));
   REQUIRE(service.unsent_outbox_rows() == 2);  // Requested + one CreditRequested
   REQUIRE(std::any_of(host.events.begin(), host.events.end(),
                       [](const TraceEvent& e) { return e.kind == EventKind::illegal_transition; }));
@@ -279,13 +301,13 @@ TEST_CASE("transfer-service: processed_messages without its unique index lets a 
   FakeHost host;
   Config config;
   config.transfer_state_machine = false;
-  TransferService service(host, config, "");
+  TransferService service = make_service<TransferService>(host, config);
   service.request(TransferSpec{"t1", "alice", "bob", 2500});
   service.drop_index(IndexName::transfer_processed_messages);
   const auto debited =
       make_message("m-2", MessageType::account_debited, "t1", "alice", "bob", 2500, "", 0);
-  service.handle(TransferConsumer::saga, delivery_of(debited));
-  service.handle(TransferConsumer::saga, delivery_of(debited, 2));
+  run(service.handle(TransferConsumer::saga, debited));
+  run(service.handle(TransferConsumer::saga, debited));
   REQUIRE(host.dedupe_hits() == 0);
   REQUIRE(service.unsent_outbox_rows() == 3);  // a second CreditRequested with a fresh id
 }

@@ -52,7 +52,10 @@ Broker::Broker(std::function<void(TraceEvent)> record, int64_t prefetch, int64_t
 }
 
 size_t Broker::declare_queue(std::string_view name, std::vector<std::string> patterns) {
-  queues_.push_back(Queue{std::string(name), std::move(patterns), {}});
+  Queue queue;
+  queue.name = std::string(name);
+  queue.patterns = std::move(patterns);
+  queues_.push_back(std::move(queue));
   return queues_.size() - 1;
 }
 
@@ -62,6 +65,7 @@ size_t Broker::add_consumer(std::string_view name, size_t queue) {
   consumer.name = std::string(name);
   consumer.queue = queue;
   consumers_.push_back(std::move(consumer));
+  queues_[queue].consumers.push_back(consumers_.size() - 1);
   return consumers_.size() - 1;
 }
 
@@ -80,19 +84,38 @@ size_t Broker::publish(const MessagePtr& message) {
 }
 
 void Broker::pump(std::vector<Delivery>& out) {
-  for (size_t index = 0; index < consumers_.size(); ++index) {
-    Consumer& consumer = consumers_[index];
-    Queue& queue = queues_[consumer.queue];
-    while (consumer.connected && !queue.ready.empty() &&
-           static_cast<int64_t>(consumer.unacked.size()) < prefetch_) {
-      Queued queued = std::move(queue.ready.front());
-      queue.ready.pop_front();
-      const int64_t tag = consumer.next_tag++;
-      out.push_back(Delivery{queued.message, index, consumer.channel, tag, queued.redelivered,
-                             queued.delivery_count});
-      consumer.unacked.emplace(tag, std::move(queued));
+  for (Queue& queue : queues_) {
+    // Each delivery takes one ready message, so the loop is bounded by the queue's length.
+    while (!queue.ready.empty()) {
+      const std::optional<size_t> consumer = next_ready_consumer(queue);
+      if (!consumer) break;
+      deliver(*consumer, out);
     }
   }
+}
+
+std::optional<size_t> Broker::next_ready_consumer(Queue& queue) {
+  const size_t count = queue.consumers.size();
+  for (size_t tried = 0; tried < count; ++tried) {
+    const size_t slot = (queue.next_consumer + tried) % count;
+    const Consumer& consumer = consumers_[queue.consumers[slot]];
+    if (consumer.connected && static_cast<int64_t>(consumer.unacked.size()) < prefetch_) {
+      queue.next_consumer = (slot + 1) % count;
+      return queue.consumers[slot];
+    }
+  }
+  return std::nullopt;
+}
+
+void Broker::deliver(size_t consumer_index, std::vector<Delivery>& out) {
+  Consumer& consumer = consumers_[consumer_index];
+  Queue& queue = queues_[consumer.queue];
+  Queued queued = std::move(queue.ready.front());
+  queue.ready.pop_front();
+  const int64_t tag = consumer.next_tag++;
+  out.push_back(Delivery{queued.message, consumer_index, consumer.channel, tag, queued.redelivered,
+                         queued.delivery_count});
+  consumer.unacked.emplace(tag, std::move(queued));
 }
 
 bool Broker::channel_open(size_t consumer, uint64_t channel) const {

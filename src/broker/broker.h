@@ -55,8 +55,9 @@ class Broker {
   // Routes a message through the exchange to every bound queue; returns how many it reached.
   size_t publish(const MessagePtr& message);
 
-  // Dispatches ready messages to connected consumers with prefetch room, consumers in the
-  // order they were added, and appends the deliveries to `out`.
+  // Dispatches ready messages and appends the deliveries to `out`: queue by queue in the order
+  // they were declared, each message to the queue's next consumer in round-robin order (the
+  // order consumers were added) that is connected and has prefetch room, as RabbitMQ does.
   void pump(std::vector<Delivery>& out);
 
   // True while the delivery's channel is open: a delivery or ack on a closed channel is void.
@@ -95,7 +96,9 @@ class Broker {
   struct Queue {
     std::string name;
     std::vector<std::string> patterns;
-    std::deque<Queued> ready;  // sorted by position
+    std::deque<Queued> ready;       // sorted by position
+    std::vector<size_t> consumers;  // in the order they were added
+    size_t next_consumer = 0;       // round-robin cursor into `consumers`
   };
   struct Consumer {
     std::string name;
@@ -106,6 +109,9 @@ class Broker {
     std::map<int64_t, Queued> unacked;  // by delivery tag
   };
 
+  // Returns the next consumer of `queue` in round-robin order that can take a delivery, if any.
+  std::optional<size_t> next_ready_consumer(Queue& queue);
+  void deliver(size_t consumer_index, std::vector<Delivery>& out);
   void requeue(Consumer& consumer, Queued queued, int64_t now_ms, std::string_view reason);
   void record(EventKind kind, const Queued& queued, std::string_view queue, std::string detail,
               int64_t now_ms);

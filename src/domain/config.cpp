@@ -3,6 +3,7 @@
 #include <array>
 #include <charconv>
 
+#include "domain/participants.h"
 #include "kernel/assert.h"
 
 namespace inboxsim {
@@ -64,7 +65,40 @@ std::string set_integer(int64_t& field, const nlohmann::json& value, int64_t low
   return {};
 }
 
+// Reads "A..B" (or a single N, meaning N..N) with 0 <= A <= B <= kWorkMsMax.
+std::string set_work_ms(Config& config, const nlohmann::json& value) {
+  const std::string expected =
+      "a range \"A..B\" of milliseconds with 0 <= A <= B <= " + std::to_string(kWorkMsMax) +
+      " (or one integer N, meaning N..N)";
+  int64_t low = 0;
+  int64_t high = 0;
+  if (value.is_number_integer()) {
+    if (!set_integer(low, value, 0, kWorkMsMax).empty()) return expected;
+    high = low;
+  } else if (value.is_string()) {
+    const std::string_view text = value.get_ref<const std::string&>();
+    const size_t dots = text.find("..");
+    if (dots == std::string_view::npos) return expected;
+    auto parse = [](std::string_view part, int64_t& number) {
+      const char* end = part.data() + part.size();
+      const auto [ptr, error] = std::from_chars(part.data(), end, number);
+      return !part.empty() && error == std::errc() && ptr == end;
+    };
+    if (!parse(text.substr(0, dots), low) || !parse(text.substr(dots + 2), high)) return expected;
+  } else {
+    return expected;
+  }
+  if (low < 0 || low > high || high > kWorkMsMax) return expected;
+  config.work_ms_min = low;
+  config.work_ms_max = high;
+  return {};
+}
+
 }  // namespace
+
+std::string work_ms_text(const Config& config) {
+  return std::to_string(config.work_ms_min) + ".." + std::to_string(config.work_ms_max);
+}
 
 const std::vector<std::string>& config_keys() {
   static const std::vector<std::string> keys = {"account.inbox",
@@ -78,7 +112,12 @@ const std::vector<std::string>& config_keys() {
                                                 "transfer.notifications",
                                                 "relay.stable_message_id",
                                                 "broker.prefetch",
-                                                "broker.delivery_limit"};
+                                                "broker.delivery_limit",
+                                                "account.instances",
+                                                "transfer.instances",
+                                                "consumer.work_ms",
+                                                "broker.heartbeat_ms",
+                                                "account.inbox_unique"};
   return keys;
 }
 
@@ -105,6 +144,17 @@ std::string config_set(Config& config, std::string_view key, const nlohmann::jso
   if (key == "broker.delivery_limit") {
     return set_integer(config.broker_delivery_limit, value, 1, kDeliveryLimitMax);
   }
+  if (key == "account.instances") {
+    return set_integer(config.account_instances, value, 1, kInstancesMax);
+  }
+  if (key == "transfer.instances") {
+    return set_integer(config.transfer_instances, value, 1, kInstancesMax);
+  }
+  if (key == "consumer.work_ms") return set_work_ms(config, value);
+  if (key == "broker.heartbeat_ms") {
+    return set_integer(config.broker_heartbeat_ms, value, 0, kWindowMsMax);
+  }
+  if (key == "account.inbox_unique") return set_bool(config.account_inbox_unique, value);
   std::string expected = "a known config key: ";
   bool first = true;
   for (const auto& name : config_keys()) {
@@ -153,6 +203,11 @@ nlohmann::ordered_json config_to_json(const Config& config) {
   out["relay.stable_message_id"] = config.relay_stable_message_id;
   out["broker.prefetch"] = config.broker_prefetch;
   out["broker.delivery_limit"] = config.broker_delivery_limit;
+  out["account.instances"] = config.account_instances;
+  out["transfer.instances"] = config.transfer_instances;
+  out["consumer.work_ms"] = work_ms_text(config);
+  out["broker.heartbeat_ms"] = config.broker_heartbeat_ms;
+  out["account.inbox_unique"] = config.account_inbox_unique;
   return out;
 }
 

@@ -31,7 +31,22 @@ struct Config {
   bool relay_stable_message_id = true;
   int64_t broker_prefetch = 16;
   int64_t broker_delivery_limit = 20;
+  // Concurrency (DESIGN §8.1).
+  int64_t account_instances = 1;  // processes of account-service competing on its queue
+  int64_t transfer_instances = 1;
+  int64_t work_ms_min = 0;  // consumer.work_ms "A..B": virtual ms each handler step takes
+  int64_t work_ms_max = 0;
+  int64_t broker_heartbeat_ms = 60'000;  // 0: off
+  // Whether the inbox keys exist: inbox_state (message_id, consumer_id) and the Marten inbox
+  // document's primary key. Dropping them mid-run is the drop_index step; this starts without.
+  bool account_inbox_unique = true;
+
+  // Returns the instance count of `service`'s config key.
+  int64_t instances(bool account) const { return account ? account_instances : transfer_instances; }
 };
+
+// The most virtual ms one handler step may take (consumer.work_ms).
+inline constexpr int64_t kWorkMsMax = 600'000;
 
 // Every config key, in the order DESIGN §3 lists them.
 const std::vector<std::string>& config_keys();
@@ -49,6 +64,9 @@ nlohmann::ordered_json config_to_json(const Config& config);
 
 // Returns only the keys whose value differs from the default, in config_keys() order.
 nlohmann::ordered_json config_diff_json(const Config& config);
+
+// Returns consumer.work_ms as written in config files: "A..B".
+std::string work_ms_text(const Config& config);
 
 std::string_view account_inbox_name(AccountInbox inbox);
 std::string_view transfer_dedupe_name(TransferDedupe dedupe);

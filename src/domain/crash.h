@@ -7,12 +7,14 @@
 
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string_view>
 
 namespace inboxsim {
 
 enum class CrashPoint : uint8_t {
   before_tx,          // consumer: delivery received, nothing written
+  after_precheck,     // consumer: a lookup before the write (Marten, seen-set, MassTransit pass 1)
   after_dedupe,       // consumer: the dedupe step ran (MassTransit: inbox row committed)
   after_effect,       // consumer: business change and outbox rows written, not committed
   after_commit,       // consumer: committed, not acked
@@ -21,7 +23,25 @@ enum class CrashPoint : uint8_t {
   after_mark,         // external-* modes: the external seen-set was marked
 };
 
-inline constexpr size_t kCrashPointCount = 7;
+inline constexpr size_t kCrashPointCount = 8;
+
+// A set of crash points: the names one step boundary is known by (in the external seen-set
+// modes, the place after the lookup is both after_precheck and after_dedupe).
+class CrashPointSet {
+ public:
+  constexpr CrashPointSet() = default;
+  constexpr explicit CrashPointSet(CrashPoint point) : bits_(bit(point)) {}
+  constexpr CrashPointSet(CrashPoint first, CrashPoint second) : bits_(bit(first) | bit(second)) {}
+
+  constexpr bool contains(CrashPoint point) const { return (bits_ & bit(point)) != 0; }
+  constexpr bool empty() const { return bits_ == 0; }
+
+ private:
+  static constexpr uint16_t bit(CrashPoint point) {
+    return static_cast<uint16_t>(1U << static_cast<unsigned>(point));
+  }
+  uint16_t bits_ = 0;
+};
 
 std::string_view crash_point_name(CrashPoint point);
 std::optional<CrashPoint> parse_crash_point(std::string_view name);
@@ -29,6 +49,13 @@ std::optional<CrashPoint> parse_crash_point(std::string_view name);
 enum class ServiceId : uint8_t { account, transfer };
 
 std::string_view service_name(ServiceId service);
+
+// The crash points each service has (DESIGN §2, §8.1): transfer-service's relay publishes,
+// account-service's consumer outbox sends. Both parser and fuzz generator read these lists.
+std::span<const CrashPoint> crash_points_of(ServiceId service);
+
+// The points between two steps where a `pause` can stop an instance of `service` (DESIGN §8.1).
+std::span<const CrashPoint> pause_points_of(ServiceId service);
 std::optional<ServiceId> parse_service(std::string_view name);
 
 // Thrown at a crash point; carries nothing, because a dead process remembers nothing.

@@ -13,7 +13,7 @@ namespace inboxsim {
 namespace {
 
 constexpr std::array<std::string_view, kFaultKindCount> kFaultKindNames = {
-    "crash", "drop_ack", "drop_connection", "nack", "duplicate", "lose_confirm", "delay"};
+    "crash", "drop_ack", "drop_connection", "nack", "duplicate", "lose_confirm", "delay", "pause"};
 
 constexpr size_t kIndexNameCount = 3;
 constexpr std::array<std::string_view, kIndexNameCount> kIndexNames = {

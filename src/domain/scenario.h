@@ -29,9 +29,10 @@ enum class FaultKind : uint8_t {
   duplicate,        // match: the operator publishes a copy with the same message id
   lose_confirm,     // match: the publisher confirm of the matched publish is lost
   delay,            // match, ms: the matched delivery is held back
+  pause,            // service, instance, at, ms, match: the instance stops for ms (DESIGN §8.1)
 };
 
-inline constexpr size_t kFaultKindCount = 7;
+inline constexpr size_t kFaultKindCount = 8;
 std::string_view fault_kind_name(FaultKind kind);
 
 // Selects events by message type, transfer and occurrence. Empty fields match anything.
@@ -44,10 +45,13 @@ struct Match {
 struct FaultSpec {
   FaultKind kind = FaultKind::crash;
   std::optional<ServiceId> service;
+  // crash and pause: which instance (default 1); drop_ack, nack, drop_connection: narrows the
+  // fault to one instance of `service` when set.
+  std::optional<int64_t> instance;
   CrashPoint at = CrashPoint::before_tx;
   bool has_match = false;
   Match match;
-  int64_t ms = 0;                   // delay: how long the delivery is held back
+  int64_t ms = 0;                   // delay: how long the delivery is held back; pause: how long
   int64_t restart_after_ms = 1000;  // crash: how long the service stays down
   int64_t times = 1;                // nack: how many consecutive failures
 };

@@ -1,43 +1,52 @@
 #include "kernel/trace.h"
 
+#include <array>
 #include <charconv>
 #include <cstdio>
 
 #include "kernel/assert.h"
+#include "kernel/enum_names.h"
 
 namespace inboxsim {
 
-std::string_view event_kind_name(EventKind kind) {
-  switch (kind) {
-    case EventKind::step: return "step";
-    case EventKind::request: return "request";
-    case EventKind::publish: return "publish";
-    case EventKind::deliver: return "deliver";
-    case EventKind::ack: return "ack";
-    case EventKind::ack_lost: return "ack_lost";
-    case EventKind::nack: return "nack";
-    case EventKind::requeue: return "requeue";
-    case EventKind::dead_letter: return "dead_letter";
-    case EventKind::confirm: return "confirm";
-    case EventKind::confirm_lost: return "confirm_lost";
-    case EventKind::dedupe_hit: return "dedupe_hit";
-    case EventKind::dedupe_record: return "dedupe_record";
-    case EventKind::effect: return "effect";
-    case EventKind::rejected: return "rejected";
-    case EventKind::saga: return "saga";
-    case EventKind::illegal_transition: return "illegal_transition";
-    case EventKind::consumer_fault: return "consumer_fault";
-    case EventKind::notification: return "notification";
-    case EventKind::crash: return "crash";
-    case EventKind::restart: return "restart";
-    case EventKind::connection_closed: return "connection_closed";
-    case EventKind::index_dropped: return "index_dropped";
-    case EventKind::advance: return "advance";
-    case EventKind::cleanup: return "cleanup";
-    case EventKind::violation: return "violation";
-  }
-  INBOXSIM_ASSERT(false);
-}
+namespace {
+
+// Indexed by EventKind, so a kind and its name can never disagree.
+constexpr std::array<std::string_view, kEventKindCount> kEventKindNames = {"step",
+                                                                           "request",
+                                                                           "publish",
+                                                                           "deliver",
+                                                                           "ack",
+                                                                           "ack_lost",
+                                                                           "nack",
+                                                                           "requeue",
+                                                                           "dead_letter",
+                                                                           "confirm",
+                                                                           "confirm_lost",
+                                                                           "dedupe_hit",
+                                                                           "dedupe_record",
+                                                                           "effect",
+                                                                           "rejected",
+                                                                           "saga",
+                                                                           "illegal_transition",
+                                                                           "consumer_fault",
+                                                                           "notification",
+                                                                           "crash",
+                                                                           "restart",
+                                                                           "connection_closed",
+                                                                           "index_dropped",
+                                                                           "advance",
+                                                                           "cleanup",
+                                                                           "violation",
+                                                                           "paused",
+                                                                           "resumed",
+                                                                           "lock_wait",
+                                                                           "lock_granted",
+                                                                           "ack_void"};
+
+}  // namespace
+
+std::string_view event_kind_name(EventKind kind) { return name_of(kEventKindNames, kind); }
 
 namespace {
 

@@ -42,7 +42,14 @@ enum class EventKind : uint8_t {
   advance,             // virtual time jumped forward
   cleanup,             // retention cleanup deleted dedupe records
   violation,           // an invariant was found broken
+  paused,              // an instance stopped between two steps (a GC pause, a stalled disk)
+  resumed,             // a paused instance goes on
+  lock_wait,           // a handler waits for a row lock another handler holds
+  lock_granted,        // a waiting handler got the row lock
+  ack_void,            // a handler acked on a channel that had closed: the ack is ignored
 };
+
+inline constexpr size_t kEventKindCount = 31;
 
 // Returns the stable name of an event kind, as written to traces.
 std::string_view event_kind_name(EventKind kind);

@@ -126,6 +126,24 @@ std::string describe_messaging(const TraceEvent& event) {
   }
 }
 
+// Pauses, row locks and zombie acks: what only happens when handlers take time.
+std::string describe_concurrency_event(const TraceEvent& event) {
+  const std::string who(event.service);
+  switch (event.kind) {
+    case EventKind::paused:
+      return "⏸ PAUSE  " + who + " " + event.detail +
+             (event.message_id.empty() ? "" : ", handling " + message_ref(event));
+    case EventKind::resumed: return "▶ RESUME  " + who + " " + event.detail;
+    case EventKind::lock_wait: return who + "  ⧗ " + event.detail + " (" + message_ref(event) + ")";
+    case EventKind::lock_granted:
+      return who + "  " + event.detail + " (" + message_ref(event) + ")";
+    case EventKind::ack_void:
+      return arrow(event) + "ack tag " + std::to_string(event.delivery_tag) + " " +
+             message_ref(event) + ": " + event.detail + " (a zombie consumer)";
+    default: return {};
+  }
+}
+
 std::string describe_service_event(const TraceEvent& event) {
   const std::string who(event.service);
   switch (event.kind) {
@@ -153,7 +171,7 @@ std::string describe_service_event(const TraceEvent& event) {
       return who + "  cleanup deleted " + std::to_string(event.amount) + " row(s)" +
              (event.detail.empty() ? "" : ": " + event.detail);
     case EventKind::violation: return "‼ VIOLATION  " + event.detail;
-    default: return {};
+    default: return describe_concurrency_event(event);
   }
 }
 
@@ -177,6 +195,10 @@ std::string_view line_style(const TraceEvent& event) {
     case EventKind::index_dropped: return kRed;
     case EventKind::restart: return kBoldGreen;
     case EventKind::violation: return kInverseRed;
+    case EventKind::paused:
+    case EventKind::resumed:
+    case EventKind::lock_wait:
+    case EventKind::ack_void: return kYellow;
     default: return {};
   }
 }

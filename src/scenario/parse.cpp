@@ -19,6 +19,8 @@
 #include <string_view>
 #include <vector>
 
+#include "domain/participants.h"
+
 namespace inboxsim {
 
 namespace {
@@ -174,6 +176,7 @@ void check_keys(const Node& object, std::span<const std::string_view> allowed,
 
 // What the whole file declares, so that a step or an expectation can name it in any order.
 struct Context {
+  Config config;  // the file's own, for the instance counts a fault may name
   std::map<std::string, AccountSpec> accounts;
   std::set<std::string> declared_transfers;
   std::map<std::string, std::string> transfer_pointers;  // id -> where it was declared
@@ -318,17 +321,8 @@ Match parse_match(const Node& node, const Context& context) {
   return match;
 }
 
-// The crash points each service has (DESIGN §2): the relay of transfer-service publishes, the
-// consumer outbox of account-service sends.
-constexpr std::array<CrashPoint, 6> kAccountCrashPoints = {
-    CrashPoint::before_tx,    CrashPoint::after_dedupe,      CrashPoint::after_effect,
-    CrashPoint::after_commit, CrashPoint::after_outbox_send, CrashPoint::after_mark};
-constexpr std::array<CrashPoint, 6> kTransferCrashPoints = {
-    CrashPoint::before_tx,    CrashPoint::after_dedupe,  CrashPoint::after_effect,
-    CrashPoint::after_commit, CrashPoint::after_publish, CrashPoint::after_mark};
-
-CrashPoint as_crash_point(const Node& node, ServiceId service) {
-  const auto& points = service == ServiceId::account ? kAccountCrashPoints : kTransferCrashPoints;
+// Reads the name of one of `points` of `service` (its crash points, or its pause points).
+CrashPoint as_point(const Node& node, ServiceId service, std::span<const CrashPoint> points) {
   std::vector<std::string_view> names;
   for (const CrashPoint point : points) names.push_back(crash_point_name(point));
   const std::string expected =
@@ -349,24 +343,25 @@ ServiceId as_service(const Node& node) {
 // last two are the fault spellings of the advance and drop_index steps (DESIGN §2 lists them).
 struct FaultKeys {
   std::string_view kind;
-  std::array<std::string_view, 5> keys;
+  std::array<std::string_view, 7> keys;
   size_t key_count;
 };
 constexpr size_t kFaultAdvanceRow = kFaultKindCount;
 constexpr size_t kFaultDropIndexRow = kFaultKindCount + 1;
 constexpr std::array<FaultKeys, kFaultKindCount + 2> kFaultKeysByKind = {{
-    {"crash", {"kind", "service", "at", "match", "restart_after_ms"}, 5},
-    {"drop_ack", {"kind", "match"}, 2},
-    {"drop_connection", {"kind", "service", "match"}, 3},
-    {"nack", {"kind", "match", "times"}, 3},
+    {"crash", {"kind", "service", "instance", "at", "match", "restart_after_ms"}, 6},
+    {"drop_ack", {"kind", "service", "instance", "match"}, 4},
+    {"drop_connection", {"kind", "service", "instance", "match"}, 4},
+    {"nack", {"kind", "service", "instance", "match", "times"}, 5},
     {"duplicate", {"kind", "match"}, 2},
     {"lose_confirm", {"kind", "match"}, 2},
     {"delay", {"kind", "match", "ms"}, 3},
+    {"pause", {"kind", "service", "instance", "at", "ms", "match"}, 6},
     {"advance", {"kind", "ms"}, 2},
     {"drop_index", {"kind", "index"}, 2},
 }};
-constexpr std::array<std::string_view, 8> kAllFaultKeys = {
-    "kind", "service", "at", "match", "ms", "restart_after_ms", "times", "index"};
+constexpr std::array<std::string_view, 9> kAllFaultKeys = {
+    "kind", "service", "instance", "at", "match", "ms", "restart_after_ms", "times", "index"};
 
 size_t as_fault_row(const Node& node) {
   std::vector<std::string_view> kinds;
@@ -379,19 +374,44 @@ size_t as_fault_row(const Node& node) {
   expect_failed(node, expected);
 }
 
+// `instance` names one of the service's instances, as many as the file's config runs.
+int64_t as_instance(const Node& node, ServiceId service, const Context& context) {
+  const int64_t count = context.config.instances(service == ServiceId::account);
+  const std::string key =
+      service == ServiceId::account ? "account.instances" : "transfer.instances";
+  const int64_t instance = as_integer(node, 1, kInstancesMax);
+  if (instance > count) {
+    expect_failed(node, "an instance from 1 to " + std::to_string(count) + " (" + key + " is " +
+                            std::to_string(count) + ")");
+  }
+  return instance;
+}
+
 FaultSpec parse_fault(const Node& node, FaultKind kind, const Context& context) {
   FaultSpec fault;
   fault.kind = kind;
-  // Only crash and drop_connection act on a service; for them the match is optional.
-  const bool on_service = kind == FaultKind::crash || kind == FaultKind::drop_connection;
-  if (on_service) fault.service = as_service(field(node, "service"));
-  if (kind == FaultKind::crash) fault.at = as_crash_point(field(node, "at"), *fault.service);
+  // crash, pause and drop_connection act on a service; for them the match is optional.
+  const bool on_service =
+      kind == FaultKind::crash || kind == FaultKind::drop_connection || kind == FaultKind::pause;
+  const Node service = field(node, "service");
+  if (on_service || service.value != nullptr) fault.service = as_service(service);
+  if (const Node instance = field(node, "instance"); instance.value != nullptr) {
+    if (!fault.service)
+      fail(node.pointer, "expected \"service\" with \"instance\" (got no service)");
+    fault.instance = as_instance(instance, *fault.service, context);
+  }
+  if (kind == FaultKind::crash) {
+    fault.at = as_point(field(node, "at"), *fault.service, crash_points_of(*fault.service));
+  } else if (kind == FaultKind::pause) {
+    fault.at = as_point(field(node, "at"), *fault.service, pause_points_of(*fault.service));
+  }
   const Node match = field(node, "match");
   if (match.value != nullptr || !on_service) {
     fault.match = parse_match(match, context);
     fault.has_match = true;
   }
   if (kind == FaultKind::delay) fault.ms = as_integer(field(node, "ms"), 0, kDurationMsMax);
+  if (kind == FaultKind::pause) fault.ms = as_integer(field(node, "ms"), 1, kDurationMsMax);
   // check_keys has already rejected the keys this kind does not take.
   if (const Node restart = field(node, "restart_after_ms"); restart.value != nullptr) {
     fault.restart_after_ms = as_integer(restart, 0, kRestartAfterMsMax);
@@ -667,6 +687,7 @@ Scenario parse_root(const json& root, const std::string& file_label) {
     scenario.config = parse_config(config);
   }
   Context context;
+  context.config = scenario.config;
   context.accounts = parse_accounts(field(node, "accounts"));
   const Node steps = field(node, "steps");
   context.declared_transfers = declared_transfer_ids(steps.value);

@@ -20,16 +20,20 @@ ordered_json match_to_json(const Match& match) {
 }
 
 ordered_json fault_to_json(const FaultSpec& fault) {
-  const bool on_service =
-      fault.kind == FaultKind::crash || fault.kind == FaultKind::drop_connection;
+  const bool on_service = fault.kind == FaultKind::crash ||
+                          fault.kind == FaultKind::drop_connection ||
+                          fault.kind == FaultKind::pause;
+  const bool at_point = fault.kind == FaultKind::crash || fault.kind == FaultKind::pause;
   INBOXSIM_ASSERT(!on_service || fault.service.has_value());
   INBOXSIM_ASSERT(on_service || fault.has_match);
+  INBOXSIM_ASSERT(!fault.instance || fault.service.has_value());
   ordered_json out;
   out["kind"] = fault_kind_name(fault.kind);
-  if (on_service) out["service"] = service_name(*fault.service);
-  if (fault.kind == FaultKind::crash) out["at"] = crash_point_name(fault.at);
+  if (fault.service) out["service"] = service_name(*fault.service);
+  if (fault.instance) out["instance"] = *fault.instance;
+  if (at_point) out["at"] = crash_point_name(fault.at);
   if (fault.has_match) out["match"] = match_to_json(fault.match);
-  if (fault.kind == FaultKind::delay) out["ms"] = fault.ms;
+  if (fault.kind == FaultKind::delay || fault.kind == FaultKind::pause) out["ms"] = fault.ms;
   if (fault.kind == FaultKind::crash && fault.restart_after_ms != kDefaultFault.restart_after_ms) {
     out["restart_after_ms"] = fault.restart_after_ms;
   }

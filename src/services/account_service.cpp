@@ -11,27 +11,12 @@ namespace {
 constexpr std::string_view kConsumerId = "account-consumer";
 // Rows one outbox sweep sends at most; a sweep that leaves rows asks for another.
 constexpr int64_t kSweepBatchRows = 256;
+// MassTransit's inbox loop runs a pass per transaction: insert, consume, deliver, remove. A
+// pass that finds its row gone (cleanup deleted it meanwhile) starts over, so the bound leaves
+// room for that and is never reached otherwise.
+constexpr int64_t kInboxPassesMax = 16;
 
-void create_schema(SQLite::Database& db, const Config& config) {
-  db.exec(
-      "CREATE TABLE accounts (name TEXT PRIMARY KEY, balance INTEGER NOT NULL,"
-      "  closed INTEGER NOT NULL);"
-      "CREATE TABLE inbox_state (id INTEGER PRIMARY KEY, message_id TEXT NOT NULL,"
-      "  consumer_id TEXT NOT NULL, received_ms INTEGER NOT NULL, receive_count INTEGER NOT NULL,"
-      "  consumed_ms INTEGER, delivered_ms INTEGER);"
-      "CREATE UNIQUE INDEX inbox_state_key ON inbox_state (message_id, consumer_id);"
-      "CREATE INDEX inbox_state_delivered ON inbox_state (delivered_ms);"
-      "CREATE TABLE inbox_documents (id INTEGER PRIMARY KEY, message_id TEXT NOT NULL,"
-      "  received_ms INTEGER NOT NULL);"
-      "CREATE UNIQUE INDEX inbox_documents_key ON inbox_documents (message_id);"
-      "CREATE INDEX inbox_documents_received ON inbox_documents (received_ms);"
-      "CREATE TABLE outbox (seq INTEGER PRIMARY KEY, inbox_message_id TEXT NOT NULL,"
-      "  message_id TEXT NOT NULL, type TEXT NOT NULL, transfer_id TEXT NOT NULL,"
-      "  from_account TEXT NOT NULL, to_account TEXT NOT NULL, amount INTEGER NOT NULL,"
-      "  reason TEXT NOT NULL, created_ms INTEGER NOT NULL, delivered_ms INTEGER);"
-      "CREATE INDEX outbox_inbox ON outbox (inbox_message_id);"
-      "CREATE INDEX outbox_pending ON outbox (seq) WHERE delivered_ms IS NULL;"
-      "CREATE INDEX outbox_delivered ON outbox (delivered_ms);");
+void create_ledger(SQLite::Database& db, const Config& config) {
   if (config.account_inbox == AccountInbox::marten) {
     // Marten: the ledger is the accounts' event stream; `ledger` is a view over it so every
     // reader sees one shape.
@@ -45,26 +30,15 @@ void create_schema(SQLite::Database& db, const Config& config) {
     if (config.account_ledger_unique) {
       db.exec("CREATE UNIQUE INDEX ledger_transfer_type ON account_events (transfer_id, type)");
     }
-  } else {
-    db.exec(
-        "CREATE TABLE ledger (id INTEGER PRIMARY KEY, transfer_id TEXT NOT NULL,"
-        "  type TEXT NOT NULL, account TEXT NOT NULL, amount INTEGER NOT NULL,"
-        "  created_ms INTEGER NOT NULL);");
-    if (config.account_ledger_unique) {
-      db.exec("CREATE UNIQUE INDEX ledger_transfer_type ON ledger (transfer_id, type)");
-    }
+    return;
   }
-  // The per-transfer key also remembers a rejected debit: a late duplicate of its
-  // Transfer.Requested (past the inbox window) must not debit a transfer the saga rejected.
-  db.exec("CREATE TABLE rejected_debits (transfer_id TEXT PRIMARY KEY)");
-}
-
-SQLite::Database open_with_schema(const std::string& path, const Config& config) {
-  // The key names every config choice create_schema() depends on.
-  std::string schema_key = config.account_inbox == AccountInbox::marten ? "marten" : "ledger";
-  if (config.account_ledger_unique) schema_key += "+unique";
-  return open_service_database(path, schema_key,
-                               [&config](SQLite::Database& db) { create_schema(db, config); });
+  db.exec(
+      "CREATE TABLE ledger (id INTEGER PRIMARY KEY, transfer_id TEXT NOT NULL,"
+      "  type TEXT NOT NULL, account TEXT NOT NULL, amount INTEGER NOT NULL,"
+      "  created_ms INTEGER NOT NULL);");
+  if (config.account_ledger_unique) {
+    db.exec("CREATE UNIQUE INDEX ledger_transfer_type ON ledger (transfer_id, type)");
+  }
 }
 
 const char* ledger_insert_sql(const Config& config) {
@@ -80,16 +54,59 @@ const char* ledger_insert_sql(const Config& config) {
 constexpr const char* kOutboxColumns =
     "seq, message_id, type, transfer_id, from_account, to_account, amount, reason, created_ms";
 
-// A transaction that starts a fresh CommitRecord: what a rolled-back attempt collected must
-// never reach the checker.
-struct UnitOfWork {
-  UnitOfWork(SQLite::Database& db, CommitRecord& record) : transaction(db) { record.clear(); }
-  SQLite::Transaction transaction;
-};
+MessagePtr message_from_outbox_row(SQLite::Statement& row) {
+  const auto type = parse_message_type(row.getColumn(2).getString());
+  INBOXSIM_ASSERT(type.has_value());
+  return make_message(row.getColumn(1).getString(), *type, row.getColumn(3).getString(),
+                      row.getColumn(4).getString(), row.getColumn(5).getString(),
+                      row.getColumn(6).getInt64(), row.getColumn(7).getString(),
+                      row.getColumn(8).getInt64());
+}
+
+std::string inbox_lock_key(const Message& message) {
+  return "inbox_state (" + message.message_id + ", " + std::string(kConsumerId) + ")";
+}
 
 }  // namespace
 
-// Every statement the service runs, prepared once.
+void AccountService::create_schema(SQLite::Database& db, const Config& config) {
+  db.exec(
+      "CREATE TABLE accounts (name TEXT PRIMARY KEY, balance INTEGER NOT NULL,"
+      "  closed INTEGER NOT NULL);"
+      "CREATE TABLE inbox_state (id INTEGER PRIMARY KEY, message_id TEXT NOT NULL,"
+      "  consumer_id TEXT NOT NULL, received_ms INTEGER NOT NULL, receive_count INTEGER NOT NULL,"
+      "  consumed_ms INTEGER, delivered_ms INTEGER, last_sequence_number INTEGER);"
+      "CREATE INDEX inbox_state_delivered ON inbox_state (delivered_ms);"
+      "CREATE TABLE inbox_documents (id INTEGER PRIMARY KEY, message_id TEXT NOT NULL,"
+      "  received_ms INTEGER NOT NULL);"
+      "CREATE INDEX inbox_documents_received ON inbox_documents (received_ms);"
+      "CREATE TABLE outbox (seq INTEGER PRIMARY KEY, inbox_message_id TEXT NOT NULL,"
+      "  message_id TEXT NOT NULL, type TEXT NOT NULL, transfer_id TEXT NOT NULL,"
+      "  from_account TEXT NOT NULL, to_account TEXT NOT NULL, amount INTEGER NOT NULL,"
+      "  reason TEXT NOT NULL, created_ms INTEGER NOT NULL, delivered_ms INTEGER);"
+      "CREATE INDEX outbox_inbox ON outbox (inbox_message_id);"
+      "CREATE INDEX outbox_pending ON outbox (seq) WHERE delivered_ms IS NULL;"
+      "CREATE INDEX outbox_delivered ON outbox (delivered_ms);");
+  // InboxState's key and the Marten inbox document's primary key; without them, a plain index
+  // still serves the lookups.
+  const std::string unique = config.account_inbox_unique ? "UNIQUE " : "";
+  db.exec("CREATE " + unique + "INDEX inbox_state_key ON inbox_state (message_id, consumer_id);" +
+          "CREATE " + unique + "INDEX inbox_documents_key ON inbox_documents (message_id);");
+  create_ledger(db, config);
+  // The per-transfer key also remembers a rejected debit: a late duplicate of its
+  // Transfer.Requested (past the inbox window) must not debit a transfer the saga rejected.
+  db.exec("CREATE TABLE rejected_debits (transfer_id TEXT PRIMARY KEY)");
+}
+
+std::string AccountService::schema_key(const Config& config) {
+  // The key names every config choice create_schema() depends on.
+  std::string key = config.account_inbox == AccountInbox::marten ? "marten" : "ledger";
+  if (config.account_ledger_unique) key += "+unique";
+  if (config.account_inbox_unique) key += "+inbox-key";
+  return key;
+}
+
+// Every statement the instance runs, prepared on its own connection on first use.
 struct AccountService::Statements {
   explicit Statements(SQLite::Database& db, const Config& config)
       : account_find(db, "SELECT balance, closed FROM accounts WHERE name = ?"),
@@ -101,28 +118,32 @@ struct AccountService::Statements {
                       "INSERT INTO outbox (inbox_message_id, message_id, type, transfer_id,"
                       " from_account, to_account, amount, reason, created_ms)"
                       " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"),
-        outbox_for_inbox(
-            db,
-            std::string("SELECT ") + kOutboxColumns +
-                " FROM outbox WHERE inbox_message_id = ? AND delivered_ms IS NULL ORDER BY seq"),
+        outbox_for_inbox(db,
+                         std::string("SELECT ") + kOutboxColumns +
+                             " FROM outbox WHERE inbox_message_id = ? AND seq > ? ORDER BY seq"),
+        outbox_remove_inbox(db, "DELETE FROM outbox WHERE inbox_message_id = ?"),
         outbox_pending(db, std::string("SELECT ") + kOutboxColumns +
                                " FROM outbox WHERE delivered_ms IS NULL ORDER BY seq LIMIT " +
                                std::to_string(kSweepBatchRows)),
         outbox_mark_seq(db, "UPDATE outbox SET delivered_ms = ? WHERE seq = ?"),
-        outbox_mark_inbox(db,
-                          "UPDATE outbox SET delivered_ms = ?"
-                          " WHERE inbox_message_id = ? AND delivered_ms IS NULL"),
-        outbox_undelivered(db, "SELECT COUNT(*) FROM outbox WHERE delivered_ms IS NULL"),
+        // A MassTransit outbox row whose inbox row is delivered was sent; pass 4 removes it.
+        outbox_undelivered(db,
+                           "SELECT COUNT(*) FROM outbox o WHERE o.delivered_ms IS NULL AND NOT"
+                           " EXISTS (SELECT 1 FROM inbox_state i WHERE i.message_id ="
+                           " o.inbox_message_id AND i.delivered_ms IS NOT NULL)"),
         outbox_cleanup(db, "DELETE FROM outbox WHERE delivered_ms < ?"),
+        inbox_lookup(db,
+                     "SELECT id, consumed_ms IS NOT NULL, delivered_ms IS NOT NULL,"
+                     " COALESCE(last_sequence_number, 0) FROM inbox_state"
+                     " WHERE message_id = ? AND consumer_id = ? ORDER BY id LIMIT 2"),
         inbox_insert(db,
-                     "INSERT OR IGNORE INTO inbox_state"
-                     " (message_id, consumer_id, received_ms, receive_count) VALUES (?, ?, ?, 0)"),
-        inbox_find(db,
-                   "SELECT id, consumed_ms IS NOT NULL, delivered_ms IS NOT NULL FROM inbox_state"
-                   " WHERE message_id = ? AND consumer_id = ? ORDER BY id DESC LIMIT 1"),
+                     "INSERT INTO inbox_state (message_id, consumer_id, received_ms, receive_count)"
+                     " VALUES (?, ?, ?, 0)"),
         inbox_bump(db, "UPDATE inbox_state SET receive_count = receive_count + 1 WHERE id = ?"),
         inbox_consumed(db, "UPDATE inbox_state SET consumed_ms = ? WHERE id = ?"),
-        inbox_delivered(db, "UPDATE inbox_state SET delivered_ms = ? WHERE id = ?"),
+        inbox_delivered(db,
+                        "UPDATE inbox_state SET delivered_ms = ?, last_sequence_number = ?"
+                        " WHERE id = ?"),
         inbox_cleanup(db, "DELETE FROM inbox_state WHERE delivered_ms < ?"),
         document_find(db, "SELECT 1 FROM inbox_documents WHERE message_id = ?"),
         document_insert(db, "INSERT INTO inbox_documents (message_id, received_ms) VALUES (?, ?)"),
@@ -136,13 +157,13 @@ struct AccountService::Statements {
   LazyStatement ledger_insert;
   LazyStatement outbox_insert;
   LazyStatement outbox_for_inbox;
+  LazyStatement outbox_remove_inbox;
   LazyStatement outbox_pending;
   LazyStatement outbox_mark_seq;
-  LazyStatement outbox_mark_inbox;
   LazyStatement outbox_undelivered;
   LazyStatement outbox_cleanup;
+  LazyStatement inbox_lookup;
   LazyStatement inbox_insert;
-  LazyStatement inbox_find;
   LazyStatement inbox_bump;
   LazyStatement inbox_consumed;
   LazyStatement inbox_delivered;
@@ -154,16 +175,14 @@ struct AccountService::Statements {
   LazyStatement rejected_insert;
 };
 
-AccountService::AccountService(ServiceHost& host, const Config& config, const std::string& db_path)
-    : host_(host),
-      config_(config),
-      db_(open_with_schema(db_path, config)),
+AccountService::AccountService(ServiceHost& host, const Config& config, SQLite::Database db)
+    : ServiceCore(host, config, std::move(db), ServiceId::account),
       statements_(std::make_unique<Statements>(db_, config)) {}
 
 AccountService::~AccountService() = default;
 
 void AccountService::open_accounts(const std::map<std::string, AccountSpec>& accounts) {
-  UnitOfWork work(db_, pending_);
+  UnitOfWork work(*this);
   for (const auto& [name, spec] : accounts) {
     StatementUse insert(statements_->account_insert);
     insert->bind(1, name);
@@ -171,194 +190,343 @@ void AccountService::open_accounts(const std::map<std::string, AccountSpec>& acc
     insert->bind(3, spec.closed ? 1 : 0);
     insert->exec();
   }
+  // The opening state is the checker's starting point, not a transaction it checks.
   work.transaction.commit();
 }
 
-Outcome AccountService::handle(const Delivery& delivery) {
-  const Message& message = *delivery.message;
-  INBOXSIM_ASSERT(is_transfer_command(message.type));
-  crash_point(CrashPoint::before_tx, message);
-  switch (config_.account_inbox) {
-    case AccountInbox::masstransit: return handle_masstransit(message);
-    case AccountInbox::marten: return handle_marten(message);
-    case AccountInbox::none:
-    case AccountInbox::external_before:
-    case AccountInbox::external_after: return handle_plain(message);
+Task<Outcome> AccountService::handle(MessagePtr message) {
+  INBOXSIM_ASSERT(is_transfer_command(message->type));
+  if (config_.account_inbox == AccountInbox::masstransit) {
+    return handle_masstransit(std::move(message));
+  }
+  return handle_swept(std::move(message));
+}
+
+// MassTransit's EF inbox (EntityFrameworkOutboxContextFactory.Send, OutboxMessagePipe): a loop
+// of passes, each its own transaction that starts with a locking select of the message's
+// InboxState row. (1) No row: insert it, commit. (2) Not consumed: count the delivery, run the
+// consumer (business change and outbox rows), set consumed, commit. (3) Consumed, not
+// delivered: send the outbox messages after last_sequence_number, with their stored ids,
+// holding the row lock while the broker confirms them; set delivered, commit. (4) Delivered:
+// remove the outbox rows, commit, and stop. Then the delivery is acked.
+//
+// The select and the rest of a pass are two steps here. When the row exists, the row lock
+// makes the split invisible. When it does not, Postgres locks nothing either (there is no row
+// to lock), so two first deliveries can both find none: that is the window the
+// (message_id, consumer_id) key closes.
+Task<Outcome> AccountService::handle_masstransit(MessagePtr message_ptr) {
+  const Message& message = *message_ptr;
+  const std::string lock_key = inbox_lock_key(message);
+  bool reported = false;  // whether this delivery ran the consumer or counted as a dedupe hit
+  co_await step(CrashPointSet(CrashPoint::before_tx), message);
+  for (int64_t pass = 1; pass <= kInboxPassesMax; ++pass) {
+    std::optional<InboxRow> inbox = inbox_lookup(message);
+    if (!inbox) {
+      co_await step(CrashPointSet(CrashPoint::after_precheck), message);
+      inbox_insert(message);
+      co_await step(CrashPointSet(CrashPoint::after_dedupe), message);
+      continue;
+    }
+    co_await host_.lock_row(lock_key);
+    inbox = inbox_lookup(message);  // the row as the locking select returns it, once locked
+    co_await step(message);
+    if (!inbox) {
+      host_.unlock_row(lock_key);
+      continue;
+    }
+    if (!inbox->consumed) {
+      inbox_consume(message, *inbox);
+      host_.unlock_row(lock_key);
+      reported = true;
+      co_await step(CrashPointSet(CrashPoint::after_commit), message);
+      continue;
+    }
+    if (!inbox->delivered) {
+      if (!reported) {
+        dedupe_hit(me(), message,
+                   "inbox: message " + message.message_id +
+                       " already consumed but its outbox not delivered: re-sending the stored "
+                       "messages with their stored ids");
+        reported = true;
+      }
+      const int64_t last_sequence = inbox_send_outbox(message, *inbox);
+      co_await step(CrashPointSet(CrashPoint::after_outbox_send), message);
+      inbox_delivered(message, *inbox, last_sequence);
+      host_.unlock_row(lock_key);
+      co_await step(message);
+      continue;
+    }
+    inbox_remove_outbox(message, *inbox);
+    host_.unlock_row(lock_key);
+    if (!reported) {
+      dedupe_hit(
+          me(), message,
+          "inbox: message " + message.message_id + " already consumed, acked without effect");
+    }
+    co_return Outcome::ack;
   }
   INBOXSIM_ASSERT(false);
 }
 
-// MassTransit's EF inbox, in its separate transactions: (1) record the delivery, (2) lock the
-// row, count it and run the consumer if it was never consumed, (3) send the outbox rows the
-// consumer produced, with their stored ids, and mark the row delivered, (4) ack.
-Outcome AccountService::handle_masstransit(const Message& message) {
-  inbox_receive(message);
-  crash_point(CrashPoint::after_dedupe, message);
-  const InboxRow inbox = inbox_consume(message);
-  if (inbox.consumed && inbox.delivered) {
-    dedupe_hit(message,
-               "inbox: message " + message.message_id + " already consumed, acked without effect");
-    return Outcome::ack;
-  }
-  if (inbox.consumed) {
-    dedupe_hit(message, "inbox: message " + message.message_id +
-                            " already consumed but its outbox not delivered: re-sending the "
-                            "stored messages with their stored ids");
-  }
-  crash_point(CrashPoint::after_commit, message);
-  if (!send_inbox_outbox(message.message_id)) {
-    throw ConsumerFault{"publisher confirm lost while sending the outbox"};
-  }
-  crash_point(CrashPoint::after_outbox_send, message);
-  inbox_delivered(message, inbox.row);
-  return Outcome::ack;
-}
-
-// Step 1 relies on the (message_id, consumer_id) key to reject a second row, as MassTransit
-// relies on the InboxState key.
-void AccountService::inbox_receive(const Message& message) {
-  UnitOfWork work(db_, pending_);
-  StatementUse insert(statements_->inbox_insert);
-  insert->bind(1, message.message_id);
-  insert->bind(2, std::string(kConsumerId));
-  insert->bind(3, static_cast<int64_t>(host_.now_ms()));
-  if (insert->exec() == 1) {
-    note_dedupe_record(message, "inbox: row (" + message.message_id + ", " +
-                                    std::string(kConsumerId) +
-                                    ") inserted and committed, consumed still null");
-  }
-  commit(work.transaction);
-}
-
-// Step 2: the newest row for the key, counted; the consumer runs only if it never consumed.
-AccountService::InboxRow AccountService::inbox_consume(const Message& message) {
-  UnitOfWork work(db_, pending_);
+// The locking select: MassTransit reads the rows for (MessageId, ConsumerId) and takes
+// SingleOrDefault(), which throws when there are two (possible only without the key).
+std::optional<AccountService::InboxRow> AccountService::inbox_lookup(const Message& message) {
+  StatementUse find(statements_->inbox_lookup);
+  find->bind(1, message.message_id);
+  find->bind(2, std::string(kConsumerId));
+  if (!find->executeStep()) return std::nullopt;
   InboxRow inbox;
-  {
-    StatementUse find(statements_->inbox_find);
-    find->bind(1, message.message_id);
-    find->bind(2, std::string(kConsumerId));
-    const bool found = find->executeStep();
-    INBOXSIM_ASSERT(found);
-    inbox.row = find->getColumn(0).getInt64();
-    inbox.consumed = find->getColumn(1).getInt() != 0;
-    inbox.delivered = find->getColumn(2).getInt() != 0;
+  inbox.row = find->getColumn(0).getInt64();
+  inbox.consumed = find->getColumn(1).getInt() != 0;
+  inbox.delivered = find->getColumn(2).getInt() != 0;
+  inbox.last_sequence_number = find->getColumn(3).getInt64();
+  if (find->executeStep()) {
+    throw ConsumerFault{
+        "two inbox_state rows for one (message_id, consumer_id): the lookup's SingleOrDefault "
+        "throws"};
   }
-  {
-    StatementUse bump(statements_->inbox_bump);
-    bump->bind(1, static_cast<int64_t>(inbox.row));
-    bump->exec();
+  return inbox;
+}
+
+// Pass 1: the row, received now, never consumed. The key rejects a second row.
+void AccountService::inbox_insert(const Message& message) {
+  UnitOfWork work(*this);
+  try {
+    StatementUse insert(statements_->inbox_insert);
+    insert->bind(1, message.message_id);
+    insert->bind(2, std::string(kConsumerId));
+    insert->bind(3, static_cast<int64_t>(host_.now_ms()));
+    insert->exec();
+  } catch (const SQLite::Exception& error) {
+    if (!is_unique_violation(error)) throw;
+    throw ConsumerFault{
+        "inbox_state key (message_id, consumer_id) rejected a second row: a concurrent delivery "
+        "inserted it first"};
   }
-  if (!inbox.consumed) {
-    consume(message, message.message_id);
-    crash_point(CrashPoint::after_effect, message);
+  note_dedupe_record(me(), message,
+                     "inbox: row (" + message.message_id + ", " + std::string(kConsumerId) +
+                         ") inserted and committed, consumed still null");
+  commit(work);
+}
+
+void AccountService::inbox_bump(const InboxRow& inbox) {
+  StatementUse bump(statements_->inbox_bump);
+  bump->bind(1, static_cast<int64_t>(inbox.row));
+  bump->exec();
+}
+
+// Pass 2: count the delivery, run the consumer, set consumed: one transaction.
+void AccountService::inbox_consume(const Message& message, const InboxRow& inbox) {
+  UnitOfWork work(*this);
+  inbox_bump(inbox);
+  consume(message);
+  crash_point(CrashPoint::after_effect, message);
+  {
     StatementUse mark(statements_->inbox_consumed);
     mark->bind(1, static_cast<int64_t>(host_.now_ms()));
     mark->bind(2, static_cast<int64_t>(inbox.row));
     mark->exec();
-    note_dedupe_record(message, "inbox: " + message.message_id +
-                                    " marked consumed, in one transaction with its effect and "
-                                    "outbox rows");
   }
-  commit(work.transaction);
-  return inbox;
+  note_dedupe_record(me(), message,
+                     "inbox: " + message.message_id +
+                         " marked consumed, in one transaction with its effect and outbox rows");
+  commit(work);
 }
 
-// Step 3, after the outbox was sent: the row and the outbox rows are marked delivered.
-void AccountService::inbox_delivered(const Message& message, int64_t row) {
-  UnitOfWork work(db_, pending_);
+// Pass 3, first half: sends the outbox messages after last_sequence_number, each awaiting its
+// confirm. Returns the last sequence number sent. A lost confirm faults the pass, which rolls
+// back: the next delivery sends again from the last committed sequence number.
+int64_t AccountService::inbox_send_outbox(const Message& message, const InboxRow& inbox) {
+  std::vector<std::pair<int64_t, MessagePtr>> rows;
   {
-    StatementUse mark(statements_->inbox_delivered);
-    mark->bind(1, static_cast<int64_t>(host_.now_ms()));
-    mark->bind(2, static_cast<int64_t>(row));
-    mark->exec();
+    StatementUse select(statements_->outbox_for_inbox);
+    select->bind(1, message.message_id);
+    select->bind(2, static_cast<int64_t>(inbox.last_sequence_number));
+    while (select->executeStep()) {
+      rows.emplace_back(select->getColumn(0).getInt64(), message_from_outbox_row(*select));
+    }
   }
-  StatementUse mark_outbox(statements_->outbox_mark_inbox);
-  mark_outbox->bind(1, static_cast<int64_t>(host_.now_ms()));
-  mark_outbox->bind(2, message.message_id);
-  mark_outbox->exec();
+  int64_t last_sequence = inbox.last_sequence_number;
+  for (const auto& [seq, outgoing] : rows) {
+    if (!host_.publish_and_confirm(outgoing)) {
+      throw ConsumerFault{"publisher confirm lost while sending the outbox"};
+    }
+    last_sequence = seq;
+  }
+  return last_sequence;
+}
+
+// Pass 3, second half: the row is delivered as of the last message sent; commit.
+void AccountService::inbox_delivered(const Message& message, const InboxRow& inbox,
+                                     int64_t last_sequence) {
+  UnitOfWork work(*this);
+  inbox_bump(inbox);
+  StatementUse mark(statements_->inbox_delivered);
+  mark->bind(1, static_cast<int64_t>(host_.now_ms()));
+  mark->bind(2, static_cast<int64_t>(last_sequence));
+  mark->bind(3, static_cast<int64_t>(inbox.row));
+  mark->exec();
   note_dedupe_record(
-      message, "inbox: " + message.message_id + " marked delivered, its outbox messages sent");
-  commit(work.transaction);
+      me(), message,
+      "inbox: " + message.message_id + " marked delivered, its outbox messages sent");
+  commit(work);
 }
 
-// Marten: the inbox document is looked up first and inserted in the same transaction as the
-// event append; its unique key is only the backstop for a concurrent duplicate.
-Outcome AccountService::handle_marten(const Message& message) {
-  {
-    UnitOfWork work(db_, pending_);
-    bool seen = false;
-    {
+// Pass 4 (or the only pass of a duplicate): count the delivery, remove the outbox rows.
+void AccountService::inbox_remove_outbox(const Message& message, const InboxRow& inbox) {
+  UnitOfWork work(*this);
+  inbox_bump(inbox);
+  StatementUse remove(statements_->outbox_remove_inbox);
+  remove->bind(1, message.message_id);
+  remove->exec();
+  commit(work);
+}
+
+// The modes whose outbox is swept after the commit rather than tied to an inbox row: Marten
+// (the inbox document looked up first, then inserted in the same transaction as the event
+// append, its primary key the backstop for a concurrent duplicate), no inbox, and the seed's
+// "Redis SET" beside the database, marked before or after the business commit (a crash in
+// between loses the work, or does it twice).
+Task<Outcome> AccountService::handle_swept(MessagePtr message_ptr) {
+  const Message& message = *message_ptr;
+  const AccountInbox inbox = config_.account_inbox;
+  const bool external =
+      inbox == AccountInbox::external_before || inbox == AccountInbox::external_after;
+  co_await step(CrashPointSet(CrashPoint::before_tx), message);
+  if (already_seen(message)) {
+    // The pre-check saw it: acked without effect (the outbox is still swept below).
+  } else {
+    if (inbox == AccountInbox::none) {
+      crash_point(CrashPoint::after_dedupe, message);
+    } else if (external) {
+      co_await step(CrashPointSet(CrashPoint::after_precheck, CrashPoint::after_dedupe), message);
+    } else {
+      co_await step(CrashPointSet(CrashPoint::after_precheck), message);
+    }
+    if (inbox == AccountInbox::external_before) {
+      mark_seen(me(), seen_key(message), message, "before");
+      co_await step(CrashPointSet(CrashPoint::after_mark), message);
+    }
+    if (commit_business(message)) {
+      co_await step(CrashPointSet(CrashPoint::after_commit), message);
+      if (inbox == AccountInbox::external_after) {
+        mark_seen(me(), seen_key(message), message, "after");
+        co_await step(CrashPointSet(CrashPoint::after_mark), message);
+      }
+    }
+  }
+  const OutboxSend sent = send_pending_outbox();
+  if (!sent.confirmed_seqs.empty()) {
+    co_await step(CrashPointSet(CrashPoint::after_outbox_send), message);
+  }
+  mark_outbox_sent(sent.confirmed_seqs);
+  if (!sent.all_confirmed) throw ConsumerFault{"publisher confirm lost while sending the outbox"};
+  co_return Outcome::ack;
+}
+
+// The pre-check: Marten's session lookup of the inbox document, or the external seen-set.
+// Traces the dedupe hit when it finds the message.
+bool AccountService::already_seen(const Message& message) {
+  switch (config_.account_inbox) {
+    case AccountInbox::marten: {
       StatementUse find(statements_->document_find);
       find->bind(1, message.message_id);
-      seen = find->executeStep();
-    }
-    if (seen) {
-      dedupe_hit(message,
+      if (!find->executeStep()) return false;
+      dedupe_hit(me(), message,
                  "marten inbox: document " + message.message_id + " exists, acked without effect");
-    } else {
-      try {
-        StatementUse insert(statements_->document_insert);
-        insert->bind(1, message.message_id);
-        insert->bind(2, static_cast<int64_t>(host_.now_ms()));
-        insert->exec();
-        note_dedupe_record(message, "marten inbox: document " + message.message_id +
-                                        " stored, in one transaction with the event append");
-      } catch (const SQLite::Exception& error) {
-        if (!is_unique_violation(error)) throw;
-        throw ConsumerFault{"inbox document key rejected a concurrent duplicate"};
-      }
-      crash_point(CrashPoint::after_dedupe, message);
-      consume(message, message.message_id);
-      crash_point(CrashPoint::after_effect, message);
-      commit(work.transaction);
-      crash_point(CrashPoint::after_commit, message);
+      return true;
+    }
+    case AccountInbox::external_before:
+    case AccountInbox::external_after:
+      if (!host_.seen_store().contains(seen_key(message))) return false;
+      dedupe_hit(me(), message,
+                 "external seen-set: message " + message.message_id +
+                     " already marked, acked without effect");
+      return true;
+    case AccountInbox::none:
+    case AccountInbox::masstransit: return false;
+  }
+  INBOXSIM_ASSERT(false);
+}
+
+// The business transaction of the swept modes (with the Marten document). Returns false when
+// the document's key rejected a concurrent duplicate: Marten's backstop, rolled back and acked.
+bool AccountService::commit_business(const Message& message) {
+  UnitOfWork work(*this);
+  if (config_.account_inbox == AccountInbox::marten) {
+    try {
+      insert_document(message);
+    } catch (const SQLite::Exception& error) {
+      if (!is_unique_violation(error)) throw;
+      dedupe_hit(me(), message,
+                 "marten inbox: message " + message.message_id +
+                     " was stored meanwhile by a concurrent delivery: the document's primary key "
+                     "rejected it (the backstop), rolled back, acked without effect");
+      return false;
+    }
+    crash_point(CrashPoint::after_dedupe, message);
+  }
+  consume(message);
+  crash_point(CrashPoint::after_effect, message);
+  commit(work);
+  return true;
+}
+
+void AccountService::insert_document(const Message& message) {
+  StatementUse insert(statements_->document_insert);
+  insert->bind(1, message.message_id);
+  insert->bind(2, static_cast<int64_t>(host_.now_ms()));
+  insert->exec();
+  note_dedupe_record(me(), message,
+                     "marten inbox: document " + message.message_id +
+                         " stored, in one transaction with the event append");
+}
+
+// Publishes the outbox rows not yet delivered, in order, until a confirm is lost.
+AccountService::OutboxSend AccountService::send_pending_outbox() {
+  std::vector<std::pair<int64_t, MessagePtr>> rows;
+  {
+    StatementUse pending(statements_->outbox_pending);
+    while (pending->executeStep()) {
+      rows.emplace_back(pending->getColumn(0).getInt64(), message_from_outbox_row(*pending));
     }
   }
-  if (!sweep_outbox(&message))
-    throw ConsumerFault{"publisher confirm lost while sending the outbox"};
-  return Outcome::ack;
+  OutboxSend sent;
+  sent.batch_full = static_cast<int64_t>(rows.size()) == kSweepBatchRows;
+  for (const auto& [seq, message] : rows) {
+    if (!host_.publish_and_confirm(message)) {
+      sent.all_confirmed = false;
+      break;
+    }
+    sent.confirmed_seqs.push_back(seq);
+  }
+  return sent;
 }
 
-// No inbox, or the seed's "Redis SET" beside the database: marked before the business commit
-// (a crash in between loses the work) or after it (a crash in between does it twice).
-Outcome AccountService::handle_plain(const Message& message) {
-  const bool before = config_.account_inbox == AccountInbox::external_before;
-  const bool after = config_.account_inbox == AccountInbox::external_after;
-  ExternalSeenStore& seen = host_.seen_store(ServiceId::account);
-  const std::string key = seen_key(message);
-  if ((before || after) && seen.contains(key)) {
-    dedupe_hit(message, "external seen-set: message " + message.message_id +
-                            " already marked, acked without effect");
-    if (!sweep_outbox(&message)) throw ConsumerFault{"publisher confirm lost"};
-    return Outcome::ack;
+void AccountService::mark_outbox_sent(const std::vector<int64_t>& seqs) {
+  if (seqs.empty()) return;
+  UnitOfWork work(*this);
+  for (const int64_t seq : seqs) {
+    StatementUse mark(statements_->outbox_mark_seq);
+    mark->bind(1, static_cast<int64_t>(host_.now_ms()));
+    mark->bind(2, static_cast<int64_t>(seq));
+    mark->exec();
   }
-  crash_point(CrashPoint::after_dedupe, message);
-  if (before) {
-    mark_seen(seen, key, message, "before");
-    crash_point(CrashPoint::after_mark, message);
-  }
-  {
-    UnitOfWork work(db_, pending_);
-    consume(message, message.message_id);
-    crash_point(CrashPoint::after_effect, message);
-    commit(work.transaction);
-  }
-  crash_point(CrashPoint::after_commit, message);
-  if (after) {
-    mark_seen(seen, key, message, "after");
-    crash_point(CrashPoint::after_mark, message);
-  }
-  if (!sweep_outbox(&message))
-    throw ConsumerFault{"publisher confirm lost while sending the outbox"};
-  return Outcome::ack;
+  commit(work);
 }
 
-void AccountService::consume(const Message& message, const std::string& inbox_message_id) {
+bool AccountService::sweep_outbox() {
+  const OutboxSend sent = send_pending_outbox();
+  mark_outbox_sent(sent.confirmed_seqs);
+  if (sent.all_confirmed && sent.batch_full) host_.schedule_account_outbox_sweep();
+  return sent.all_confirmed;
+}
+
+void AccountService::consume(const Message& message) {
   switch (message.type) {
-    case MessageType::transfer_requested: debit(message, inbox_message_id); return;
-    case MessageType::credit_requested: credit(message, inbox_message_id); return;
-    case MessageType::refund_requested: refund(message, inbox_message_id); return;
+    case MessageType::transfer_requested: debit(message); return;
+    case MessageType::credit_requested: credit(message); return;
+    case MessageType::refund_requested: refund(message); return;
     default: INBOXSIM_ASSERT(false);
   }
 }
@@ -370,39 +538,36 @@ bool AccountService::debit_rejected_before(const Message& message) {
   return find->executeStep();
 }
 
-void AccountService::debit(const Message& message, const std::string& inbox_message_id) {
+void AccountService::debit(const Message& message) {
   const std::optional<Account> source = find_account(message.from);
   if (debit_rejected_before(message)) {
-    reject(message, MessageType::debit_rejected, message.from, "debit already rejected",
-           inbox_message_id);
+    reject(message, MessageType::debit_rejected, message.from, "debit already rejected");
   } else if (!source) {
-    reject(message, MessageType::debit_rejected, message.from, "unknown account", inbox_message_id);
+    reject(message, MessageType::debit_rejected, message.from, "unknown account");
   } else if (source->closed) {
-    reject(message, MessageType::debit_rejected, message.from, "source account closed",
-           inbox_message_id);
+    reject(message, MessageType::debit_rejected, message.from, "source account closed");
   } else if (source->balance < message.amount) {
-    reject(message, MessageType::debit_rejected, message.from, "insufficient funds",
-           inbox_message_id);
+    reject(message, MessageType::debit_rejected, message.from, "insufficient funds");
   } else {
     apply_entry(message, EntryType::debit, message.from, -message.amount);
-    add_outbox(message, MessageType::account_debited, "", inbox_message_id);
+    add_outbox(message, MessageType::account_debited, "");
   }
 }
 
-void AccountService::credit(const Message& message, const std::string& inbox_message_id) {
+void AccountService::credit(const Message& message) {
   const std::optional<Account> destination = find_account(message.to);
   if (!destination || destination->closed) {
     reject(message, MessageType::credit_rejected, message.to,
-           destination ? "destination account closed" : "unknown account", inbox_message_id);
+           destination ? "destination account closed" : "unknown account");
     return;
   }
   apply_entry(message, EntryType::credit, message.to, message.amount);
-  add_outbox(message, MessageType::account_credited, "", inbox_message_id);
+  add_outbox(message, MessageType::account_credited, "");
 }
 
-void AccountService::refund(const Message& message, const std::string& inbox_message_id) {
+void AccountService::refund(const Message& message) {
   apply_entry(message, EntryType::refund, message.from, message.amount);
-  add_outbox(message, MessageType::account_refunded, "", inbox_message_id);
+  add_outbox(message, MessageType::account_refunded, "");
 }
 
 void AccountService::apply_entry(const Message& message, EntryType type, const std::string& account,
@@ -430,8 +595,7 @@ void AccountService::apply_entry(const Message& message, EntryType type, const s
   }
   pending_.ledger.push_back(LedgerEntry{message.transfer, type, account, delta});
   pending_.balances.push_back(BalanceWrite{account, balance});
-  TraceEvent event =
-      event_about(EventKind::effect, host_.now_ms(), participant::account_service, message);
+  TraceEvent event = event_about(EventKind::effect, host_.now_ms(), me(), message);
   event.account = account;
   event.amount = delta;
   event.detail = std::string(entry_type_name(type));
@@ -439,9 +603,8 @@ void AccountService::apply_entry(const Message& message, EntryType type, const s
 }
 
 void AccountService::reject(const Message& message, MessageType reply, const std::string& account,
-                            const std::string& reason, const std::string& inbox_message_id) {
-  TraceEvent event =
-      event_about(EventKind::rejected, host_.now_ms(), participant::account_service, message);
+                            const std::string& reason) {
+  TraceEvent event = event_about(EventKind::rejected, host_.now_ms(), me(), message);
   event.account = account;
   event.detail = reason;
   pending_.events.push_back(std::move(event));
@@ -450,13 +613,13 @@ void AccountService::reject(const Message& message, MessageType reply, const std
     insert->bind(1, message.transfer);
     insert->exec();
   }
-  add_outbox(message, reply, reason, inbox_message_id);
+  add_outbox(message, reply, reason);
 }
 
-void AccountService::add_outbox(const Message& message, MessageType type, const std::string& reason,
-                                const std::string& inbox_message_id) {
+void AccountService::add_outbox(const Message& message, MessageType type,
+                                const std::string& reason) {
   StatementUse insert(statements_->outbox_insert);
-  insert->bind(1, inbox_message_id);
+  insert->bind(1, message.message_id);
   insert->bind(2, host_.next_message_id());
   insert->bind(3, std::string(message_type_name(type)));
   insert->bind(4, message.transfer);
@@ -476,70 +639,6 @@ std::optional<AccountService::Account> AccountService::find_account(const std::s
   return Account{find->getColumn(0).getInt64(), find->getColumn(1).getInt() != 0};
 }
 
-namespace {
-
-MessagePtr message_from_outbox_row(SQLite::Statement& row) {
-  const auto type = parse_message_type(row.getColumn(2).getString());
-  INBOXSIM_ASSERT(type.has_value());
-  return make_message(row.getColumn(1).getString(), *type, row.getColumn(3).getString(),
-                      row.getColumn(4).getString(), row.getColumn(5).getString(),
-                      row.getColumn(6).getInt64(), row.getColumn(7).getString(),
-                      row.getColumn(8).getInt64());
-}
-
-}  // namespace
-
-bool AccountService::send_inbox_outbox(const std::string& inbox_message_id) {
-  std::vector<MessagePtr> messages;
-  {
-    StatementUse rows(statements_->outbox_for_inbox);
-    rows->bind(1, inbox_message_id);
-    while (rows->executeStep()) messages.push_back(message_from_outbox_row(*rows));
-  }
-  for (const MessagePtr& message : messages) {
-    if (!host_.publish_and_confirm(participant::account_service, message)) return false;
-  }
-  return true;
-}
-
-bool AccountService::sweep_outbox() { return sweep_outbox(nullptr); }
-
-bool AccountService::sweep_outbox(const Message* handling) {
-  std::vector<std::pair<int64_t, MessagePtr>> rows;
-  {
-    StatementUse pending(statements_->outbox_pending);
-    while (pending->executeStep()) {
-      rows.emplace_back(pending->getColumn(0).getInt64(), message_from_outbox_row(*pending));
-    }
-  }
-  std::vector<int64_t> confirmed;
-  bool all_confirmed = true;
-  for (const auto& [seq, message] : rows) {
-    if (!host_.publish_and_confirm(participant::account_service, message)) {
-      all_confirmed = false;
-      break;
-    }
-    confirmed.push_back(seq);
-  }
-  if (handling != nullptr && !confirmed.empty()) {
-    crash_point(CrashPoint::after_outbox_send, *handling);
-  }
-  if (!confirmed.empty()) {
-    UnitOfWork work(db_, pending_);
-    for (const int64_t seq : confirmed) {
-      StatementUse mark(statements_->outbox_mark_seq);
-      mark->bind(1, static_cast<int64_t>(host_.now_ms()));
-      mark->bind(2, static_cast<int64_t>(seq));
-      mark->exec();
-    }
-    commit(work.transaction);
-  }
-  if (all_confirmed && static_cast<int64_t>(rows.size()) == kSweepBatchRows) {
-    host_.schedule_account_outbox_sweep();
-  }
-  return all_confirmed;
-}
-
 void AccountService::restart() {
   // MassTransit's consumer outbox is only re-sent by a redelivery; the swept outboxes of the
   // other modes have a delivery loop that resumes when the process does.
@@ -549,7 +648,7 @@ void AccountService::restart() {
 int64_t AccountService::cleanup_inbox(int64_t as_of_ms) {
   const int64_t cutoff = as_of_ms - config_.account_inbox_window_ms;
   if (cutoff <= 0) return 0;
-  UnitOfWork work(db_, pending_);
+  UnitOfWork work(*this);
   int64_t deleted = 0;
   {
     StatementUse inbox(statements_->inbox_cleanup);
@@ -567,7 +666,7 @@ int64_t AccountService::cleanup_inbox(int64_t as_of_ms) {
     outbox->exec();
   }
   if (deleted == 0) return 0;
-  commit(work.transaction);
+  commit(work);
   return deleted;
 }
 
@@ -577,6 +676,7 @@ bool AccountService::drop_index(IndexName index) {
       db_.exec("DROP INDEX IF EXISTS ledger_transfer_type");
       return true;
     case IndexName::account_inbox_state:
+      // Dropped as the seed's experiment drops it: the key goes, lookups scan.
       db_.exec("DROP INDEX IF EXISTS inbox_state_key");
       db_.exec("DROP INDEX IF EXISTS inbox_documents_key");
       return true;
@@ -611,43 +711,8 @@ int64_t AccountService::undelivered_outbox_rows() {
   return count->getColumn(0).getInt64();
 }
 
-void AccountService::commit(SQLite::Transaction& transaction) {
-  transaction.commit();
-  pending_.service = ServiceId::account;
-  host_.committed(pending_);
-  pending_.clear();
-}
-
-void AccountService::dedupe_hit(const Message& message, std::string detail) {
-  TraceEvent event =
-      event_about(EventKind::dedupe_hit, host_.now_ms(), participant::account_service, message);
-  event.detail = std::move(detail);
-  host_.record(std::move(event));
-}
-
-void AccountService::note_dedupe_record(const Message& message, std::string detail) {
-  TraceEvent event =
-      event_about(EventKind::dedupe_record, host_.now_ms(), participant::account_service, message);
-  event.detail = std::move(detail);
-  pending_.events.push_back(std::move(event));
-}
-
-void AccountService::mark_seen(ExternalSeenStore& seen, const std::string& key,
-                               const Message& message, std::string_view when) {
-  seen.mark(key);
-  TraceEvent event =
-      event_about(EventKind::dedupe_record, host_.now_ms(), participant::account_service, message);
-  event.detail = "external seen-set: " + message.message_id + " marked " + std::string(when) +
-                 " the business commit, outside its transaction";
-  host_.record(std::move(event));
-}
-
 std::string AccountService::seen_key(const Message& message) const {
   return message.message_id + "|" + std::string(kConsumerId);
-}
-
-void AccountService::crash_point(CrashPoint point, const Message& message) {
-  host_.crash_point(ServiceId::account, point, &message);
 }
 
 }  // namespace inboxsim

@@ -1,12 +1,16 @@
 // account-service: accounts, a ledger and a consumer for the transfer commands, modelled on
 // .NET + MassTransit's Entity Framework inbox and consumer outbox (DESIGN §1).
 //
-// It owns one SQLite database: `accounts`, `ledger` (unique `(transfer_id, type)` unless
-// configured off), `inbox_state` keyed `(message_id, consumer_id)`, and `outbox`. With
-// `account.inbox = marten` the ledger is an event stream `account_events` (unique
-// `(account, version)`) and the inbox is a document table pre-checked in the same transaction.
-// Everything it knows across a crash is in that database (or, in the external-* modes, in the
-// ExternalSeenStore the host keeps for it).
+// One AccountService is one instance (one process) of the service: it has its own connection to
+// the service's one database, which every instance shares: `accounts`, `ledger` (unique
+// `(transfer_id, type)` unless configured off), `inbox_state` keyed `(message_id, consumer_id)`,
+// and `outbox`. With `account.inbox = marten` the ledger is an event stream `account_events`
+// (unique `(account, version)`) and the inbox is a document table. Everything the service knows
+// across a crash is in that database (or, in the external-* modes, in the ExternalSeenStore the
+// host keeps for it); what an instance holds in memory dies with it.
+//
+// A handler is a Task: a sequence of steps at the real system's transaction boundaries, with
+// the host deciding at each boundary whether time passes, the instance pauses or dies.
 #pragma once
 
 #include <SQLiteCpp/SQLiteCpp.h>
@@ -17,30 +21,36 @@
 #include <string>
 #include <vector>
 
-#include "broker/broker.h"
 #include "domain/config.h"
+#include "domain/scenario.h"
 #include "services/host.h"
+#include "services/service_core.h"
 
 namespace inboxsim {
 
-class AccountService {
+class AccountService : private ServiceCore {
  public:
-  // Opens the database at `db_path` (empty: in memory) and creates the schema.
-  AccountService(ServiceHost& host, const Config& config, const std::string& db_path);
+  // An instance on its own connection `db` to the service's database.
+  AccountService(ServiceHost& host, const Config& config, SQLite::Database db);
   ~AccountService();
 
-  // Creates the opening accounts in one transaction.
+  // The schema of the service's database, and the key that names it among schema templates.
+  static void create_schema(SQLite::Database& db, const Config& config);
+  static std::string schema_key(const Config& config);
+
+  // Creates the opening accounts in one transaction (done once, by one instance).
   void open_accounts(const std::map<std::string, AccountSpec>& accounts);
 
-  // Handles one delivery from queue `account-service`; returns whether to ack or nack.
-  // May throw ServiceCrash (a crash point fired); the open transaction then rolls back.
-  Outcome handle(const Delivery& delivery);
+  // Handles one delivery from queue `account-service`: a Task that ends with whether to ack or
+  // nack. It may end by throwing ServiceCrash (a crash point fired; the open transaction rolled
+  // back) or ConsumerFault (the handler failed and rolled back).
+  Task<Outcome> handle(MessagePtr message);
 
   // Sends outbox rows not yet delivered (the modes whose outbox is swept, not tied to an inbox
   // row). Returns false when a publisher confirm was lost and rows remain.
   bool sweep_outbox();
 
-  // Called when the service process comes back after a crash.
+  // Called when the instance's process comes back after a crash.
   void restart();
 
   // MassTransit's InboxCleanupService, as of `as_of_ms`: deletes inbox rows delivered longer
@@ -61,47 +71,51 @@ class AccountService {
     bool closed = false;
   };
 
-  // The state of a message's inbox row as step 2 found it.
+  // A message's inbox_state row as a pass's locking select found it.
   struct InboxRow {
     int64_t row = 0;
     bool consumed = false;
     bool delivered = false;
+    int64_t last_sequence_number = 0;  // the last outbox message sent (0: none yet)
   };
 
-  Outcome handle_masstransit(const Message& message);
-  void inbox_receive(const Message& message);
-  InboxRow inbox_consume(const Message& message);
-  void inbox_delivered(const Message& message, int64_t row);
-  Outcome handle_marten(const Message& message);
-  Outcome handle_plain(const Message& message);
-  void consume(const Message& message, const std::string& inbox_message_id);
+  // Outbox rows an outbox send published and got confirms for.
+  struct OutboxSend {
+    std::vector<int64_t> confirmed_seqs;
+    bool all_confirmed = true;
+    bool batch_full = false;
+  };
+
+  Task<Outcome> handle_masstransit(MessagePtr message);
+  std::optional<InboxRow> inbox_lookup(const Message& message);
+  void inbox_insert(const Message& message);
+  void inbox_consume(const Message& message, const InboxRow& inbox);
+  int64_t inbox_send_outbox(const Message& message, const InboxRow& inbox);
+  void inbox_delivered(const Message& message, const InboxRow& inbox, int64_t last_sequence);
+  void inbox_remove_outbox(const Message& message, const InboxRow& inbox);
+  void inbox_bump(const InboxRow& inbox);
+
+  Task<Outcome> handle_swept(MessagePtr message);
+  bool already_seen(const Message& message);
+  bool commit_business(const Message& message);
+  void insert_document(const Message& message);
+  OutboxSend send_pending_outbox();
+  void mark_outbox_sent(const std::vector<int64_t>& seqs);
+
+  void consume(const Message& message);
   bool debit_rejected_before(const Message& message);
-  void debit(const Message& message, const std::string& inbox_message_id);
-  void credit(const Message& message, const std::string& inbox_message_id);
-  void refund(const Message& message, const std::string& inbox_message_id);
+  void debit(const Message& message);
+  void credit(const Message& message);
+  void refund(const Message& message);
   void apply_entry(const Message& message, EntryType type, const std::string& account,
                    int64_t delta);
   void reject(const Message& message, MessageType reply, const std::string& account,
-              const std::string& reason, const std::string& inbox_message_id);
-  void add_outbox(const Message& message, MessageType type, const std::string& reason,
-                  const std::string& inbox_message_id);
+              const std::string& reason);
+  void add_outbox(const Message& message, MessageType type, const std::string& reason);
   std::optional<Account> find_account(const std::string& name);
-  bool send_inbox_outbox(const std::string& inbox_message_id);
-  bool sweep_outbox(const Message* handling);
-  void commit(SQLite::Transaction& transaction);
-  void dedupe_hit(const Message& message, std::string detail);
-  // Notes a dedupe record written in the open transaction; it reaches the trace on commit.
-  void note_dedupe_record(const Message& message, std::string detail);
-  // Marks the external seen-set, which is no transaction's business, and says so at once.
-  void mark_seen(ExternalSeenStore& seen, const std::string& key, const Message& message,
-                 std::string_view when);
   std::string seen_key(const Message& message) const;
-  void crash_point(CrashPoint point, const Message& message);
+  std::string_view me() const { return host_.names().service; }
 
-  ServiceHost& host_;
-  const Config& config_;
-  SQLite::Database db_;
-  CommitRecord pending_;
   struct Statements;
   std::unique_ptr<Statements> statements_;
 };

@@ -1,24 +1,26 @@
-// What a service needs from the world around it: the clock, message ids, the broker, crash
-// points, the trace and the checker. It is the services' one seam to the outside (as LevelDB's
-// Env is), which is what lets the World inject every fault deterministically.
+// What a service instance needs from the world around it: the clock, message ids, the broker,
+// crash points and step boundaries, row locks, the trace and the checker. It is the services'
+// one seam to the outside (as LevelDB's Env is), which is what lets the World inject every fault
+// and every interleaving deterministically. Each instance of a service has its own host, which
+// knows the instance's names and process.
 #pragma once
 
 #include <cstdint>
-#include <optional>
 #include <set>
 #include <string>
 #include <string_view>
-#include <vector>
 
 #include "domain/commit.h"
 #include "domain/crash.h"
 #include "domain/message.h"
+#include "kernel/task.h"
 #include "kernel/trace.h"
 
 namespace inboxsim {
 
 // The seed's "Redis SET of seen messageIds": it survives a service crash, but it is not in the
-// service's database, so no transaction covers it.
+// service's database, so no transaction covers it. One store per service, shared by its
+// instances, as one Redis would be.
 class ExternalSeenStore {
  public:
   bool contains(const std::string& key) const { return keys_.count(key) > 0; }
@@ -30,21 +32,44 @@ class ExternalSeenStore {
 
 enum class Outcome : uint8_t { ack, nack };
 
+// The participant names one instance appears under in traces (DESIGN §8.1).
+struct InstanceNames {
+  std::string_view service;        // "account-service", or "account-service#2" with several
+  std::string_view relay;          // transfer-service only
+  std::string_view notifications;  // transfer-service only
+};
+
 class ServiceHost {
  public:
   virtual ~ServiceHost() = default;
 
   virtual int64_t now_ms() const = 0;
+  virtual const InstanceNames& names() const = 0;
 
   // Returns a message id never handed out before in this run (a NewId / UUID stand-in).
   virtual std::string next_message_id() = 0;
 
-  // Throws ServiceCrash when an armed crash fault selects this point of this service.
-  virtual void crash_point(ServiceId service, CrashPoint point, const Message* message) = 0;
+  // A crash point inside a step (an open transaction, a publish): throws ServiceCrash when an
+  // armed crash fault selects this point of this instance.
+  virtual void crash_point(CrashPoint point, const Message* message) = 0;
+
+  // The boundary between two steps of the running handler, known by the names in `points`
+  // (none, or one or two names for one place): an armed crash at one of them throws
+  // ServiceCrash; an armed pause stops the instance; with consumer.work_ms the next step starts
+  // later. Returns whether the handler must suspend; the host then resumes it.
+  virtual Suspend between_steps(CrashPointSet points, const Message& message) = 0;
+
+  // Takes the row lock `key` of this service's database for the running handler (a SELECT ...
+  // FOR UPDATE that found its row). Returns whether the handler must wait for it; the host
+  // resumes it once the lock is its own. The host releases every lock a handler still holds
+  // when the handler ends, as a rollback does.
+  virtual Suspend lock_row(const std::string& key) = 0;
+  // Releases a row lock the running handler holds (its transaction committed).
+  virtual void unlock_row(const std::string& key) = 0;
 
   // Publishes and waits for the publisher confirm (account-service's inline outbox send).
   // Returns false when the confirm was lost: the message did reach the broker.
-  virtual bool publish_and_confirm(std::string_view publisher, const MessagePtr& message) = 0;
+  virtual bool publish_and_confirm(const MessagePtr& message) = 0;
 
   // Publishes from the transfer-service relay; the confirm (or its loss) arrives later.
   virtual void relay_publish(const MessagePtr& message, int64_t outbox_seq) = 0;
@@ -57,7 +82,7 @@ class ServiceHost {
   virtual void schedule_relay_poll() = 0;
   virtual void schedule_account_outbox_sweep() = 0;
 
-  virtual ExternalSeenStore& seen_store(ServiceId service) = 0;
+  virtual ExternalSeenStore& seen_store() = 0;
 };
 
 // Returns a trace event about a message, with its id, type and transfer filled in.

@@ -59,11 +59,33 @@ inline bool is_unique_violation(const SQLite::Exception& error) {
   return code == 1555 || code == 2067;
 }
 
-// Opens a service database with its schema: a fresh file when a path is given, else in memory.
-// An in-memory database is copied from a per-thread template built once per `schema_key`
-// (SQLite's backup API copies pages; running the DDL again for every fuzz seed would cost more
-// than the seed's own transactions).
-SQLite::Database open_service_database(const std::string& path, const std::string& schema_key,
-                                       const std::function<void(SQLite::Database&)>& create_schema);
+// One service's database, shared by the service's instances the way one Postgres or MongoDB
+// database is: every instance opens its own connection to it (DESIGN §8.1).
+//
+// In memory, a single connection gets a private ":memory:" database copied from a per-thread
+// schema template (SQLite's backup API copies pages; running the DDL again for every fuzz seed
+// would cost more than the seed's own transactions). Several connections share one database
+// through SQLite's memdb VFS ("file:/name?vfs=memdb", SQLite 3.36 and later): a name that begins
+// with "/" is one database for every connection of the process that opens it, with SQLite's
+// ordinary locking, so each connection is a connection as to a file. With a path, the database
+// is that file, and every connection opens it.
+class SharedDatabase {
+ public:
+  // `path` empty: in memory. `connections` is how many connections will be opened.
+  // REQUIRES: connections >= 1.
+  SharedDatabase(std::string path, std::string schema_key,
+                 std::function<void(SQLite::Database&)> create_schema, int64_t connections);
+
+  // Returns a new connection; the first one finds the schema created.
+  SQLite::Database connect();
+
+ private:
+  std::string path_;
+  std::string schema_key_;
+  std::function<void(SQLite::Database&)> create_schema_;
+  int64_t connections_;
+  int64_t opened_ = 0;
+  std::string shared_uri_;  // in memory with several connections: the memdb name
+};
 
 }  // namespace inboxsim

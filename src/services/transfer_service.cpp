@@ -16,7 +16,7 @@ constexpr int64_t kRelayBatchRows = 64;
 constexpr std::string_view kSagaConsumer = "saga";
 constexpr std::string_view kNotificationsConsumer = "notifications";
 
-void create_schema(SQLite::Database& db, const Config& config) {
+void create_tables(SQLite::Database& db, const Config& config) {
   db.exec(
       "CREATE TABLE sagas (transfer_id TEXT PRIMARY KEY, state TEXT NOT NULL,"
       "  from_account TEXT NOT NULL, to_account TEXT NOT NULL, amount INTEGER NOT NULL,"
@@ -39,23 +39,6 @@ void create_schema(SQLite::Database& db, const Config& config) {
   }
 }
 
-SQLite::Database open_with_schema(const std::string& path, const Config& config) {
-  // The key names every config choice create_schema() depends on.
-  std::string schema_key = "not-unique";
-  if (config.transfer_processed_unique) {
-    schema_key = config.transfer_dedupe_key == DedupeKey::message_id
-                     ? "unique(message_id)"
-                     : "unique(message_id, consumer)";
-  }
-  return open_service_database(path, schema_key,
-                               [&config](SQLite::Database& db) { create_schema(db, config); });
-}
-
-struct UnitOfWork {
-  UnitOfWork(SQLite::Database& db, CommitRecord& record) : transaction(db) { record.clear(); }
-  SQLite::Transaction transaction;
-};
-
 // One edge of the saga (DESIGN §1): in `from`, event `on` leads to `to` and emits `emit`.
 struct SagaEdge {
   SagaState from;
@@ -73,10 +56,6 @@ constexpr SagaEdge kSagaEdges[] = {
      MessageType::refund_requested},
     {SagaState::compensating, MessageType::account_refunded, SagaState::failed, std::nullopt},
 };
-
-std::string_view participant_of(std::string_view consumer) {
-  return consumer == kSagaConsumer ? participant::transfer_service : participant::notifications;
-}
 
 const SagaEdge* find_edge(SagaState from, MessageType on) {
   for (const SagaEdge& edge : kSagaEdges) {
@@ -134,17 +113,29 @@ struct TransferService::Statements {
   LazyStatement notification_insert;
 };
 
-TransferService::TransferService(ServiceHost& host, const Config& config,
-                                 const std::string& db_path)
-    : host_(host),
-      config_(config),
-      db_(open_with_schema(db_path, config)),
+void TransferService::create_schema(SQLite::Database& db, const Config& config) {
+  create_tables(db, config);
+}
+
+std::string TransferService::schema_key(const Config& config) {
+  // The key names every config choice create_schema() depends on.
+  if (!config.transfer_processed_unique) return "not-unique";
+  return config.transfer_dedupe_key == DedupeKey::message_id ? "unique(message_id)"
+                                                             : "unique(message_id, consumer)";
+}
+
+TransferService::TransferService(ServiceHost& host, const Config& config, SQLite::Database db)
+    : ServiceCore(host, config, std::move(db), ServiceId::transfer),
       statements_(std::make_unique<Statements>(db_)) {}
 
 TransferService::~TransferService() = default;
 
+std::string_view TransferService::participant_of(std::string_view consumer) const {
+  return consumer == kSagaConsumer ? host_.names().service : host_.names().notifications;
+}
+
 void TransferService::request(const TransferSpec& transfer) {
-  UnitOfWork work(db_, pending_);
+  UnitOfWork work(*this);
   {
     StatementUse insert(statements_->saga_insert);
     insert->bind(1, transfer.id);
@@ -161,65 +152,87 @@ void TransferService::request(const TransferSpec& transfer) {
   TraceEvent event;
   event.time_ms = host_.now_ms();
   event.kind = EventKind::saga;
-  event.service = participant::transfer_service;
+  event.service = host_.names().service;
   event.transfer = transfer.id;
   event.detail = "->REQUESTED";
   pending_.events.push_back(std::move(event));
-  commit(work.transaction);
+  commit(work);
 }
 
-Outcome TransferService::handle(TransferConsumer consumer, const Delivery& delivery) {
-  const Message& message = *delivery.message;
-  crash_point(CrashPoint::before_tx, message);
+// The NestJS handler (account-events.handler.ts in the seed): processed_messages, the saga and
+// the next command's outbox row in one transaction; or, in the external modes, the seed's
+// "Redis SET" checked first and marked before or after that transaction.
+Task<Outcome> TransferService::handle(TransferConsumer consumer, MessagePtr message_ptr) {
+  const Message& message = *message_ptr;
   const std::string_view consumer_name =
       consumer == TransferConsumer::saga ? kSagaConsumer : kNotificationsConsumer;
-  const bool external_before = config_.transfer_dedupe == TransferDedupe::external_before;
-  const bool external_after = config_.transfer_dedupe == TransferDedupe::external_after;
-  const bool in_transaction = config_.transfer_dedupe == TransferDedupe::processed_messages;
-  ExternalSeenStore& seen = host_.seen_store(ServiceId::transfer);
+  const TransferDedupe dedupe = config_.transfer_dedupe;
   const std::string key = config_.transfer_dedupe_key == DedupeKey::message_id
                               ? message.message_id
                               : message.message_id + "|" + std::string(consumer_name);
-  if ((external_before || external_after) && seen.contains(key)) {
-    dedupe_hit(message, consumer_name,
-               "external seen-set: message " + message.message_id + " already marked");
-    return Outcome::ack;
+  co_await step(CrashPointSet(CrashPoint::before_tx), message);
+  if (already_seen(message, consumer_name, key)) co_return Outcome::ack;
+  if (dedupe == TransferDedupe::none) {
+    crash_point(CrashPoint::after_dedupe, message);
+  } else if (dedupe != TransferDedupe::processed_messages) {
+    co_await step(CrashPointSet(CrashPoint::after_precheck, CrashPoint::after_dedupe), message);
   }
-  if (!in_transaction) crash_point(CrashPoint::after_dedupe, message);
-  if (external_before) {
-    mark_seen(seen, key, message, consumer_name, "before");
-    crash_point(CrashPoint::after_mark, message);
+  if (dedupe == TransferDedupe::external_before) {
+    mark_seen(participant_of(consumer_name), key, message, "before");
+    co_await step(CrashPointSet(CrashPoint::after_mark), message);
   }
-  {
-    UnitOfWork work(db_, pending_);
-    if (in_transaction) {
-      if (!claim_message(message, consumer_name)) return Outcome::ack;
-      crash_point(CrashPoint::after_dedupe, message);
-    }
-    if (consumer == TransferConsumer::saga) {
-      apply_saga_event(message);
-    } else {
-      StatementUse insert(statements_->notification_insert);
-      insert->bind(1, message.transfer);
-      insert->bind(2, message.type == MessageType::account_credited ? "completed" : "refunded");
-      insert->bind(3, static_cast<int64_t>(host_.now_ms()));
-      insert->exec();
-      pending_.notifications.push_back(message.transfer);
-      TraceEvent event =
-          event_about(EventKind::notification, host_.now_ms(), participant::notifications, message);
-      event.detail = message.type == MessageType::account_credited ? "transfer completed"
-                                                                   : "transfer refunded";
-      pending_.events.push_back(std::move(event));
-    }
-    crash_point(CrashPoint::after_effect, message);
-    commit(work.transaction);
+  if (!commit_event(consumer, message)) co_return Outcome::ack;
+  co_await step(CrashPointSet(CrashPoint::after_commit), message);
+  if (dedupe == TransferDedupe::external_after) {
+    mark_seen(participant_of(consumer_name), key, message, "after");
+    co_await step(CrashPointSet(CrashPoint::after_mark), message);
   }
-  crash_point(CrashPoint::after_commit, message);
-  if (external_after) {
-    mark_seen(seen, key, message, consumer_name, "after");
-    crash_point(CrashPoint::after_mark, message);
+  co_return Outcome::ack;
+}
+
+// The external seen-set's pre-check. Traces the dedupe hit when it finds the message.
+bool TransferService::already_seen(const Message& message, std::string_view consumer,
+                                   const std::string& key) {
+  const bool external = config_.transfer_dedupe == TransferDedupe::external_before ||
+                        config_.transfer_dedupe == TransferDedupe::external_after;
+  if (!external || !host_.seen_store().contains(key)) return false;
+  dedupe_hit(participant_of(consumer), message,
+             "external seen-set: message " + message.message_id + " already marked");
+  return true;
+}
+
+// The handler's one transaction. Returns false when processed_messages said the message was
+// processed already (rolled back, acked).
+bool TransferService::commit_event(TransferConsumer consumer, const Message& message) {
+  const std::string_view consumer_name =
+      consumer == TransferConsumer::saga ? kSagaConsumer : kNotificationsConsumer;
+  UnitOfWork work(*this);
+  if (config_.transfer_dedupe == TransferDedupe::processed_messages) {
+    if (!claim_message(message, consumer_name)) return false;
+    crash_point(CrashPoint::after_dedupe, message);
   }
-  return Outcome::ack;
+  if (consumer == TransferConsumer::saga) {
+    apply_saga_event(message);
+  } else {
+    write_notification(message);
+  }
+  crash_point(CrashPoint::after_effect, message);
+  commit(work);
+  return true;
+}
+
+void TransferService::write_notification(const Message& message) {
+  StatementUse insert(statements_->notification_insert);
+  insert->bind(1, message.transfer);
+  insert->bind(2, message.type == MessageType::account_credited ? "completed" : "refunded");
+  insert->bind(3, static_cast<int64_t>(host_.now_ms()));
+  insert->exec();
+  pending_.notifications.push_back(message.transfer);
+  TraceEvent event =
+      event_about(EventKind::notification, host_.now_ms(), host_.names().notifications, message);
+  event.detail =
+      message.type == MessageType::account_credited ? "transfer completed" : "transfer refunded";
+  pending_.events.push_back(std::move(event));
 }
 
 // Inserts the processed_messages row; false when the unique index said it was already there
@@ -241,7 +254,7 @@ bool TransferService::claim_message(const Message& message, std::string_view con
   } catch (const SQLite::Exception& error) {
     if (!is_unique_violation(error)) throw;
   }
-  dedupe_hit(message, consumer,
+  dedupe_hit(participant_of(consumer), message,
              "processed_messages: duplicate key " + message.message_id +
                  ", transaction rolled back, acked without effect");
   return false;
@@ -266,8 +279,8 @@ void TransferService::apply_saga_event(const Message& message) {
   const SagaEdge* edge = config_.transfer_state_machine ? find_edge(*state, message.type)
                                                         : edge_for_event(message.type);
   if (edge == nullptr) {
-    TraceEvent event = event_about(EventKind::illegal_transition, host_.now_ms(),
-                                   participant::transfer_service, message);
+    TraceEvent event =
+        event_about(EventKind::illegal_transition, host_.now_ms(), host_.names().service, message);
     event.detail = std::string(saga_state_name(*state)) + " + " +
                    std::string(message_type_name(message.type)) +
                    ": no such transition, logged and acked";
@@ -282,8 +295,7 @@ void TransferService::apply_saga_event(const Message& message) {
     update->exec();
   }
   pending_.transitions.push_back(SagaTransition{message.transfer, *state, edge->to});
-  TraceEvent event =
-      event_about(EventKind::saga, host_.now_ms(), participant::transfer_service, message);
+  TraceEvent event = event_about(EventKind::saga, host_.now_ms(), host_.names().service, message);
   event.detail =
       std::string(saga_state_name(*state)) + "->" + std::string(saga_state_name(edge->to));
   pending_.events.push_back(std::move(event));
@@ -336,12 +348,14 @@ void TransferService::relay_poll() {
 
 void TransferService::relay_confirmed(int64_t outbox_seq) {
   if (awaiting_confirm_.erase(outbox_seq) == 0) return;
-  UnitOfWork work(db_, pending_);
-  StatementUse mark(statements_->outbox_mark_sent);
-  mark->bind(1, static_cast<int64_t>(host_.now_ms()));
-  mark->bind(2, static_cast<int64_t>(outbox_seq));
-  mark->exec();
-  commit(work.transaction);
+  UnitOfWork work(*this);
+  {
+    StatementUse mark(statements_->outbox_mark_sent);
+    mark->bind(1, static_cast<int64_t>(host_.now_ms()));
+    mark->bind(2, static_cast<int64_t>(outbox_seq));
+    mark->exec();
+  }
+  commit(work);
 }
 
 void TransferService::relay_confirm_timed_out(int64_t outbox_seq) {
@@ -356,12 +370,15 @@ void TransferService::restart() { host_.schedule_relay_poll(); }
 int64_t TransferService::cleanup_processed(int64_t as_of_ms) {
   const int64_t cutoff = as_of_ms - config_.transfer_processed_ttl_ms;
   if (cutoff <= 0) return 0;
-  UnitOfWork work(db_, pending_);
-  StatementUse remove(statements_->processed_cleanup);
-  remove->bind(1, static_cast<int64_t>(cutoff));
-  const int deleted = remove->exec();
+  UnitOfWork work(*this);
+  int deleted = 0;
+  {
+    StatementUse remove(statements_->processed_cleanup);
+    remove->bind(1, static_cast<int64_t>(cutoff));
+    deleted = remove->exec();
+  }
   if (deleted == 0) return 0;
-  commit(work.transaction);
+  commit(work);
   return deleted;
 }
 
@@ -396,36 +413,6 @@ int64_t TransferService::unsent_outbox_rows() {
   const bool has_row = count->executeStep();
   INBOXSIM_ASSERT(has_row);
   return count->getColumn(0).getInt64();
-}
-
-void TransferService::commit(SQLite::Transaction& transaction) {
-  transaction.commit();
-  pending_.service = ServiceId::transfer;
-  host_.committed(pending_);
-  pending_.clear();
-}
-
-void TransferService::mark_seen(ExternalSeenStore& seen, const std::string& key,
-                                const Message& message, std::string_view consumer,
-                                std::string_view when) {
-  seen.mark(key);
-  TraceEvent event =
-      event_about(EventKind::dedupe_record, host_.now_ms(), participant_of(consumer), message);
-  event.detail = "external seen-set: " + message.message_id + " marked " + std::string(when) +
-                 " the business commit, outside its transaction";
-  host_.record(std::move(event));
-}
-
-void TransferService::dedupe_hit(const Message& message, std::string_view consumer,
-                                 std::string detail) {
-  TraceEvent event =
-      event_about(EventKind::dedupe_hit, host_.now_ms(), participant_of(consumer), message);
-  event.detail = std::move(detail);
-  host_.record(std::move(event));
-}
-
-void TransferService::crash_point(CrashPoint point, const Message& message) {
-  host_.crash_point(ServiceId::transfer, point, &message);
 }
 
 }  // namespace inboxsim

@@ -1,11 +1,14 @@
 // transfer-service: the transfer saga, modelled on the NestJS + MongoDB service (DESIGN §1).
 //
-// It owns one SQLite database: `sagas` (the state machine), `processed_messages` (unique index
-// on `message_id`, or on `(message_id, consumer)`), `outbox` and `notifications`. A consumed
+// One TransferService is one instance (one process) of the service, with its own connection to
+// the service's one database, which every instance shares: `sagas` (the state machine),
+// `processed_messages` (unique index on `message_id`, or on `(message_id, consumer)`), `outbox`
+// and `notifications`. A consumed
 // event inserts its processed_messages row, updates the saga and writes the next command to the
 // outbox in ONE transaction; a duplicate key rolls it all back and is acked. A polling relay
 // publishes outbox rows with their stored message id and marks a row sent only on the
-// publisher confirm. The relay's in-flight set is memory and dies with the process.
+// publisher confirm. Every instance runs a relay on the shared outbox; a relay's in-flight set is
+// its own memory and dies with its process.
 #pragma once
 
 #include <SQLiteCpp/SQLiteCpp.h>
@@ -16,28 +19,33 @@
 #include <string>
 #include <vector>
 
-#include "broker/broker.h"
 #include "domain/config.h"
 #include "domain/scenario.h"
 #include "services/host.h"
+#include "services/service_core.h"
 
 namespace inboxsim {
 
 // The consumers of transfer-service.
 enum class TransferConsumer : uint8_t { saga, notifications };
 
-class TransferService {
+class TransferService : private ServiceCore {
  public:
-  TransferService(ServiceHost& host, const Config& config, const std::string& db_path);
+  // An instance on its own connection `db` to the service's database.
+  TransferService(ServiceHost& host, const Config& config, SQLite::Database db);
   ~TransferService();
+
+  // The schema of the service's database, and the key that names it among schema templates.
+  static void create_schema(SQLite::Database& db, const Config& config);
+  static std::string schema_key(const Config& config);
 
   // A client asks for a transfer: the saga row in REQUESTED and the Transfer.Requested outbox
   // row, in one transaction.
   void request(const TransferSpec& transfer);
 
-  // Handles one delivery to the saga consumer or the notifications consumer.
-  // May throw ServiceCrash.
-  Outcome handle(TransferConsumer consumer, const Delivery& delivery);
+  // Handles one delivery to the saga consumer or the notifications consumer: a Task that ends
+  // with whether to ack, or by throwing ServiceCrash.
+  Task<Outcome> handle(TransferConsumer consumer, MessagePtr message);
 
   // The polling relay: publishes unsent outbox rows that are not awaiting a confirm.
   void relay_poll();
@@ -62,22 +70,15 @@ class TransferService {
   int64_t unsent_outbox_rows();
 
  private:
-  Outcome handle_saga(const Message& message);
-  Outcome handle_notification(const Message& message);
+  bool already_seen(const Message& message, std::string_view consumer, const std::string& key);
+  bool commit_event(TransferConsumer consumer, const Message& message);
   bool claim_message(const Message& message, std::string_view consumer);
   void apply_saga_event(const Message& message);
+  void write_notification(const Message& message);
   void add_outbox(MessageType type, const std::string& transfer, const std::string& from,
                   const std::string& to, int64_t amount);
-  void commit(SQLite::Transaction& transaction);
-  void dedupe_hit(const Message& message, std::string_view consumer, std::string detail);
-  void mark_seen(ExternalSeenStore& seen, const std::string& key, const Message& message,
-                 std::string_view consumer, std::string_view when);
-  void crash_point(CrashPoint point, const Message& message);
+  std::string_view participant_of(std::string_view consumer) const;
 
-  ServiceHost& host_;
-  const Config& config_;
-  SQLite::Database db_;
-  CommitRecord pending_;
   std::set<int64_t> awaiting_confirm_;  // outbox seqs published, confirm not yet seen
   struct Statements;
   std::unique_ptr<Statements> statements_;

@@ -9,7 +9,10 @@ namespace inboxsim {
 std::string describe_fault(const FaultSpec& fault) {
   std::string text(fault_kind_name(fault.kind));
   if (fault.service) text += " " + std::string(service_name(*fault.service));
-  if (fault.kind == FaultKind::crash) text += " at " + std::string(crash_point_name(fault.at));
+  if (fault.instance) text += "#" + std::to_string(*fault.instance);
+  if (fault.kind == FaultKind::crash || fault.kind == FaultKind::pause) {
+    text += " at " + std::string(crash_point_name(fault.at));
+  }
   if (fault.has_match) {
     text += " on";
     if (fault.match.type) text += " " + std::string(message_type_name(*fault.match.type));
@@ -18,6 +21,7 @@ std::string describe_fault(const FaultSpec& fault) {
       text += " (occurrence " + std::to_string(fault.match.occurrence) + ")";
   }
   if (fault.kind == FaultKind::delay) text += " by " + std::to_string(fault.ms) + " ms";
+  if (fault.kind == FaultKind::pause) text += " for " + std::to_string(fault.ms) + " ms";
   if (fault.kind == FaultKind::nack && fault.times > 1) {
     text += ", " + std::to_string(fault.times) + " times";
   }
@@ -74,20 +78,23 @@ std::optional<FaultSpec> FaultBook::take_first(FaultKind kind, std::string_view 
   }
 }
 
-std::optional<FaultSpec> FaultBook::take_crash(ServiceId service, CrashPoint point,
-                                               const Message* message) {
+std::optional<FaultSpec> FaultBook::take_at(FaultKind kind, ServiceId service, int64_t instance,
+                                            CrashPoint point, const Message* message) {
+  INBOXSIM_ASSERT(kind == FaultKind::crash || kind == FaultKind::pause);
   const std::string_view transfer = message == nullptr ? std::string_view{} : message->transfer;
-  return take_first(FaultKind::crash, transfer, [&](const FaultSpec& spec) {
+  return take_first(kind, transfer, [&](const FaultSpec& spec) {
     if (spec.service != service || spec.at != point) return false;
+    if (spec.instance.value_or(1) != instance) return false;
     return !spec.has_match || (message != nullptr && match_selects(spec.match, *message));
   });
 }
 
-std::optional<FaultSpec> FaultBook::take(FaultKind kind, ServiceId service,
+std::optional<FaultSpec> FaultBook::take(FaultKind kind, ServiceId service, int64_t instance,
                                          const Message& message) {
-  INBOXSIM_ASSERT(kind != FaultKind::crash);
+  INBOXSIM_ASSERT(kind != FaultKind::crash && kind != FaultKind::pause);
   return take_first(kind, message.transfer, [&](const FaultSpec& spec) {
     if (spec.service && *spec.service != service) return false;
+    if (spec.instance && *spec.instance != instance) return false;
     return !spec.has_match || match_selects(spec.match, message);
   });
 }

@@ -25,13 +25,16 @@ class FaultBook {
  public:
   void arm(const FaultSpec& fault);
 
-  // The crash fault that fires at this point of this service, if any (consumed when it fires).
-  // `message` is what the service was handling or publishing, or null.
-  std::optional<FaultSpec> take_crash(ServiceId service, CrashPoint point, const Message* message);
+  // The crash or pause fault (`kind`) that fires at this point of instance `instance` of this
+  // service, if any (consumed when it fires). A fault without an instance names instance 1.
+  // `message` is what the instance was handling or publishing, or null.
+  std::optional<FaultSpec> take_at(FaultKind kind, ServiceId service, int64_t instance,
+                                   CrashPoint point, const Message* message);
 
-  // The fault of `kind` that fires on this event, if any. `service` is the service on the
-  // consumer or publisher side of the event.
-  std::optional<FaultSpec> take(FaultKind kind, ServiceId service, const Message& message);
+  // The fault of `kind` that fires on this event, if any. `service` and `instance` are on the
+  // consumer or publisher side of the event; a fault that names neither takes any.
+  std::optional<FaultSpec> take(FaultKind kind, ServiceId service, int64_t instance,
+                                const Message& message);
 
   // Faults armed but never fired, described, in the order they were armed.
   std::vector<std::string> unfired() const;

@@ -5,6 +5,44 @@
 
 namespace inboxsim {
 
+// The ServiceHost of one instance: what its service object asks of the world, forwarded with
+// the instance's index, so that a service never names an instance or reaches another one.
+class World::InstanceHost final : public ServiceHost {
+ public:
+  InstanceHost(World& world, size_t instance) : world_(world), instance_(instance) {}
+
+  int64_t now_ms() const override { return world_.now_ms(); }
+  const InstanceNames& names() const override { return world_.instances_[instance_].names; }
+  std::string next_message_id() override {
+    return "m-" + std::to_string(world_.next_message_number_++);
+  }
+  void crash_point(CrashPoint point, const Message* message) override {
+    world_.crash_point(instance_, point, message);
+  }
+  Suspend between_steps(CrashPointSet points, const Message& message) override {
+    return world_.between_steps(instance_, points, message);
+  }
+  Suspend lock_row(const std::string& key) override { return world_.lock_row(instance_, key); }
+  void unlock_row(const std::string& key) override { world_.unlock_row(instance_, key); }
+  bool publish_and_confirm(const MessagePtr& message) override {
+    return world_.publish_and_confirm(instance_, message);
+  }
+  void relay_publish(const MessagePtr& message, int64_t outbox_seq) override {
+    world_.relay_publish(instance_, message, outbox_seq);
+  }
+  void record(TraceEvent event) override { world_.record(std::move(event)); }
+  void committed(const CommitRecord& record) override { world_.committed(record); }
+  void schedule_relay_poll() override { world_.schedule_relay_poll(instance_); }
+  void schedule_account_outbox_sweep() override { world_.schedule_account_outbox_sweep(instance_); }
+  ExternalSeenStore& seen_store() override {
+    return world_.seen_stores_[static_cast<size_t>(world_.instances_[instance_].service)];
+  }
+
+ private:
+  World& world_;
+  size_t instance_;
+};
+
 namespace {
 
 std::string db_path(const WorldOptions& options, std::string_view service) {
@@ -12,11 +50,7 @@ std::string db_path(const WorldOptions& options, std::string_view service) {
   return options.db_dir + "/" + options.db_prefix + std::string(service) + ".sqlite";
 }
 
-ServiceId service_of_participant(std::string_view name) {
-  return name == participant::account_service ? ServiceId::account : ServiceId::transfer;
-}
-
-TraceEvent delivery_event(inboxsim::EventKind kind, int64_t time_ms, std::string_view service,
+TraceEvent delivery_event(EventKind kind, int64_t time_ms, std::string_view service,
                           std::string_view target, const Delivery& delivery) {
   TraceEvent event = event_about(kind, time_ms, service, *delivery.message);
   event.target = target;
@@ -26,36 +60,39 @@ TraceEvent delivery_event(inboxsim::EventKind kind, int64_t time_ms, std::string
   return event;
 }
 
+TraceEvent instance_event(EventKind kind, int64_t time_ms, std::string_view service,
+                          std::string detail) {
+  TraceEvent event;
+  event.time_ms = time_ms;
+  event.kind = kind;
+  event.service = service;
+  event.detail = std::move(detail);
+  return event;
+}
+
 }  // namespace
 
 World::World(const Scenario& scenario, const Config& config, const WorldOptions& options)
     : config_(config),
-      keep_trace_(options.keep_trace),
       accounts_(scenario.accounts),
       rng_(options.seed),
       trace_(options.keep_trace),
+      publications_(options.keep_trace),
+      checker_(scenario.accounts, config.transfer_notifications),
       broker_([this](TraceEvent event) { record(std::move(event)); }, config.broker_prefetch,
-              config.broker_delivery_limit),
-      checker_(scenario.accounts, config.transfer_notifications) {
-  account_ = std::make_unique<AccountService>(*this, config_,
-                                              db_path(options, participant::account_service));
-  transfer_ = std::make_unique<TransferService>(*this, config_,
-                                                db_path(options, participant::transfer_service));
-  account_->open_accounts(accounts_);
-  const size_t account_queue = broker_.declare_queue("account-service", {"transfers.#"});
-  const size_t transfer_queue = broker_.declare_queue("transfer-service", {"accounts.#"});
-  account_consumer_ = broker_.add_consumer("account-service", account_queue);
-  saga_consumer_ = broker_.add_consumer("transfer-service", transfer_queue);
-  if (config_.transfer_notifications) {
-    const size_t queue =
-        broker_.declare_queue("transfer-service.notifications",
-                              {"accounts.account.credited", "accounts.account.refunded"});
-    notifications_consumer_ = broker_.add_consumer("notifications", queue);
-  }
+              config.broker_delivery_limit) {
+  INBOXSIM_ASSERT(config_.account_instances >= 1 && config_.account_instances <= kInstancesMax);
+  INBOXSIM_ASSERT(config_.transfer_instances >= 1 && config_.transfer_instances <= kInstancesMax);
+  // Every instance's connection is opened before any runs, so the vector never moves them.
+  instances_.reserve(static_cast<size_t>(config_.account_instances + config_.transfer_instances));
+  add_instances(ServiceId::account, config_.account_instances, options);
+  add_instances(ServiceId::transfer, config_.transfer_instances, options);
+  first_instance(ServiceId::account).account->open_accounts(accounts_);
+  add_consumers();
   checker_.on_violation = [this](const Violation& violation) {
     TraceEvent event;
     event.time_ms = violation.time_ms;
-    event.kind = inboxsim::EventKind::violation;
+    event.kind = EventKind::violation;
     event.detail = std::string(invariant_name(violation.invariant)) + ": " + violation.detail;
     record(std::move(event));
   };
@@ -63,80 +100,156 @@ World::World(const Scenario& scenario, const Config& config, const WorldOptions&
 
 World::~World() = default;
 
-std::string World::next_message_id() { return "m-" + std::to_string(next_message_number_++); }
+void World::add_instances(ServiceId service, int64_t count, const WorldOptions& options) {
+  const bool account = service == ServiceId::account;
+  const std::string_view base =
+      account ? participant::account_service : participant::transfer_service;
+  auto create = [this, account](SQLite::Database& db) {
+    if (account) {
+      AccountService::create_schema(db, config_);
+    } else {
+      TransferService::create_schema(db, config_);
+    }
+  };
+  const std::string key =
+      account ? AccountService::schema_key(config_) : TransferService::schema_key(config_);
+  auto& database = databases_[static_cast<size_t>(service)];
+  database = std::make_unique<SharedDatabase>(db_path(options, base), key, create, count);
+  for (int64_t number = 1; number <= count; ++number) {
+    const size_t index = instances_.size();
+    Instance& instance = instances_.emplace_back();
+    instance.service = service;
+    instance.number = number;
+    instance.names.service = instance_participant(base, number, count);
+    if (!account) {
+      instance.names.relay = instance_participant(participant::relay, number, count);
+      instance.names.notifications =
+          instance_participant(participant::notifications, number, count);
+    }
+    instance.host = std::make_unique<InstanceHost>(*this, index);
+    if (account) {
+      instance.account =
+          std::make_unique<AccountService>(*instance.host, config_, database->connect());
+    } else {
+      instance.transfer =
+          std::make_unique<TransferService>(*instance.host, config_, database->connect());
+    }
+  }
+}
+
+// Queues first, then each instance's consumers in instance order: the broker hands a queue's
+// messages round-robin to its consumers in the order they were added (DESIGN §8.1).
+void World::add_consumers() {
+  const size_t account_queue = broker_.declare_queue("account-service", {"transfers.#"});
+  const size_t transfer_queue = broker_.declare_queue("transfer-service", {"accounts.#"});
+  std::optional<size_t> notifications_queue;
+  if (config_.transfer_notifications) {
+    notifications_queue =
+        broker_.declare_queue("transfer-service.notifications",
+                              {"accounts.account.credited", "accounts.account.refunded"});
+  }
+  for (size_t index = 0; index < instances_.size(); ++index) {
+    Instance& instance = instances_[index];
+    auto add = [&](size_t queue, ConsumerRole role, std::string_view participant) {
+      const size_t consumer = broker_.add_consumer(participant, queue);
+      INBOXSIM_ASSERT(consumer == consumers_.size());
+      consumers_.push_back(ConsumerInfo{index, role, participant});
+      instance.consumers.push_back(consumer);
+    };
+    if (instance.service == ServiceId::account) {
+      add(account_queue, ConsumerRole::account, instance.names.service);
+    } else {
+      add(transfer_queue, ConsumerRole::saga, instance.names.service);
+      if (notifications_queue) {
+        add(*notifications_queue, ConsumerRole::notifications, instance.names.notifications);
+      }
+    }
+  }
+}
+
+World::Instance& World::first_instance(ServiceId service) {
+  for (Instance& instance : instances_) {
+    if (instance.service == service) return instance;
+  }
+  INBOXSIM_ASSERT(false);
+}
 
 int64_t World::latency_ms() { return rng_.between(kLatencyMsMin, kLatencyMsMax); }
 
-ServiceId World::service_of(size_t consumer) const {
-  return consumer == account_consumer_ ? ServiceId::account : ServiceId::transfer;
-}
-
-std::string_view World::consumer_participant(size_t consumer) const {
-  if (consumer == account_consumer_) return participant::account_service;
-  if (consumer == saga_consumer_) return participant::transfer_service;
-  return participant::notifications;
+// No draw at all when the work time is off, so that a run without it keeps the interleaving
+// (and the trace) it had before handlers took time.
+int64_t World::work_ms() {
+  if (config_.work_ms_max == 0) return 0;
+  return rng_.between(config_.work_ms_min, config_.work_ms_max);
 }
 
 template <typename Fn>
-void World::guarded(Fn&& fn) {
+void World::guarded(size_t instance, Fn&& fn) {
   try {
     fn();
-  } catch (const ServiceCrash& crash) {
-    crashed(crash);
+  } catch (const ServiceCrash&) {
+    crashed(instance);
   }
 }
 
 // ---- scenario steps --------------------------------------------------------------------------
 
 void World::mark_step(std::string detail) {
-  TraceEvent event;
-  event.time_ms = now_ms();
-  event.kind = inboxsim::EventKind::step;
-  event.detail = std::move(detail);
-  record(std::move(event));
+  record(instance_event(EventKind::step, now_ms(), {}, std::move(detail)));
+}
+
+// An instance that is up and not paused, taking turns (a load balancer's round robin).
+std::optional<size_t> World::available_instance(ServiceId service) {
+  const size_t count = instances_.size();
+  for (size_t tried = 0; tried < count; ++tried) {
+    const size_t index = (next_request_instance_ + tried) % count;
+    const Instance& instance = instances_[index];
+    if (instance.service != service || !instance.up || paused(instance)) continue;
+    next_request_instance_ = (index + 1) % count;
+    return index;
+  }
+  return std::nullopt;
 }
 
 void World::request_transfer(const TransferSpec& transfer) {
-  // A client whose request finds transfer-service down retries until it is back.
-  for (int64_t waited = 0; !state(ServiceId::transfer).up; ++waited) {
+  // A client whose request finds transfer-service down retries until an instance is back.
+  std::optional<size_t> target = available_instance(ServiceId::transfer);
+  for (int64_t waited = 0; !target; ++waited) {
     INBOXSIM_ASSERT(waited < kEventsPerRunMax);
     const bool stepped = step_once();
     INBOXSIM_ASSERT(stepped);
+    target = available_instance(ServiceId::transfer);
   }
+  Instance& instance = instances_[*target];
   TraceEvent event;
   event.time_ms = now_ms();
-  event.kind = inboxsim::EventKind::request;
+  event.kind = EventKind::request;
   event.service = participant::client;
-  event.target = participant::transfer_service;
+  event.target = instance.names.service;
   event.transfer = transfer.id;
   event.amount = transfer.amount;
   event.detail = transfer.from + " -> " + transfer.to;
   record(std::move(event));
   checker_.register_transfer(transfer.id, transfer.amount);
   transfer_amounts_[transfer.id] = transfer.amount;
-  transfer_->request(transfer);
+  instance.transfer->request(transfer);
 }
 
 void World::arm_fault(const FaultSpec& fault) {
   if (fault.kind == FaultKind::drop_connection && !fault.has_match) {
     INBOXSIM_ASSERT(fault.service.has_value());
-    for (size_t consumer = 0; consumer < broker_.consumer_count(); ++consumer) {
-      if (service_of(consumer) == *fault.service && broker_.connected(consumer)) {
-        reset_connection(consumer, "connection dropped");
-      }
+    for (size_t consumer = 0; consumer < consumers_.size(); ++consumer) {
+      const Instance& instance = instances_[consumers_[consumer].instance];
+      if (instance.service != *fault.service) continue;
+      if (fault.instance && *fault.instance != instance.number) continue;
+      if (broker_.connected(consumer)) reset_connection(consumer, "connection dropped");
     }
     return;
   }
   if (fault.kind == FaultKind::duplicate) {
     // "Publish a duplicate by hand": if the message is already out there, copy it now.
     FaultSpec remaining = fault;
-    const auto by_transfer = first_publications_by_transfer_.find(fault.match.transfer);
-    static const std::vector<MessagePtr> kNone;
-    const std::vector<MessagePtr>& candidates =
-        fault.match.transfer.empty()
-            ? first_publications_
-            : (by_transfer == first_publications_by_transfer_.end() ? kNone : by_transfer->second);
-    for (const MessagePtr& published : candidates) {
+    for (const MessagePtr& published : publications_.candidates(fault.match)) {
       if (!match_selects(fault.match, *published)) continue;
       if (remaining.match.occurrence == 1) {
         fire_duplicate(published);
@@ -151,14 +264,15 @@ void World::arm_fault(const FaultSpec& fault) {
 }
 
 void World::drop_index(IndexName index) {
-  const bool on_account = account_->drop_index(index);
-  const bool on_transfer = !on_account && transfer_->drop_index(index);
+  Instance& account = first_instance(ServiceId::account);
+  const bool on_account = account.account->drop_index(index);
+  Instance& transfer = first_instance(ServiceId::transfer);
+  const bool on_transfer = !on_account && transfer.transfer->drop_index(index);
   INBOXSIM_ASSERT(on_account || on_transfer);
-  TraceEvent event;
-  event.time_ms = now_ms();
-  event.kind = inboxsim::EventKind::index_dropped;
-  event.service = on_account ? participant::account_service : participant::transfer_service;
-  event.detail = std::string(index_name(index));
+  TraceEvent event =
+      instance_event(EventKind::index_dropped, now_ms(),
+                     on_account ? participant::account_service : participant::transfer_service,
+                     std::string(index_name(index)));
   record(std::move(event));
 }
 
@@ -201,11 +315,9 @@ void World::run_for(int64_t ms) {
 }
 
 void World::advance(int64_t ms) {
-  TraceEvent event;
-  event.time_ms = now_ms();
-  event.kind = inboxsim::EventKind::advance;
+  TraceEvent event = instance_event(EventKind::advance, now_ms(), {},
+                                    "virtual time jumps " + std::to_string(ms) + " ms");
   event.amount = ms;
-  event.detail = "virtual time jumps " + std::to_string(ms) + " ms";
   record(std::move(event));
   run_for(ms);
 }
@@ -213,270 +325,475 @@ void World::advance(int64_t ms) {
 // ---- the event loop --------------------------------------------------------------------------
 
 void World::dispatch(const Job& job) {
+  if (deferred_by_pause(job)) return;
   switch (job.kind) {
     case JobKind::deliver: on_deliver(job); return;
     case JobKind::ack: on_ack(job, false); return;
     case JobKind::nack: on_ack(job, true); return;
     case JobKind::confirm: on_confirm(job); return;
     case JobKind::confirm_timeout:
-      if (state(ServiceId::transfer).incarnation == job.epoch) {
-        transfer_->relay_confirm_timed_out(job.value);
+      if (instances_[job.instance].incarnation == job.incarnation) {
+        instances_[job.instance].transfer->relay_confirm_timed_out(job.outbox_seq);
       }
       return;
-    case JobKind::relay_poll:
-      if (state(ServiceId::transfer).incarnation != job.epoch) return;
-      relay_poll_scheduled_ = false;
-      guarded([&] { transfer_->relay_poll(); });
+    case JobKind::relay_poll: on_relay_poll(job); return;
+    case JobKind::account_sweep: on_account_sweep(job); return;
+    case JobKind::restart: on_restart(job.instance); return;
+    case JobKind::reconnect: on_reconnect(job); return;
+    case JobKind::resume:
+      if (handlers_.count(job.handler) > 0) run_handler(job.handler);
       return;
-    case JobKind::account_sweep:
-      if (state(ServiceId::account).incarnation != job.epoch) return;
-      account_sweep_scheduled_ = false;
-      guarded([&] {
-        if (!account_->sweep_outbox()) {
-          // A lost confirm: the delivery loop tries again after the confirm timeout.
-          account_sweep_scheduled_ = true;
-          scheduler_.schedule_at(now_ms() + kConfirmTimeoutMs,
-                                 Job{JobKind::account_sweep, 0, job.epoch, 0});
-        }
-      });
-      return;
-    case JobKind::restart: on_restart(static_cast<ServiceId>(job.index)); return;
-    case JobKind::reconnect: on_reconnect(job.index); return;
+    case JobKind::heartbeat_timeout: on_heartbeat_timeout(job); return;
+    case JobKind::pause_end: on_pause_end(job.instance); return;
   }
   INBOXSIM_ASSERT(false);
 }
 
+// A paused process does nothing: what reaches it waits in its socket until the pause ends, and
+// its own timers fire late. The broker's side (acks arriving, a heartbeat timing out) goes on.
+bool World::deferred_by_pause(const Job& job) {
+  switch (job.kind) {
+    case JobKind::ack:
+    case JobKind::nack:
+    case JobKind::restart:
+    case JobKind::heartbeat_timeout:
+    case JobKind::pause_end: return false;
+    default: break;
+  }
+  const size_t instance_index =
+      job.kind == JobKind::deliver ? consumers_[job.consumer].instance : job.instance;
+  const Instance& instance = instances_[instance_index];
+  if (!paused(instance)) return false;
+  schedule(instance.paused_until_ms, job);
+  return true;
+}
+
 void World::on_deliver(const Job& job) {
-  auto found = in_flight_.find(job.value);
+  auto found = in_flight_.find(job.delivery_id);
   INBOXSIM_ASSERT(found != in_flight_.end());
   const Delivery delivery = std::move(found->second);
   in_flight_.erase(found);
   // A delivery still on the wire when its channel closed was requeued then; this copy is void.
   if (!broker_.channel_open(delivery.consumer, delivery.channel)) return;
-  const ServiceId service = service_of(delivery.consumer);
-  INBOXSIM_ASSERT(state(service).up);
-  const std::string_view consumer = consumer_participant(delivery.consumer);
-  record(delivery_event(inboxsim::EventKind::deliver, now_ms(), participant::broker, consumer,
+  const ConsumerInfo& consumer = consumers_[delivery.consumer];
+  const Instance& instance = instances_[consumer.instance];
+  INBOXSIM_ASSERT(instance.up);
+  record(delivery_event(EventKind::deliver, now_ms(), participant::broker, consumer.participant,
                         delivery));
   const Message& message = *delivery.message;
-  if (faults_.take(FaultKind::drop_connection, service, message)) {
+  if (faults_.take(FaultKind::drop_connection, instance.service, instance.number, message)) {
     reset_connection(delivery.consumer, "connection dropped");
     return;
   }
-  if (faults_.take(FaultKind::nack, service, message)) {
+  if (faults_.take(FaultKind::nack, instance.service, instance.number, message)) {
     send_nack(delivery, "transient failure (database busy)");
     return;
   }
+  start_handler(consumer.instance, delivery);
+}
+
+void World::start_handler(size_t instance_index, const Delivery& delivery) {
+  Instance& instance = instances_[instance_index];
+  const uint64_t id = next_handler_id_++;
+  ActiveHandler handler;
+  handler.instance = instance_index;
+  handler.delivery = delivery;
+  switch (consumers_[delivery.consumer].role) {
+    case ConsumerRole::account: handler.task = instance.account->handle(delivery.message); break;
+    case ConsumerRole::saga:
+      handler.task = instance.transfer->handle(TransferConsumer::saga, delivery.message);
+      break;
+    case ConsumerRole::notifications:
+      handler.task = instance.transfer->handle(TransferConsumer::notifications, delivery.message);
+      break;
+  }
+  handlers_.emplace(id, std::move(handler));
+  run_handler(id);
+}
+
+// Runs a handler until its next suspension; a handler that ended is settled at once.
+void World::run_handler(uint64_t id) {
+  const auto found = handlers_.find(id);
+  INBOXSIM_ASSERT(found != handlers_.end());
+  INBOXSIM_ASSERT(current_handler_ == 0);
+  current_handler_ = id;
+  const bool ended = found->second.task.resume();
+  current_handler_ = 0;
+  if (ended) finish_handler(id);
+}
+
+void World::finish_handler(uint64_t id) {
+  const auto found = handlers_.find(id);
+  INBOXSIM_ASSERT(found != handlers_.end());
+  ActiveHandler handler = std::move(found->second);
+  handlers_.erase(found);
   Outcome outcome = Outcome::ack;
   try {
-    outcome = handle(delivery);
-  } catch (const ServiceCrash& crash) {
-    crashed(crash);
+    outcome = handler.task.result();
+  } catch (const ServiceCrash&) {
+    release_locks(handler.instance, id);
+    crashed(handler.instance);
     return;
   } catch (const ConsumerFault& fault) {
-    TraceEvent event =
-        event_about(inboxsim::EventKind::consumer_fault, now_ms(), consumer, message);
+    const Delivery& delivery = handler.delivery;
+    TraceEvent event = event_about(EventKind::consumer_fault, now_ms(),
+                                   consumers_[delivery.consumer].participant, *delivery.message);
     event.detail = std::string(fault.reason) + "; rolled back";
     record(std::move(event));
     send_nack(delivery, std::string(fault.reason));
+    release_locks(handler.instance, id);
     return;
   }
+  // A handler that ends normally has committed every pass and released its locks already.
+  release_locks(handler.instance, id);
   if (outcome == Outcome::ack) {
-    send_ack(delivery);
+    send_ack(handler);
   } else {
-    send_nack(delivery, "handler asked for a retry");
+    send_nack(handler.delivery, "handler asked for a retry");
   }
 }
 
-Outcome World::handle(const Delivery& delivery) {
-  if (delivery.consumer == account_consumer_) return account_->handle(delivery);
-  if (delivery.consumer == saga_consumer_) {
-    return transfer_->handle(TransferConsumer::saga, delivery);
-  }
-  return transfer_->handle(TransferConsumer::notifications, delivery);
+// ---- acks and nacks --------------------------------------------------------------------------
+
+// A handler whose connection closed while it ran (a zombie consumer) acks into the void: the
+// client library refuses to ack on a closed channel, and the broker has already requeued the
+// message. Returns true (and says so) when that is the case.
+bool World::ack_void(const Delivery& delivery, std::string_view verb) {
+  if (broker_.channel_open(delivery.consumer, delivery.channel)) return false;
+  TraceEvent event =
+      delivery_event(EventKind::ack_void, now_ms(), consumers_[delivery.consumer].participant,
+                     participant::broker, delivery);
+  event.detail = std::string(verb) +
+                 " on a closed channel: ignored; the broker requeued the message when the "
+                 "connection closed";
+  record(std::move(event));
+  return true;
 }
 
-void World::send_ack(const Delivery& delivery) {
-  const std::string_view consumer = consumer_participant(delivery.consumer);
-  if (faults_.take(FaultKind::drop_ack, service_of(delivery.consumer), *delivery.message)) {
-    TraceEvent event = delivery_event(inboxsim::EventKind::ack_lost, now_ms(), consumer,
-                                      participant::broker, delivery);
+void World::send_ack(const ActiveHandler& handler) {
+  const Delivery& delivery = handler.delivery;
+  if (ack_void(delivery, "ack")) return;
+  const Instance& instance = instances_[handler.instance];
+  if (faults_.take(FaultKind::drop_ack, instance.service, instance.number, *delivery.message)) {
+    TraceEvent event =
+        delivery_event(EventKind::ack_lost, now_ms(), consumers_[delivery.consumer].participant,
+                       participant::broker, delivery);
     event.detail = "ack lost on the wire";
     record(std::move(event));
     reset_connection(delivery.consumer, "connection reset after a lost ack");
     return;
   }
-  scheduler_.schedule_at(now_ms() + latency_ms(),
-                         Job{JobKind::ack, static_cast<uint32_t>(delivery.consumer),
-                             delivery.channel, delivery.delivery_tag});
+  Job job;
+  job.kind = JobKind::ack;
+  job.consumer = delivery.consumer;
+  job.channel = delivery.channel;
+  job.delivery_tag = delivery.delivery_tag;
+  schedule(now_ms() + latency_ms(), job);
 }
 
 void World::send_nack(const Delivery& delivery, std::string reason) {
+  if (ack_void(delivery, "nack")) return;
   TraceEvent event =
-      delivery_event(inboxsim::EventKind::nack, now_ms(), consumer_participant(delivery.consumer),
+      delivery_event(EventKind::nack, now_ms(), consumers_[delivery.consumer].participant,
                      participant::broker, delivery);
   event.detail = std::move(reason);
   record(std::move(event));
-  scheduler_.schedule_at(now_ms() + latency_ms(),
-                         Job{JobKind::nack, static_cast<uint32_t>(delivery.consumer),
-                             delivery.channel, delivery.delivery_tag});
+  Job job;
+  job.kind = JobKind::nack;
+  job.consumer = delivery.consumer;
+  job.channel = delivery.channel;
+  job.delivery_tag = delivery.delivery_tag;
+  schedule(now_ms() + latency_ms(), job);
 }
 
 void World::on_ack(const Job& job, bool is_nack) {
-  const std::string_view consumer = consumer_participant(job.index);
+  const std::string_view consumer = consumers_[job.consumer].participant;
   if (is_nack) {
-    broker_.nack(job.index, job.epoch, job.value, now_ms());
-  } else if (const auto settled = broker_.ack(job.index, job.epoch, job.value)) {
-    record(delivery_event(inboxsim::EventKind::ack, now_ms(), consumer, participant::broker,
-                          *settled));
+    broker_.nack(job.consumer, job.channel, job.delivery_tag, now_ms());
+  } else if (const auto settled = broker_.ack(job.consumer, job.channel, job.delivery_tag)) {
+    record(delivery_event(EventKind::ack, now_ms(), consumer, participant::broker, *settled));
   } else {
-    TraceEvent event;
-    event.time_ms = now_ms();
-    event.kind = inboxsim::EventKind::ack_lost;
-    event.service = consumer;
+    TraceEvent event =
+        instance_event(EventKind::ack_lost, now_ms(), consumer,
+                       "ack for tag " + std::to_string(job.delivery_tag) +
+                           " arrived on a closed channel; the message was already requeued");
     event.target = participant::broker;
-    event.detail = "ack for tag " + std::to_string(job.value) +
-                   " arrived on a closed channel; the message was already requeued";
     record(std::move(event));
   }
   pump();
 }
 
 void World::on_confirm(const Job& job) {
-  const auto found = awaiting_confirm_.find(job.value);
+  const auto found = awaiting_confirm_.find({job.instance, job.outbox_seq});
   if (found == awaiting_confirm_.end()) return;
   const MessagePtr message = found->second;
   awaiting_confirm_.erase(found);
-  if (state(ServiceId::transfer).incarnation != job.epoch) return;
-  TraceEvent event =
-      event_about(inboxsim::EventKind::confirm, now_ms(), participant::broker, *message);
-  event.target = participant::relay;
-  event.detail = "outbox row " + std::to_string(job.value);
+  Instance& instance = instances_[job.instance];
+  if (instance.incarnation != job.incarnation) return;
+  TraceEvent event = event_about(EventKind::confirm, now_ms(), participant::broker, *message);
+  event.target = instance.names.relay;
+  event.detail = "outbox row " + std::to_string(job.outbox_seq);
   record(std::move(event));
-  guarded([&] { transfer_->relay_confirmed(job.value); });
+  guarded(job.instance, [&] { instance.transfer->relay_confirmed(job.outbox_seq); });
 }
 
-void World::on_restart(ServiceId service) {
-  ServiceState& service_state = state(service);
-  INBOXSIM_ASSERT(!service_state.up);
-  service_state.up = true;
-  TraceEvent event;
-  event.time_ms = now_ms();
-  event.kind = inboxsim::EventKind::restart;
-  event.service =
-      service == ServiceId::account ? participant::account_service : participant::transfer_service;
-  event.detail = "restarted with its committed data";
-  record(std::move(event));
-  for (size_t consumer = 0; consumer < broker_.consumer_count(); ++consumer) {
-    if (service_of(consumer) == service && !broker_.connected(consumer)) {
-      broker_.open_connection(consumer);
+void World::on_relay_poll(const Job& job) {
+  Instance& instance = instances_[job.instance];
+  if (instance.incarnation != job.incarnation) return;
+  instance.relay_poll_scheduled = false;
+  guarded(job.instance, [&] { instance.transfer->relay_poll(); });
+}
+
+void World::on_account_sweep(const Job& job) {
+  Instance& instance = instances_[job.instance];
+  if (instance.incarnation != job.incarnation) return;
+  instance.sweep_scheduled = false;
+  guarded(job.instance, [&] {
+    if (!instance.account->sweep_outbox()) {
+      // A lost confirm: the delivery loop tries again after the confirm timeout.
+      instance.sweep_scheduled = true;
+      schedule(now_ms() + kConfirmTimeoutMs, job);
     }
+  });
+}
+
+// ---- processes: restarts, pauses, crashes, connections ---------------------------------------
+
+void World::on_restart(size_t index) {
+  Instance& instance = instances_[index];
+  INBOXSIM_ASSERT(!instance.up);
+  instance.up = true;
+  record(instance_event(EventKind::restart, now_ms(), instance.names.service,
+                        "restarted with its committed data"));
+  for (const size_t consumer : instance.consumers) {
+    if (!broker_.connected(consumer)) broker_.open_connection(consumer);
   }
-  guarded([&] {
-    if (service == ServiceId::account) {
-      account_->restart();
+  guarded(index, [&] {
+    if (instance.account) {
+      instance.account->restart();
     } else {
-      transfer_->restart();
+      instance.transfer->restart();
     }
   });
   pump();
 }
 
-void World::on_reconnect(size_t consumer) {
-  const ServiceId service = service_of(consumer);
-  if (!state(service).up || broker_.connected(consumer)) return;
-  broker_.open_connection(consumer);
-  pump();
-}
-
-void World::maybe_cleanup() {
-  if (now_ms() < next_cleanup_ms_) return;
-  const int64_t ticks_passed = (now_ms() - next_cleanup_ms_) / kCleanupIntervalMs;
-  const int64_t tick_ms = next_cleanup_ms_ + ticks_passed * kCleanupIntervalMs;
-  next_cleanup_ms_ = tick_ms + kCleanupIntervalMs;
-  on_cleanup(tick_ms);
-}
-
-void World::on_cleanup(int64_t tick_ms) {
-  // A service that is down cleans nothing; the first tick after its restart catches up.
-  if (state(ServiceId::account).up) {
-    record_cleanup(participant::account_service, account_->cleanup_inbox(tick_ms),
-                   "inbox cleanup: rows delivered more than " +
-                       std::to_string(config_.account_inbox_window_ms) + " ms ago deleted");
+void World::on_reconnect(const Job& job) {
+  const Instance& instance = instances_[job.instance];
+  if (!instance.up) return;
+  bool opened = false;
+  for (const size_t consumer : instance.consumers) {
+    if (job.consumer != kAllConsumers && consumer != job.consumer) continue;
+    if (broker_.connected(consumer)) continue;
+    broker_.open_connection(consumer);
+    opened = true;
   }
-  if (state(ServiceId::transfer).up) {
-    record_cleanup(participant::transfer_service, transfer_->cleanup_processed(tick_ms),
-                   "TTL: processed_messages older than " +
-                       std::to_string(config_.transfer_processed_ttl_ms) + " ms deleted");
-  }
+  if (opened) pump();
 }
 
-void World::record_cleanup(std::string_view service, int64_t deleted, std::string detail) {
-  if (deleted == 0) return;
-  TraceEvent event;
-  event.time_ms = now_ms();
-  event.kind = inboxsim::EventKind::cleanup;
-  event.service = service;
-  event.amount = deleted;
-  event.detail = std::move(detail);
+// The broker closes a connection it has heard nothing from for longer than the heartbeat
+// timeout (RabbitMQ: heartbeats.md). The process is alive, only paused: its handlers will run on.
+void World::on_heartbeat_timeout(const Job& job) {
+  const Instance& instance = instances_[job.instance];
+  if (instance.incarnation != job.incarnation || !paused(instance)) return;
+  if (now_ms() - instance.pause_started_ms < config_.broker_heartbeat_ms) return;
+  close_instance_connections(
+      job.instance, "no heartbeat for " + std::to_string(config_.broker_heartbeat_ms) +
+                        " ms: the broker closed the connection; unacked deliveries go back to "
+                        "the queue");
+}
+
+void World::on_pause_end(size_t index) {
+  Instance& instance = instances_[index];
+  if (!instance.up || paused(instance)) return;
+  record(instance_event(EventKind::resumed, now_ms(), instance.names.service,
+                        "goes on where it stopped"));
+  bool closed = false;
+  for (const size_t consumer : instance.consumers) closed = closed || !broker_.connected(consumer);
+  if (!closed) return;
+  // The client library finds its connection gone and recovers it; its handlers run on.
+  Job job;
+  job.kind = JobKind::reconnect;
+  job.instance = index;
+  job.consumer = kAllConsumers;
+  schedule(now_ms() + kReconnectMs, job);
+}
+
+void World::pause(size_t index, int64_t ms, CrashPoint point, const Message& message) {
+  Instance& instance = instances_[index];
+  instance.pause_started_ms = now_ms();
+  instance.paused_until_ms = now_ms() + ms;
+  TraceEvent event = event_about(EventKind::paused, now_ms(), instance.names.service, message);
+  event.amount = ms;
+  event.detail = "paused for " + std::to_string(ms) + " ms at " +
+                 std::string(crash_point_name(point)) + " (a GC pause, a stalled disk)";
   record(std::move(event));
+  Job end;
+  end.kind = JobKind::pause_end;
+  end.instance = index;
+  schedule(instance.paused_until_ms, end);
+  if (config_.broker_heartbeat_ms > 0 && ms > config_.broker_heartbeat_ms) {
+    Job timeout;
+    timeout.kind = JobKind::heartbeat_timeout;
+    timeout.instance = index;
+    timeout.incarnation = instance.incarnation;
+    schedule(now_ms() + config_.broker_heartbeat_ms, timeout);
+  }
 }
 
-// ---- crashes and connections -----------------------------------------------------------------
-
-void World::crash_point(ServiceId service, CrashPoint point, const Message* message) {
-  const auto fired = faults_.take_crash(service, point, message);
+void World::crash_point(size_t index, CrashPoint point, const Message* message) {
+  const Instance& instance = instances_[index];
+  const auto fired =
+      faults_.take_at(FaultKind::crash, instance.service, instance.number, point, message);
   if (!fired) return;
-  state(service).restart_after_ms = fired->restart_after_ms;
+  instances_[index].restart_after_ms = fired->restart_after_ms;
   TraceEvent event;
-  if (message != nullptr) event = event_about(inboxsim::EventKind::crash, now_ms(), {}, *message);
+  if (message != nullptr) event = event_about(EventKind::crash, now_ms(), {}, *message);
   event.time_ms = now_ms();
-  event.kind = inboxsim::EventKind::crash;
-  event.service =
-      service == ServiceId::account ? participant::account_service : participant::transfer_service;
+  event.kind = EventKind::crash;
+  event.service = instance.names.service;
   event.detail = std::string(crash_point_name(point));
   record(std::move(event));
-  throw ServiceCrash{service, point};
+  throw ServiceCrash{instance.service, point};
 }
 
-void World::crashed(const ServiceCrash& crash) {
-  ServiceState& service_state = state(crash.service);
-  INBOXSIM_ASSERT(service_state.up);
-  service_state.up = false;
-  ++service_state.incarnation;
-  if (crash.service == ServiceId::transfer) {
-    transfer_->crash();
-    relay_poll_scheduled_ = false;
-  } else {
-    account_sweep_scheduled_ = false;
+// The process died: its handlers die with it (their open transactions roll back, their row
+// locks go), its connections close (the broker requeues what they had unacked), its memory is
+// gone; it comes back later with its committed data.
+void World::crashed(size_t index) {
+  Instance& instance = instances_[index];
+  INBOXSIM_ASSERT(instance.up);
+  instance.up = false;
+  ++instance.incarnation;
+  instance.paused_until_ms = -1;
+  instance.relay_poll_scheduled = false;
+  instance.sweep_scheduled = false;
+  std::vector<uint64_t> dying;
+  for (const auto& [id, handler] : handlers_) {
+    if (handler.instance == index) dying.push_back(id);
   }
-  for (size_t consumer = 0; consumer < broker_.consumer_count(); ++consumer) {
-    if (service_of(consumer) != crash.service || !broker_.connected(consumer)) continue;
-    TraceEvent event;
-    event.time_ms = now_ms();
-    event.kind = inboxsim::EventKind::connection_closed;
-    event.service = consumer_participant(consumer);
+  // None of them may be handed a lock another of them releases.
+  for (const uint64_t id : dying) locks_of(instance.service).withdraw(id);
+  for (const uint64_t id : dying) {
+    release_locks(index, id);
+    handlers_.erase(id);
+  }
+  if (instance.transfer) instance.transfer->crash();
+  close_instance_connections(index, "process died; unacked deliveries go back to the queue");
+  Job restart;
+  restart.kind = JobKind::restart;
+  restart.instance = index;
+  restart.incarnation = instance.incarnation;
+  schedule(now_ms() + instance.restart_after_ms, restart);
+}
+
+void World::close_instance_connections(size_t index, const std::string& reason) {
+  for (const size_t consumer : instances_[index].consumers) {
+    if (!broker_.connected(consumer)) continue;
+    TraceEvent event = instance_event(EventKind::connection_closed, now_ms(),
+                                      consumers_[consumer].participant, reason);
     event.target = participant::broker;
-    event.detail = "process died; unacked deliveries go back to the queue";
     record(std::move(event));
     broker_.close_connection(consumer, now_ms(), "connection closed");
   }
-  scheduler_.schedule_at(
-      now_ms() + service_state.restart_after_ms,
-      Job{JobKind::restart, static_cast<uint32_t>(crash.service), service_state.incarnation, 0});
+  // What went back to the queue is for the other instances to take now.
+  pump();
 }
 
 void World::reset_connection(size_t consumer, std::string reason) {
-  TraceEvent event;
-  event.time_ms = now_ms();
-  event.kind = inboxsim::EventKind::connection_closed;
-  event.service = consumer_participant(consumer);
+  TraceEvent event = instance_event(EventKind::connection_closed, now_ms(),
+                                    consumers_[consumer].participant, std::move(reason));
   event.target = participant::broker;
-  event.detail = std::move(reason);
   record(std::move(event));
   broker_.close_connection(consumer, now_ms(), "connection closed");
-  scheduler_.schedule_at(now_ms() + kReconnectMs,
-                         Job{JobKind::reconnect, static_cast<uint32_t>(consumer), 0, 0});
+  pump();
+  Job job;
+  job.kind = JobKind::reconnect;
+  job.instance = consumers_[consumer].instance;
+  job.consumer = consumer;
+  schedule(now_ms() + kReconnectMs, job);
+}
+
+// ---- step boundaries and row locks -----------------------------------------------------------
+
+Suspend World::between_steps(size_t index, CrashPointSet points, const Message& message) {
+  INBOXSIM_ASSERT(current_handler_ != 0);
+  const Instance& instance = instances_[index];
+  for (size_t point = 0; point < kCrashPointCount; ++point) {
+    if (points.contains(static_cast<CrashPoint>(point))) {
+      crash_point(index, static_cast<CrashPoint>(point), &message);
+    }
+  }
+  for (size_t point = 0; point < kCrashPointCount; ++point) {
+    const auto at = static_cast<CrashPoint>(point);
+    if (!points.contains(at)) continue;
+    if (const auto fired =
+            faults_.take_at(FaultKind::pause, instance.service, instance.number, at, &message)) {
+      pause(index, fired->ms, at, message);
+      break;
+    }
+  }
+  const int64_t work = work_ms();
+  const int64_t start_ms = paused(instance) ? instance.paused_until_ms : now_ms();
+  if (start_ms + work == now_ms()) return Suspend{false};
+  Job job;
+  job.kind = JobKind::resume;
+  job.instance = index;
+  job.handler = current_handler_;
+  schedule(start_ms + work, job);
+  return Suspend{true};
+}
+
+Suspend World::lock_row(size_t index, const std::string& key) {
+  INBOXSIM_ASSERT(current_handler_ != 0);
+  const Instance& instance = instances_[index];
+  RowLocks& locks = locks_of(instance.service);
+  const std::optional<uint64_t> holder = locks.owner(key);
+  if (locks.acquire(key, current_handler_)) return Suspend{false};
+  const auto owner = handlers_.find(*holder);
+  const Delivery& waiting = handlers_.at(current_handler_).delivery;
+  const std::string_view held_by = owner == handlers_.end()
+                                       ? std::string_view("another handler")
+                                       : consumers_[owner->second.delivery.consumer].participant;
+  TraceEvent event = event_about(EventKind::lock_wait, now_ms(),
+                                 consumers_[waiting.consumer].participant, *waiting.message);
+  event.detail = "waits for the row lock on " + key + ", held by " + std::string(held_by);
+  record(std::move(event));
+  return Suspend{true};
+}
+
+void World::unlock_row(size_t index, const std::string& key) {
+  INBOXSIM_ASSERT(current_handler_ != 0);
+  RowLocks& locks = locks_of(instances_[index].service);
+  if (const std::optional<uint64_t> next = locks.release(key, current_handler_)) {
+    grant_lock(key, *next);
+  }
+}
+
+// Releases the locks a handler still holds (it rolled back or its process died) and withdraws
+// it from every lock it waits for.
+void World::release_locks(size_t index, uint64_t handler) {
+  RowLocks& locks = locks_of(instances_[index].service);
+  if (locks.empty()) return;
+  for (const RowLocks::Grant& grant : locks.release_all(handler)) {
+    grant_lock(grant.key, grant.handler);
+  }
+}
+
+// The waiter that now owns `key` goes on with its step.
+void World::grant_lock(const std::string& key, uint64_t handler) {
+  const auto found = handlers_.find(handler);
+  INBOXSIM_ASSERT(found != handlers_.end());
+  const Delivery& delivery = found->second.delivery;
+  TraceEvent event = event_about(EventKind::lock_granted, now_ms(),
+                                 consumers_[delivery.consumer].participant, *delivery.message);
+  event.detail = "got the row lock on " + key;
+  record(std::move(event));
+  Job job;
+  job.kind = JobKind::resume;
+  job.instance = found->second.instance;
+  job.handler = handler;
+  schedule(now_ms(), job);
 }
 
 // ---- publishing ------------------------------------------------------------------------------
@@ -486,45 +803,48 @@ void World::pump() {
   broker_.pump(dispatched_);
   for (Delivery& delivery : dispatched_) {
     int64_t delay_ms = latency_ms();
+    const Instance& instance = instances_[consumers_[delivery.consumer].instance];
     if (const auto held =
-            faults_.take(FaultKind::delay, service_of(delivery.consumer), *delivery.message)) {
+            faults_.take(FaultKind::delay, instance.service, instance.number, *delivery.message)) {
       delay_ms += held->ms;
     }
-    const int64_t id = next_delivery_id_++;
-    const Job job{JobKind::deliver, static_cast<uint32_t>(delivery.consumer), delivery.channel, id};
-    in_flight_.emplace(id, std::move(delivery));
-    scheduler_.schedule_at(now_ms() + delay_ms, job);
+    Job job;
+    job.kind = JobKind::deliver;
+    job.consumer = delivery.consumer;
+    job.delivery_id = next_delivery_id_++;
+    in_flight_.emplace(job.delivery_id, std::move(delivery));
+    schedule(now_ms() + delay_ms, job);
   }
 }
 
-void World::publish(std::string_view publisher, const MessagePtr& message) {
-  TraceEvent event = event_about(inboxsim::EventKind::publish, now_ms(), publisher, *message);
+void World::publish(ServiceId publisher_service, std::string_view publisher,
+                    const MessagePtr& message) {
+  TraceEvent event = event_about(EventKind::publish, now_ms(), publisher, *message);
   event.target = participant::broker;
   event.detail = std::string(routing_key(message->type));
   record(std::move(event));
-  if (keep_trace_) envelopes_.try_emplace(message->message_id, envelope_json(*message));
+  const bool by_operator = publisher == participant::operator_;
+  const bool first = publications_.record(message, by_operator);
   broker_.publish(message);
-  const bool first = published_ids_.insert({message->type, message->message_id}).second;
-  if (first && publisher != participant::operator_) {
-    first_publications_.push_back(message);
-    first_publications_by_transfer_[message->transfer].push_back(message);
-    const ServiceId service =
-        publisher == participant::relay ? ServiceId::transfer : ServiceId::account;
-    while (faults_.take(FaultKind::duplicate, service, *message)) fire_duplicate(message);
+  if (first && !by_operator) {
+    while (faults_.take(FaultKind::duplicate, publisher_service, 0, *message)) {
+      fire_duplicate(message);
+    }
   }
   pump();
 }
 
 void World::fire_duplicate(const MessagePtr& message) {
-  publish(participant::operator_, std::make_shared<Message>(*message));
+  publish(ServiceId::account, participant::operator_, std::make_shared<Message>(*message));
 }
 
-bool World::publish_and_confirm(std::string_view publisher, const MessagePtr& message) {
-  publish(publisher, message);
-  if (faults_.take(FaultKind::lose_confirm, service_of_participant(publisher), *message)) {
+bool World::publish_and_confirm(size_t index, const MessagePtr& message) {
+  const Instance& instance = instances_[index];
+  publish(instance.service, instance.names.service, message);
+  if (faults_.take(FaultKind::lose_confirm, instance.service, instance.number, *message)) {
     TraceEvent event =
-        event_about(inboxsim::EventKind::confirm_lost, now_ms(), participant::broker, *message);
-    event.target = publisher;
+        event_about(EventKind::confirm_lost, now_ms(), participant::broker, *message);
+    event.target = instance.names.service;
     event.detail = "publisher confirm lost; the message did reach the broker";
     record(std::move(event));
     return false;
@@ -532,84 +852,118 @@ bool World::publish_and_confirm(std::string_view publisher, const MessagePtr& me
   return true;
 }
 
-void World::relay_publish(const MessagePtr& message, int64_t outbox_seq) {
-  publish(participant::relay, message);
-  const uint64_t incarnation = state(ServiceId::transfer).incarnation;
-  if (faults_.take(FaultKind::lose_confirm, ServiceId::transfer, *message)) {
+void World::relay_publish(size_t index, const MessagePtr& message, int64_t outbox_seq) {
+  const Instance& instance = instances_[index];
+  publish(ServiceId::transfer, instance.names.relay, message);
+  Job job;
+  job.instance = index;
+  job.incarnation = instance.incarnation;
+  job.outbox_seq = outbox_seq;
+  if (faults_.take(FaultKind::lose_confirm, ServiceId::transfer, instance.number, *message)) {
     TraceEvent event =
-        event_about(inboxsim::EventKind::confirm_lost, now_ms(), participant::broker, *message);
-    event.target = participant::relay;
+        event_about(EventKind::confirm_lost, now_ms(), participant::broker, *message);
+    event.target = instance.names.relay;
     event.detail = "publisher confirm lost; the relay will publish again";
     record(std::move(event));
-    scheduler_.schedule_at(now_ms() + kConfirmTimeoutMs,
-                           Job{JobKind::confirm_timeout, 0, incarnation, outbox_seq});
+    job.kind = JobKind::confirm_timeout;
+    schedule(now_ms() + kConfirmTimeoutMs, job);
     return;
   }
-  awaiting_confirm_[outbox_seq] = message;
-  scheduler_.schedule_at(now_ms() + latency_ms(),
-                         Job{JobKind::confirm, 0, incarnation, outbox_seq});
+  awaiting_confirm_[{index, outbox_seq}] = message;
+  job.kind = JobKind::confirm;
+  schedule(now_ms() + latency_ms(), job);
 }
 
-void World::schedule_relay_poll() {
-  const ServiceState& transfer = state(ServiceId::transfer);
-  if (relay_poll_scheduled_ || !transfer.up) return;
-  relay_poll_scheduled_ = true;
-  scheduler_.schedule_at(now_ms() + rng_.between(kRelayPollMsMin, kRelayPollMsMax),
-                         Job{JobKind::relay_poll, 0, transfer.incarnation, 0});
+void World::schedule_relay_poll(size_t index) {
+  Instance& instance = instances_[index];
+  if (instance.relay_poll_scheduled || !instance.up) return;
+  instance.relay_poll_scheduled = true;
+  Job job;
+  job.kind = JobKind::relay_poll;
+  job.instance = index;
+  job.incarnation = instance.incarnation;
+  schedule(now_ms() + rng_.between(kRelayPollMsMin, kRelayPollMsMax), job);
 }
 
-void World::schedule_account_outbox_sweep() {
-  const ServiceState& account = state(ServiceId::account);
-  if (account_sweep_scheduled_ || !account.up) return;
-  account_sweep_scheduled_ = true;
-  scheduler_.schedule_at(now_ms() + latency_ms(),
-                         Job{JobKind::account_sweep, 0, account.incarnation, 0});
+void World::schedule_account_outbox_sweep(size_t index) {
+  Instance& instance = instances_[index];
+  if (instance.sweep_scheduled || !instance.up) return;
+  instance.sweep_scheduled = true;
+  Job job;
+  job.kind = JobKind::account_sweep;
+  job.instance = index;
+  job.incarnation = instance.incarnation;
+  schedule(now_ms() + latency_ms(), job);
 }
 
-ExternalSeenStore& World::seen_store(ServiceId service) {
-  return seen_stores_[static_cast<size_t>(service)];
+// ---- cleanup ---------------------------------------------------------------------------------
+
+void World::maybe_cleanup() {
+  if (now_ms() < next_cleanup_ms_) return;
+  const int64_t ticks_passed = (now_ms() - next_cleanup_ms_) / kCleanupIntervalMs;
+  const int64_t tick_ms = next_cleanup_ms_ + ticks_passed * kCleanupIntervalMs;
+  next_cleanup_ms_ = tick_ms + kCleanupIntervalMs;
+  on_cleanup(tick_ms);
+}
+
+// Every instance runs the cleanup service; one pass per tick stands for them all, run by the
+// first instance that is up and not paused. When none is, the next tick catches up.
+void World::on_cleanup(int64_t tick_ms) {
+  for (ServiceId service : {ServiceId::account, ServiceId::transfer}) {
+    for (Instance& instance : instances_) {
+      if (instance.service != service || !instance.up || paused(instance)) continue;
+      if (instance.account) {
+        record_cleanup(instance.names.service, instance.account->cleanup_inbox(tick_ms),
+                       "inbox cleanup: rows delivered more than " +
+                           std::to_string(config_.account_inbox_window_ms) + " ms ago deleted");
+      } else {
+        record_cleanup(instance.names.service, instance.transfer->cleanup_processed(tick_ms),
+                       "TTL: processed_messages older than " +
+                           std::to_string(config_.transfer_processed_ttl_ms) + " ms deleted");
+      }
+      break;
+    }
+  }
+}
+
+void World::record_cleanup(std::string_view service, int64_t deleted, std::string detail) {
+  if (deleted == 0) return;
+  TraceEvent event = instance_event(EventKind::cleanup, now_ms(), service, std::move(detail));
+  event.amount = deleted;
+  record(std::move(event));
 }
 
 // ---- observation -----------------------------------------------------------------------------
 
 void World::record(TraceEvent event) {
-  switch (event.kind) {
-    case inboxsim::EventKind::publish: ++stats_.published; break;
-    case inboxsim::EventKind::deliver:
-      ++stats_.deliveries;
-      if (event.redelivered) ++stats_.redeliveries;
-      break;
-    case inboxsim::EventKind::ack: ++stats_.acks; break;
-    case inboxsim::EventKind::dedupe_hit:
-      ++stats_.dedupe_hits;
-      ++dedupe_hits_[service_of_participant(event.service)];
-      break;
-    case inboxsim::EventKind::effect: ++stats_.effects; break;
-    case inboxsim::EventKind::crash: ++stats_.crashes; break;
-    case inboxsim::EventKind::dead_letter: ++stats_.dead_lettered; break;
-    default: break;
-  }
+  stats_.count(event);
   trace_.record(std::move(event));
 }
 
 void World::committed(const CommitRecord& record_in) {
-  ++stats_.transactions;
+  stats_.count_transaction();
   for (const TraceEvent& event : record_in.events) record(event);
   checker_.on_commit(record_in, now_ms());
-  if (record_in.service == ServiceId::transfer && record_in.outbox_written) schedule_relay_poll();
+  if (record_in.service != ServiceId::transfer || !record_in.outbox_written) return;
+  // Every instance's relay polls the one outbox; each finds the new row on its next poll.
+  for (size_t index = 0; index < instances_.size(); ++index) {
+    if (instances_[index].service == ServiceId::transfer) schedule_relay_poll(index);
+  }
 }
 
 RunResult World::finish() {
+  Instance& account = first_instance(ServiceId::account);
+  Instance& transfer = first_instance(ServiceId::transfer);
   FinalState final_state;
-  final_state.balances = account_->balances();
-  final_state.ledger = account_->ledger();
-  final_state.sagas = transfer_->sagas();
-  final_state.notifications = transfer_->notification_counts();
+  final_state.balances = account.account->balances();
+  final_state.ledger = account.account->ledger();
+  final_state.sagas = transfer.transfer->sagas();
+  final_state.notifications = transfer.transfer->notification_counts();
   final_state.queued_messages =
       static_cast<int64_t>(broker_.ready_messages() + broker_.unacked_messages());
   final_state.unsent_outbox_rows =
-      account_->undelivered_outbox_rows() + transfer_->unsent_outbox_rows();
-  final_state.dead_lettered = stats_.dead_lettered;
+      account.account->undelivered_outbox_rows() + transfer.transfer->unsent_outbox_rows();
+  final_state.dead_lettered = stats_.stats().dead_lettered;
   final_state.quiescent = quiescent_;
   checker_.check_final(final_state, now_ms());
 
@@ -617,9 +971,9 @@ RunResult World::finish() {
   result.config = config_to_json(config_);
   result.trace_hash = trace_.hash_hex();
   result.virtual_ms = now_ms();
-  result.stats = stats_;
-  result.dedupe_hits = dedupe_hits_;
-  for (const auto& [type, id] : published_ids_) ++result.published_ids[type];
+  result.stats = stats_.stats();
+  result.dedupe_hits = stats_.dedupe_hits();
+  result.published_ids = publications_.published_counts();
   for (const auto& [name, spec] : accounts_) result.opening_balances[name] = spec.balance;
   result.balances = final_state.balances;
   result.transfers = final_state.sagas;
@@ -637,7 +991,7 @@ RunResult World::finish() {
   }
   result.unfired_faults = faults_.unfired();
   result.events = trace_.events();
-  result.envelopes = envelopes_;
+  result.envelopes = publications_.envelopes();
   return result;
 }
 

@@ -1,18 +1,18 @@
-// The World: one simulated bank. It owns the scheduler, the PRNG, the broker, both services,
-// the fault book, the checker and the trace, and it is the ServiceHost through which the
-// services reach all of them.
+// The World: one simulated bank, and the one place that wires everything together. It owns the
+// scheduler, the PRNG, the broker, every instance of both services, the fault book, the row
+// locks, the checker and the trace; each instance reaches them through its own ServiceHost.
 //
 // Everything happens inside World::dispatch(), one event at a time, in (time, sequence) order:
-// a delivery arrives and a service handles it, an ack reaches the broker, a relay polls, a
-// crashed service restarts. The network latency of each hop is drawn from the seeded PRNG, so
-// the seed decides the interleaving and nothing else does.
+// a delivery arrives and an instance starts a handler, a handler resumes after its step's work
+// time or a lock grant, an ack reaches the broker, a relay polls, a crashed instance restarts.
+// The network latency of each hop and the work time of each step are drawn from the seeded
+// PRNG, so the seed decides the interleaving and nothing else does.
 #pragma once
 
 #include <array>
 #include <map>
 #include <memory>
 #include <optional>
-#include <set>
 #include <string>
 #include <vector>
 
@@ -22,12 +22,17 @@
 #include "domain/scenario.h"
 #include "kernel/rng.h"
 #include "kernel/scheduler.h"
+#include "kernel/task.h"
 #include "kernel/trace.h"
 #include "services/account_service.h"
 #include "services/host.h"
+#include "services/sql.h"
 #include "services/transfer_service.h"
 #include "world/faults.h"
 #include "world/limits.h"
+#include "world/publication_log.h"
+#include "world/row_locks.h"
+#include "world/stats_recorder.h"
 
 namespace inboxsim {
 
@@ -38,10 +43,10 @@ struct WorldOptions {
   bool keep_trace = true;
 };
 
-class World final : public ServiceHost {
+class World {
  public:
   World(const Scenario& scenario, const Config& config, const WorldOptions& options);
-  ~World() override;
+  ~World();
   World(const World&) = delete;
   World& operator=(const World&) = delete;
 
@@ -61,103 +66,177 @@ class World final : public ServiceHost {
 
   Trace& trace() { return trace_; }
 
-  // ServiceHost.
-  int64_t now_ms() const override { return scheduler_.now_ms(); }
-  std::string next_message_id() override;
-  void crash_point(ServiceId service, CrashPoint point, const Message* message) override;
-  bool publish_and_confirm(std::string_view publisher, const MessagePtr& message) override;
-  void relay_publish(const MessagePtr& message, int64_t outbox_seq) override;
-  void record(TraceEvent event) override;
-  void committed(const CommitRecord& record) override;
-  void schedule_relay_poll() override;
-  void schedule_account_outbox_sweep() override;
-  ExternalSeenStore& seen_store(ServiceId service) override;
-
  private:
-  // What a scheduled job does when its time comes.
+  class InstanceHost;
+  friend class InstanceHost;
+
+  // What a scheduled job does when its time comes. Each job carries only the fields its kind
+  // reads (Job's named constructors say which).
   enum class JobKind : uint8_t {
-    deliver,
-    ack,
-    nack,
-    confirm,
-    confirm_timeout,
-    relay_poll,
-    account_sweep,
-    restart,
-    reconnect,
+    deliver,            // a delivery reaches its consumer
+    ack,                // an ack reaches the broker
+    nack,               // a nack reaches the broker
+    confirm,            // a publisher confirm reaches a relay
+    confirm_timeout,    // a relay gives up waiting for a confirm
+    relay_poll,         // a relay polls the outbox
+    account_sweep,      // account-service's outbox delivery loop
+    restart,            // a crashed instance comes back
+    reconnect,          // an instance reopens a closed connection
+    resume,             // a handler's next step begins
+    heartbeat_timeout,  // the broker gives up on a silent connection
+    pause_end,          // a paused instance goes on
   };
   struct Job {
     JobKind kind = JobKind::deliver;
-    uint32_t index = 0;  // consumer or service
-    uint64_t epoch = 0;  // channel or service incarnation it belongs to
-    int64_t value = 0;   // delivery id, delivery tag or outbox seq
+    size_t instance = 0;       // the instance the job belongs to
+    uint64_t incarnation = 0;  // its incarnation when scheduled: a crash voids the job
+    size_t consumer = 0;       // deliver, ack, nack, reconnect: the broker consumer
+    uint64_t channel = 0;      // ack, nack: the channel the delivery came on
+    int64_t delivery_id = 0;   // deliver: the delivery on the wire
+    int64_t delivery_tag = 0;  // ack, nack
+    int64_t outbox_seq = 0;    // confirm, confirm_timeout
+    uint64_t handler = 0;      // resume
   };
-  struct ServiceState {
+
+  // A reconnect job that reopens every closed connection of its instance.
+  static constexpr size_t kAllConsumers = static_cast<size_t>(-1);
+
+  // Which consumer of an instance a broker consumer is.
+  enum class ConsumerRole : uint8_t { account, saga, notifications };
+  struct ConsumerInfo {
+    size_t instance = 0;
+    ConsumerRole role = ConsumerRole::account;
+    std::string_view participant;
+  };
+
+  // One process of a service (DESIGN §8.1): its liveness, its consumers, its service object on
+  // its own connection, and the host through which that object reaches the world.
+  struct Instance {
+    ServiceId service = ServiceId::account;
+    int64_t number = 1;
+    InstanceNames names;
     bool up = true;
     uint64_t incarnation = 1;
     int64_t restart_after_ms = 1000;
+    int64_t paused_until_ms = -1;  // paused while now < paused_until_ms
+    int64_t pause_started_ms = 0;
+    bool relay_poll_scheduled = false;
+    bool sweep_scheduled = false;
+    std::vector<size_t> consumers;  // broker consumer indices
+    std::unique_ptr<InstanceHost> host;
+    std::unique_ptr<AccountService> account;
+    std::unique_ptr<TransferService> transfer;
   };
 
+  // A delivery being handled: the handler runs in steps until it acks or nacks.
+  struct ActiveHandler {
+    size_t instance = 0;
+    Delivery delivery;
+    Task<Outcome> task;
+  };
+
+  // Wiring.
+  void add_instances(ServiceId service, int64_t count, const WorldOptions& options);
+  void add_consumers();
+
+  // The event loop.
+  bool step_once();
   void dispatch(const Job& job);
+  bool deferred_by_pause(const Job& job);
   void on_deliver(const Job& job);
-  Outcome handle(const Delivery& delivery);
+  void start_handler(size_t instance, const Delivery& delivery);
+  void run_handler(uint64_t handler);
+  void finish_handler(uint64_t handler);
   void on_ack(const Job& job, bool is_nack);
   void on_confirm(const Job& job);
-  void on_restart(ServiceId service);
-  void on_reconnect(size_t consumer);
+  void on_relay_poll(const Job& job);
+  void on_account_sweep(const Job& job);
+  void on_restart(size_t instance);
+  void on_reconnect(const Job& job);
+  void on_heartbeat_timeout(const Job& job);
+  void on_pause_end(size_t instance);
+
+  // What the instances ask of the world (through InstanceHost).
+  void crash_point(size_t instance, CrashPoint point, const Message* message);
+  Suspend between_steps(size_t instance, CrashPointSet points, const Message& message);
+  Suspend lock_row(size_t instance, const std::string& key);
+  void unlock_row(size_t instance, const std::string& key);
+  bool publish_and_confirm(size_t instance, const MessagePtr& message);
+  void relay_publish(size_t instance, const MessagePtr& message, int64_t outbox_seq);
+  void committed(const CommitRecord& record);
+  void schedule_relay_poll(size_t instance);
+  void schedule_account_outbox_sweep(size_t instance);
+
+  // Faults, crashes and connections.
+  void pause(size_t instance, int64_t ms, CrashPoint point, const Message& message);
+  void crashed(size_t instance);
+  void release_locks(size_t instance, uint64_t handler);
+  void grant_lock(const std::string& key, uint64_t handler);
+  void reset_connection(size_t consumer, std::string reason);
+  void close_instance_connections(size_t instance, const std::string& reason);
+  template <typename Fn>
+  void guarded(size_t instance, Fn&& fn);
+
+  // Acks, nacks and publishing.
+  void send_ack(const ActiveHandler& handler);
+  void send_nack(const Delivery& delivery, std::string reason);
+  bool ack_void(const Delivery& delivery, std::string_view verb);
+  void pump();
+  void publish(ServiceId publisher_service, std::string_view publisher, const MessagePtr& message);
+  void fire_duplicate(const MessagePtr& message);
+
+  // Time and cleanup.
+  int64_t now_ms() const { return scheduler_.now_ms(); }
+  int64_t latency_ms();
+  int64_t work_ms();
+  void schedule(int64_t time_ms, Job job) { scheduler_.schedule_at(time_ms, job); }
   void maybe_cleanup();
   void on_cleanup(int64_t tick_ms);
   void record_cleanup(std::string_view service, int64_t deleted, std::string detail);
-  void send_ack(const Delivery& delivery);
-  void send_nack(const Delivery& delivery, std::string reason);
-  void crashed(const ServiceCrash& crash);
-  void reset_connection(size_t consumer, std::string reason);
-  void pump();
-  void publish(std::string_view publisher, const MessagePtr& message);
-  void fire_duplicate(const MessagePtr& message);
-  bool step_once();
-  int64_t latency_ms();
-  ServiceId service_of(size_t consumer) const;
-  std::string_view consumer_participant(size_t consumer) const;
-  ServiceState& state(ServiceId service) { return services_state_[static_cast<size_t>(service)]; }
-  // Runs `fn`; a crash inside it takes its service down.
-  template <typename Fn>
-  void guarded(Fn&& fn);
 
+  // Observation.
+  void record(TraceEvent event);
+  bool paused(const Instance& instance) const { return now_ms() < instance.paused_until_ms; }
+  std::optional<size_t> available_instance(ServiceId service);
+  Instance& first_instance(ServiceId service);
+  RowLocks& locks_of(ServiceId service) { return locks_[static_cast<size_t>(service)]; }
+
+  // Configuration and randomness.
   Config config_;
-  bool keep_trace_;
   std::map<std::string, AccountSpec> accounts_;
   Rng rng_;
+
+  // Time and the record of what happened.
   Scheduler<Job> scheduler_;
   Trace trace_;
-  Stats stats_;
-  Broker broker_;
-  FaultBook faults_;
+  StatsRecorder stats_;
+  PublicationLog publications_;
   Checker checker_;
-  std::array<ExternalSeenStore, 2> seen_stores_;
-  std::array<ServiceState, 2> services_state_;
-  std::unique_ptr<AccountService> account_;
-  std::unique_ptr<TransferService> transfer_;
-  size_t account_consumer_ = 0;
-  size_t saga_consumer_ = 0;
-  std::optional<size_t> notifications_consumer_;
-  std::map<int64_t, Delivery> in_flight_;           // deliveries on the wire, by id
-  std::map<int64_t, MessagePtr> awaiting_confirm_;  // relay publishes by outbox seq
+  std::map<std::string, int64_t> transfer_amounts_;
+
+  // The broker and what is on the wire.
+  Broker broker_;
+  std::vector<ConsumerInfo> consumers_;    // by broker consumer index
+  std::map<int64_t, Delivery> in_flight_;  // deliveries on the wire, by id
+  std::map<std::pair<size_t, int64_t>, MessagePtr> awaiting_confirm_;  // (instance, outbox seq)
   int64_t next_delivery_id_ = 1;
+  std::vector<Delivery> dispatched_;  // scratch for pump()
+
+  // The services: their databases, their instances, what the instances share.
+  std::array<std::unique_ptr<SharedDatabase>, 2> databases_;
+  std::vector<Instance> instances_;
+  std::array<ExternalSeenStore, 2> seen_stores_;
+  std::array<RowLocks, 2> locks_;
+  std::map<uint64_t, ActiveHandler> handlers_;  // by handler id, in start order
+  uint64_t next_handler_id_ = 1;
+  uint64_t current_handler_ = 0;  // the handler running now, 0 outside handlers
+  size_t next_request_instance_ = 0;
+
+  // Faults and the run's progress.
+  FaultBook faults_;
   uint64_t next_message_number_ = 1;
-  bool relay_poll_scheduled_ = false;
-  bool account_sweep_scheduled_ = false;
   bool quiescent_ = true;
   int64_t next_cleanup_ms_ = kCleanupIntervalMs;
-  std::vector<Delivery> dispatched_;  // scratch for pump()
-  std::set<std::pair<MessageType, std::string>> published_ids_;
-  // Each message's first publication, for duplicate faults armed later: all of them in order,
-  // and by transfer, so that arming a fault that names a transfer does not scan the run.
-  std::vector<MessagePtr> first_publications_;
-  std::map<std::string, std::vector<MessagePtr>, std::less<>> first_publications_by_transfer_;
-  std::map<std::string, int64_t> transfer_amounts_;
-  std::map<ServiceId, int64_t> dedupe_hits_;
-  std::map<std::string, std::string> envelopes_;  // by message id, when the trace is kept
 };
 
 }  // namespace inboxsim

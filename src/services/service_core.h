@@ -1,0 +1,84 @@
+// What both services do the same way: one instance's connection to its service's database, the
+// unit of work that commits a transaction and reports it, step boundaries and crash points, the
+// trace lines of a dedupe hit or a dedupe record, and the external seen-set of the seed's
+// "Redis SET" question. What the real systems differ in (MassTransit's passes, Marten's
+// document, the NestJS handler, the relay) stays in each service.
+#pragma once
+
+#include <SQLiteCpp/SQLiteCpp.h>
+
+#include <string>
+#include <string_view>
+
+#include "domain/config.h"
+#include "services/host.h"
+
+namespace inboxsim {
+
+class ServiceCore {
+ public:
+  // Prepared statements point at db_: a service never moves.
+  ServiceCore(const ServiceCore&) = delete;
+  ServiceCore& operator=(const ServiceCore&) = delete;
+
+ protected:
+  ServiceCore(ServiceHost& host, const Config& config, SQLite::Database db, ServiceId service)
+      : host_(host), config_(config), db_(std::move(db)), service_(service) {}
+  ~ServiceCore() = default;
+
+  // One transaction per unit of work, so RAII rolls back every early exit. It starts a fresh
+  // CommitRecord: what a rolled-back attempt collected must never reach the checker.
+  struct UnitOfWork {
+    explicit UnitOfWork(ServiceCore& core) : transaction(core.db_) { core.pending_.clear(); }
+    SQLite::Transaction transaction;
+  };
+
+  // Commits, then hands what the transaction changed to the host (the checker and the trace).
+  void commit(UnitOfWork& work) {
+    work.transaction.commit();
+    pending_.service = service_;
+    host_.committed(pending_);
+    pending_.clear();
+  }
+
+  // The boundary between two steps of a handler (see ServiceHost::between_steps).
+  Suspend step(CrashPointSet points, const Message& message) {
+    return host_.between_steps(points, message);
+  }
+  Suspend step(const Message& message) { return host_.between_steps(CrashPointSet(), message); }
+
+  void crash_point(CrashPoint point, const Message& message) { host_.crash_point(point, &message); }
+
+  // A delivery acked without running the business change: traced at once.
+  void dedupe_hit(std::string_view participant, const Message& message, std::string detail) {
+    TraceEvent event = event_about(EventKind::dedupe_hit, host_.now_ms(), participant, message);
+    event.detail = std::move(detail);
+    host_.record(std::move(event));
+  }
+
+  // A dedupe record written in the open transaction: it reaches the trace on commit.
+  void note_dedupe_record(std::string_view participant, const Message& message,
+                          std::string detail) {
+    TraceEvent event = event_about(EventKind::dedupe_record, host_.now_ms(), participant, message);
+    event.detail = std::move(detail);
+    pending_.events.push_back(std::move(event));
+  }
+
+  // Marks the external seen-set, which is no transaction's business, and says so at once.
+  void mark_seen(std::string_view participant, const std::string& key, const Message& message,
+                 std::string_view when) {
+    host_.seen_store().mark(key);
+    TraceEvent event = event_about(EventKind::dedupe_record, host_.now_ms(), participant, message);
+    event.detail = "external seen-set: " + message.message_id + " marked " + std::string(when) +
+                   " the business commit, outside its transaction";
+    host_.record(std::move(event));
+  }
+
+  ServiceHost& host_;
+  const Config& config_;
+  SQLite::Database db_;
+  CommitRecord pending_;
+  ServiceId service_;
+};
+
+}  // namespace inboxsim

@@ -1,0 +1,43 @@
+// What has been published in a run, kept for three readers: the scenario's `published`
+// expectation (distinct message ids per type), the `duplicate` fault (an operator copies a
+// message that was already published, so each message's first publication is kept, also by
+// transfer, so that arming a fault that names a transfer does not scan the run), and the HTML
+// report (each message's envelope, when the trace is kept).
+#pragma once
+
+#include <map>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "domain/message.h"
+#include "domain/scenario.h"
+
+namespace inboxsim {
+
+class PublicationLog {
+ public:
+  explicit PublicationLog(bool keep_envelopes) : keep_envelopes_(keep_envelopes) {}
+
+  // Records a publication. Returns true when the message id was never published before.
+  // `by_operator`: an operator's copy is not a first publication a later fault may copy.
+  bool record(const MessagePtr& message, bool by_operator);
+
+  // The first publications a `duplicate` fault with this match may copy, in publication order.
+  const std::vector<MessagePtr>& candidates(const Match& match) const;
+
+  // Distinct message ids per type.
+  std::map<MessageType, int64_t> published_counts() const;
+
+  const std::map<std::string, std::string>& envelopes() const { return envelopes_; }
+
+ private:
+  bool keep_envelopes_;
+  std::set<std::pair<MessageType, std::string>> published_ids_;
+  std::vector<MessagePtr> first_publications_;
+  std::map<std::string, std::vector<MessagePtr>, std::less<>> first_publications_by_transfer_;
+  std::map<std::string, std::string> envelopes_;  // by message id
+};
+
+}  // namespace inboxsim
