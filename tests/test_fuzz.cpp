@@ -98,19 +98,60 @@ TEST_CASE("the generator reaches every fault kind and every crash point", "[fuzz
       if (step.kind == StepKind::drop_index) seen.insert("drop_index");
       if (step.kind != StepKind::fault) continue;
       seen.insert(std::string(fault_kind_name(step.fault.kind)));
-      if (step.fault.kind == FaultKind::crash) {
-        seen.insert(std::string(service_name(*step.fault.service)) + "/" +
-                    std::string(crash_point_name(step.fault.at)));
-      }
+      if (step.fault.instance) seen.insert("instance " + std::to_string(*step.fault.instance));
+      const std::string where =
+          std::string(service_name(step.fault.service.value_or(ServiceId::account))) + "/" +
+          std::string(crash_point_name(step.fault.at));
+      if (step.fault.kind == FaultKind::crash) seen.insert(where);
+      if (step.fault.kind == FaultKind::pause) seen.insert("pause " + where);
     }
   }
-  for (const std::string want :
-       {"crash", "drop_ack", "drop_connection", "nack", "duplicate", "lose_confirm", "delay",
-        "advance", "drop_index", "account-service/after_commit", "account-service/after_mark",
-        "account-service/after_outbox_send", "transfer-service/after_publish",
-        "transfer-service/after_mark", "transfer-service/after_commit"}) {
+  for (const std::string want : {"crash",
+                                 "drop_ack",
+                                 "drop_connection",
+                                 "nack",
+                                 "duplicate",
+                                 "lose_confirm",
+                                 "delay",
+                                 "pause",
+                                 "advance",
+                                 "drop_index",
+                                 "account-service/after_commit",
+                                 "account-service/after_mark",
+                                 "account-service/after_outbox_send",
+                                 "account-service/after_precheck",
+                                 "transfer-service/after_publish",
+                                 "transfer-service/after_mark",
+                                 "transfer-service/after_commit",
+                                 "pause account-service/after_outbox_send",
+                                 "pause transfer-service/after_precheck",
+                                 "instance 3"}) {
     INFO(want);
     REQUIRE(seen.contains(want));
+  }
+}
+
+TEST_CASE("the generator draws instances and work time unless the campaign pins them", "[fuzz]") {
+  GeneratorOptions options;
+  std::set<int64_t> account_instances;
+  std::set<int64_t> work_max;
+  for (uint64_t seed = 1; seed <= 100; ++seed) {
+    const Generated generated = generate_scenario(seed, options);
+    account_instances.insert(generated.scenario.config.account_instances);
+    work_max.insert(generated.scenario.config.work_ms_max);
+    // What was drawn is what the story runs with, and what a failing seed reports.
+    REQUIRE(generated.drawn.account_instances == generated.scenario.config.account_instances);
+  }
+  REQUIRE(account_instances == std::set<int64_t>{1, 2, 3});
+  REQUIRE(work_max.size() > 2);
+  options.draw_instances = false;
+  options.draw_work = false;
+  options.config.account_instances = 5;
+  for (uint64_t seed = 1; seed <= 50; ++seed) {
+    const Config config = generate_scenario(seed, options).scenario.config;
+    REQUIRE(config.account_instances == 5);
+    REQUIRE(config.transfer_instances == 1);
+    REQUIRE(config.work_ms_max == 0);
   }
 }
 
@@ -261,6 +302,13 @@ TEST_CASE("every broken configuration is found within 500 seeds and shrunk small
        config_from({{"account.inbox_window_ms", "0"}, {"account.ledger_unique", "false"}})},
       {"notifications keyed by message id alone",
        config_from({{"transfer.notifications", "true"}})},
+      // Only concurrency breaks this one: see the next test case.
+      {"MassTransit's inbox without its (message_id, consumer_id) key",
+       config_from({{"account.inbox_unique", "false"}})},
+      {"the Marten inbox without its key and without the ledger index",
+       config_from({{"account.inbox", "marten"},
+                    {"account.inbox_unique", "false"},
+                    {"account.ledger_unique", "false"}})},
   };
   for (const auto& [name, config] : broken) {
     CampaignOptions options = campaign(1, 500, config);
@@ -277,6 +325,38 @@ TEST_CASE("every broken configuration is found within 500 seeds and shrunk small
     REQUIRE(cx.transfers <= 2);
     REQUIRE(cx.faults <= 3);
   }
+}
+
+// MassTransit's inbox looks its row up in every pass, so a duplicate that arrives after the
+// first copy inserted its row is caught with or without the key: without concurrency the
+// mutant passes. Two first deliveries at once both insert a row, and every later lookup throws.
+TEST_CASE("a mutant only concurrency can expose passes sequentially and is caught concurrently",
+          "[.teeth]") {
+  const Config keyless = config_from({{"account.inbox_unique", "false"}});
+  CampaignOptions sequential = campaign(1, 1500, keyless);
+  sequential.generator.draw_instances = false;
+  sequential.generator.draw_work = false;
+  sequential.jobs = 2;
+  REQUIRE(run_campaign(sequential, nullptr).failures.empty());
+
+  CampaignOptions concurrent = campaign(1, 500, keyless);
+  concurrent.stop_after = 1;
+  concurrent.shrink_max = 1;
+  concurrent.jobs = 2;
+  const CampaignResult result = run_campaign(concurrent, nullptr);
+  REQUIRE(result.counterexamples.size() == 1);
+  const Counterexample& cx = result.counterexamples[0];
+  INFO(scenario_to_json(cx.scenario).dump());
+  REQUIRE(cx.replay_verified);
+  REQUIRE(cx.transfers == 1);
+  // The counterexample keeps the concurrency it needs, and that is what breaks it.
+  const Config& config = cx.scenario.config;
+  REQUIRE(config.account_instances + config.transfer_instances > 2);
+  Scenario sequential_replay = cx.scenario;
+  sequential_replay.config.account_instances = 1;
+  sequential_replay.config.transfer_instances = 1;
+  sequential_replay.config.work_ms_min = sequential_replay.config.work_ms_max = 0;
+  REQUIRE(fuzz_run(sequential_replay).violations.empty());
 }
 
 TEST_CASE("every correct configuration passes thousands of seeds", "[.teeth]") {

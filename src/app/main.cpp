@@ -245,6 +245,13 @@ std::optional<int> load_generator(const std::string& workload, const std::vector
   const auto parsed = parse_workload(workload);
   if (!parsed) return bad_input("--workload " + workload + ": expected small, standard or large");
   generator.workload = *parsed;
+  // A key the campaign sets is the configuration under test: the generator leaves it alone.
+  for (const std::string& assignment : sets) {
+    const std::string key = assignment.substr(0, assignment.find('='));
+    if (key == "account.instances" || key == "transfer.instances") generator.draw_instances = false;
+    if (key == "consumer.work_ms") generator.draw_work = false;
+    if (key == "broker.heartbeat_ms") generator.draw_heartbeat = false;
+  }
   return apply_sets(sets, generator.config);
 }
 

@@ -1,6 +1,7 @@
 #include "fuzz/generator.h"
 
 #include <algorithm>
+#include <span>
 #include <vector>
 
 #include "kernel/assert.h"
@@ -19,6 +20,13 @@ constexpr int64_t kRunMsMax = 300;
 constexpr int64_t kNackTimesMax = 3;
 constexpr int64_t kRestartMsMax = 3'000;
 constexpr int64_t kWeightMax = 10;
+// Concurrency: at most this many instances per service in a drawn story (the config allows 8;
+// three already make every race the bank has), step work times to choose from, and pauses.
+constexpr int64_t kDrawnInstancesMax = 3;
+constexpr std::array<int64_t, 4> kWorkMsChoices = {2, 5, 10, 20};
+constexpr std::array<int64_t, 4> kHeartbeatMsChoices = {0, 1'000, 5'000, 60'000};
+constexpr int64_t kShortPauseMsMax = 200;
+constexpr int64_t kLongPauseExtraMsMax = 2'000;
 
 struct WorkloadSize {
   int64_t accounts;
@@ -73,18 +81,36 @@ std::vector<MessageType> types_at(ServiceId service, CrashPoint point) {
   return out;
 }
 
+// The crash points a story may aim at: the service's own, without after_mark where no
+// external seen-set is marked.
 std::vector<CrashPoint> crash_points(ServiceId service, const Config& config) {
-  std::vector<CrashPoint> points = {CrashPoint::before_tx, CrashPoint::after_dedupe,
-                                    CrashPoint::after_effect, CrashPoint::after_commit};
   const bool external = service == ServiceId::account
                             ? (config.account_inbox == AccountInbox::external_before ||
                                config.account_inbox == AccountInbox::external_after)
                             : (config.transfer_dedupe == TransferDedupe::external_before ||
                                config.transfer_dedupe == TransferDedupe::external_after);
-  points.push_back(service == ServiceId::account ? CrashPoint::after_outbox_send
-                                                 : CrashPoint::after_publish);
-  if (external) points.push_back(CrashPoint::after_mark);
+  std::vector<CrashPoint> points;
+  for (const CrashPoint point : crash_points_of(service)) {
+    if (point == CrashPoint::after_mark && !external) continue;
+    points.push_back(point);
+  }
   return points;
+}
+
+// Instances, work time and heartbeat, unless the campaign pinned them. A third of the seeds
+// keep one instance of each service: the world of v1, where only pauses interleave.
+void draw_concurrency(Rng& rng, const GeneratorOptions& options, Config& config) {
+  if (options.draw_instances && !rng.chance(1, 3)) {
+    config.account_instances = rng.between(1, kDrawnInstancesMax);
+    config.transfer_instances = rng.between(1, kDrawnInstancesMax);
+  }
+  if (options.draw_work && rng.chance(1, 2)) {
+    config.work_ms_min = 0;
+    config.work_ms_max = kWorkMsChoices[rng.below(kWorkMsChoices.size())];
+  }
+  if (options.draw_heartbeat && options.swarm) {
+    config.broker_heartbeat_ms = kHeartbeatMsChoices[rng.below(kHeartbeatMsChoices.size())];
+  }
 }
 
 DrawnOptions draw_options(Rng& rng, const GeneratorOptions& options) {
@@ -170,12 +196,34 @@ FaultSpec draw_crash(Rng& rng, const Config& config, const std::string& transfer
   // A transfer-only match fires on whatever the service handles first for that transfer.
   if (rng.chance(1, 4)) fault.match.type.reset();
   if (rng.chance(1, 3)) fault.restart_after_ms = rng.between(0, kRestartMsMax);
+  const int64_t instances = config.instances(*fault.service == ServiceId::account);
+  if (instances > 1) fault.instance = rng.between(1, instances);
+  return fault;
+}
+
+// A pause of one instance between two of its steps: short, or past the heartbeat, which turns
+// the paused instance into a zombie whose message another instance takes over.
+FaultSpec draw_pause(Rng& rng, const Config& config, const std::string& transfer) {
+  FaultSpec fault;
+  fault.kind = FaultKind::pause;
+  fault.service = rng.chance(1, 2) ? ServiceId::account : ServiceId::transfer;
+  const std::span<const CrashPoint> points = pause_points_of(*fault.service);
+  fault.at = points[rng.below(points.size())];
+  const std::vector<MessageType> types = types_at(*fault.service, fault.at);
+  fault.has_match = true;
+  fault.match = draw_match(rng, transfer, types[rng.below(types.size())]);
+  const int64_t instances = config.instances(*fault.service == ServiceId::account);
+  if (instances > 1) fault.instance = rng.between(1, instances);
+  const bool long_pause = config.broker_heartbeat_ms > 0 && rng.chance(1, 2);
+  fault.ms = long_pause ? config.broker_heartbeat_ms + rng.between(1, kLongPauseExtraMsMax)
+                        : rng.between(1, kShortPauseMsMax);
   return fault;
 }
 
 FaultSpec draw_fault(Rng& rng, FaultAction action, const Config& config,
                      const std::string& transfer) {
   if (action == FaultAction::crash) return draw_crash(rng, config, transfer);
+  if (action == FaultAction::pause) return draw_pause(rng, config, transfer);
   FaultSpec fault;
   fault.has_match = true;
   fault.match = draw_match(rng, transfer, std::nullopt);
@@ -198,6 +246,7 @@ FaultSpec draw_fault(Rng& rng, FaultAction action, const Config& config,
     case FaultAction::duplicate:
     case FaultAction::late_duplicate: fault.kind = FaultKind::duplicate; break;
     case FaultAction::crash:
+    case FaultAction::pause:
     case FaultAction::drop_index: INBOXSIM_ASSERT(false);
   }
   return fault;
@@ -250,8 +299,8 @@ std::optional<Workload> parse_workload(std::string_view name) {
 
 std::string_view fault_action_name(FaultAction action) {
   static constexpr std::array<std::string_view, kFaultActionCount> kNames = {
-      "crash",        "drop_ack", "drop_connection", "nack",      "duplicate",
-      "lose_confirm", "delay",    "late_duplicate",  "drop_index"};
+      "crash",        "drop_ack", "drop_connection", "nack",       "duplicate",
+      "lose_confirm", "delay",    "late_duplicate",  "drop_index", "pause"};
   return kNames[static_cast<size_t>(action)];
 }
 
@@ -260,7 +309,11 @@ std::string describe_drawn(const DrawnOptions& drawn) {
       "accounts=" + std::to_string(drawn.accounts) +
       " transfers=" + std::to_string(drawn.transfers) + " faults=" + std::to_string(drawn.faults) +
       " batch=" + std::to_string(drawn.batch) + " closed=" + std::to_string(drawn.closed_percent) +
-      "%" + " overdraft=" + std::to_string(drawn.overdraft_percent) + "% mix=";
+      "%" + " overdraft=" + std::to_string(drawn.overdraft_percent) +
+      "% instances=" + std::to_string(drawn.account_instances) + "+" +
+      std::to_string(drawn.transfer_instances) + " work=" + std::to_string(drawn.work_ms_min) +
+      ".." + std::to_string(drawn.work_ms_max) +
+      "ms heartbeat=" + std::to_string(drawn.heartbeat_ms) + "ms mix=";
   bool first = true;
   for (size_t i = 0; i < kFaultActionCount; ++i) {
     if (drawn.weights[i] == 0) continue;
@@ -281,6 +334,12 @@ Generated generate_scenario(uint64_t seed, const GeneratorOptions& options) {
   scenario.name = "fuzz-" + std::to_string(seed);
   scenario.seed = seed;
   scenario.config = options.config;
+  draw_concurrency(rng, options, scenario.config);
+  out.drawn.account_instances = scenario.config.account_instances;
+  out.drawn.transfer_instances = scenario.config.transfer_instances;
+  out.drawn.work_ms_min = scenario.config.work_ms_min;
+  out.drawn.work_ms_max = scenario.config.work_ms_max;
+  out.drawn.heartbeat_ms = scenario.config.broker_heartbeat_ms;
   add_accounts(rng, drawn, scenario);
 
   // Spread the fault actions over the batches in which the transfers are requested.

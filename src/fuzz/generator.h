@@ -41,8 +41,9 @@ enum class FaultAction : uint8_t {
   delay,
   late_duplicate,
   drop_index,
+  pause,
 };
-inline constexpr size_t kFaultActionCount = 9;
+inline constexpr size_t kFaultActionCount = 10;
 std::string_view fault_action_name(FaultAction action);
 
 struct GeneratorOptions {
@@ -54,6 +55,11 @@ struct GeneratorOptions {
   // unique index" experiment). The matrix turns it off: its rows say which defences are on.
   bool drop_indexes = true;
   Config config;  // the configuration under test, copied into every scenario
+  // Concurrency (DESIGN §8.1) is drawn per seed, as part of the story, unless the campaign
+  // pins it with --set: the instance counts, the work time of a handler step, the heartbeat.
+  bool draw_instances = true;
+  bool draw_work = true;
+  bool draw_heartbeat = true;
 };
 
 // The options one seed drew. Printed when the seed fails, and written into the counterexample.
@@ -65,9 +71,16 @@ struct DrawnOptions {
   int64_t closed_percent = 0;                         // chance that an account is closed
   int64_t overdraft_percent = 0;  // chance that a transfer asks for more than the balance
   int64_t batch = 1;              // transfers requested together, in flight at once
+  // Concurrency, as the story's config holds it (drawn, or pinned by the campaign).
+  int64_t account_instances = 1;
+  int64_t transfer_instances = 1;
+  int64_t work_ms_min = 0;
+  int64_t work_ms_max = 0;
+  int64_t heartbeat_ms = 0;
 };
 
-// Returns "accounts=5 transfers=10 faults=7 batch=3 closed=20% overdraft=15% mix=crash:3,...".
+// Returns "accounts=5 transfers=10 faults=7 batch=3 closed=20% overdraft=15% instances=2+1
+// work=0..10ms heartbeat=60000ms mix=crash:3,...".
 std::string describe_drawn(const DrawnOptions& drawn);
 
 struct Generated {

@@ -12,8 +12,13 @@ namespace inboxsim {
 
 namespace {
 
-// A bound on the candidates one shrink may run; each is one full simulation.
+// A bound on the simulations one shrink may run.
 constexpr int64_t kShrinkRunsMax = 4'000;
+// Seeds a candidate may try besides its own. A smaller story draws its latencies and work times
+// afresh, so a race that needed one interleaving may need another seed to show again; the
+// counterexample records the seed that does, and replays exactly.
+// Only a story with concurrency needs this: without it, latencies alone rarely decide a failure.
+constexpr uint64_t kReseedsPerCandidate = 16;
 constexpr int64_t kAmountFloor = 100;
 
 using Edit = std::function<bool(Scenario&)>;  // false: the edit does not apply
@@ -43,6 +48,17 @@ void remove_unused_accounts(Scenario& scenario) {
   std::erase_if(scenario.accounts, [&](const auto& entry) { return !used.contains(entry.first); });
 }
 
+// The highest instance of a service that a fault names (1 when none does).
+int64_t max_instance_named(const Scenario& scenario, bool account) {
+  int64_t highest = 1;
+  for (const Step& step : scenario.steps) {
+    if (step.kind != StepKind::fault || !step.fault.service || !step.fault.instance) continue;
+    if ((*step.fault.service == ServiceId::account) != account) continue;
+    highest = std::max(highest, *step.fault.instance);
+  }
+  return highest;
+}
+
 // Lower values to try for an amount or a balance, smallest first.
 std::vector<int64_t> lower_values(int64_t value, int64_t floor) {
   std::vector<int64_t> out;
@@ -53,6 +69,34 @@ std::vector<int64_t> lower_values(int64_t value, int64_t floor) {
     }
   }
   return out;
+}
+
+// Fewer instances, no work time, the default heartbeat: a counterexample that needs no
+// concurrency should not show any. An instance a fault names keeps its instance count.
+void add_concurrency_edits(const Scenario& scenario, std::vector<Edit>& edits) {
+  const Config& config = scenario.config;
+  for (const bool account : {true, false}) {
+    const int64_t named = max_instance_named(scenario, account);
+    if (config.instances(account) > named) {
+      edits.push_back([account, named](Scenario& s) {
+        (account ? s.config.account_instances : s.config.transfer_instances) = named;
+        return true;
+      });
+    }
+  }
+  if (config.work_ms_max > 0) {
+    edits.push_back([](Scenario& s) {
+      s.config.work_ms_min = 0;
+      s.config.work_ms_max = 0;
+      return true;
+    });
+  }
+  if (config.broker_heartbeat_ms != Config{}.broker_heartbeat_ms) {
+    edits.push_back([](Scenario& s) {
+      s.config.broker_heartbeat_ms = Config{}.broker_heartbeat_ms;
+      return true;
+    });
+  }
 }
 
 // Every single change worth trying on `scenario`, most shrinking first.
@@ -90,6 +134,7 @@ std::vector<Edit> candidate_edits(const Scenario& scenario) {
     remove_unused_accounts(s);
     return s.accounts.size() < before;
   });
+  add_concurrency_edits(scenario, edits);
   for (size_t i = 0; i < scenario.steps.size(); ++i) {
     const Step& step = scenario.steps[i];
     if (step.kind == StepKind::fault) {
@@ -214,6 +259,34 @@ bool breaks_invariant(const Scenario& scenario, Invariant invariant) {
                      [&](const Violation& v) { return v.invariant == invariant; });
 }
 
+namespace {
+
+// True when `candidate` breaks `invariant` with its own seed or one of a few others (then its
+// seed is set to the first that does). Counts each run in `runs`.
+bool has_concurrency(const Scenario& scenario) {
+  const Config& config = scenario.config;
+  if (config.account_instances > 1 || config.transfer_instances > 1) return true;
+  if (config.work_ms_max > 0) return true;
+  return std::any_of(scenario.steps.begin(), scenario.steps.end(), [](const Step& step) {
+    return step.kind == StepKind::fault && step.fault.kind == FaultKind::pause;
+  });
+}
+
+bool still_fails(Scenario& candidate, Invariant invariant, int64_t& runs) {
+  const uint64_t own = candidate.seed;
+  const uint64_t attempts = has_concurrency(candidate) ? kReseedsPerCandidate : 0;
+  for (uint64_t attempt = 0; attempt <= attempts && runs < kShrinkRunsMax; ++attempt) {
+    // Seeds stay within what a scenario file may carry (parse accepts 0 to 2^53).
+    candidate.seed = attempt == 0 ? own : (own + attempt * 7919) % (uint64_t{1} << 53);
+    ++runs;
+    if (breaks_invariant(candidate, invariant)) return true;
+  }
+  candidate.seed = own;
+  return false;
+}
+
+}  // namespace
+
 ShrinkResult shrink_scenario(const Scenario& failing, Invariant invariant) {
   ShrinkResult out;
   out.scenario = failing;
@@ -228,8 +301,7 @@ ShrinkResult shrink_scenario(const Scenario& failing, Invariant invariant) {
       if (out.runs >= kShrinkRunsMax) break;
       Scenario candidate = out.scenario;
       if (!edit(candidate)) continue;
-      ++out.runs;
-      if (breaks_invariant(candidate, invariant)) {
+      if (still_fails(candidate, invariant, out.runs)) {
         out.scenario = std::move(candidate);
         changed = true;
         break;
@@ -249,6 +321,7 @@ Config repaired_config(const Config& config) {
   Config out = config;
   if (out.account_inbox != AccountInbox::marten) out.account_inbox = defaults.account_inbox;
   out.account_ledger_unique = true;
+  out.account_inbox_unique = true;
   out.account_inbox_window_ms = defaults.account_inbox_window_ms;
   out.transfer_dedupe = defaults.transfer_dedupe;
   out.transfer_processed_unique = true;
@@ -281,8 +354,10 @@ Scenario make_counterexample(const Scenario& shrunk, uint64_t seed, const DrawnO
                     workload + ", drawn options: " + describe_drawn(drawn) + ") under " +
                     config_text(shrunk.config) + ", then shrunk to " +
                     std::to_string(count_transfers(shrunk)) + " transfer(s) and " +
-                    std::to_string(count_faults(shrunk)) +
-                    " fault(s). The expectations are what a correct bank does with the same "
+                    std::to_string(count_faults(shrunk)) + " fault(s)" +
+                    (shrunk.seed == seed ? std::string()
+                                         : ", replayed with seed " + std::to_string(shrunk.seed)) +
+                    ". The expectations are what a correct bank does with the same "
                     "story (every defence on): replaying this file fails until the bug is fixed.";
   out.lesson = std::string(invariant_lesson(invariant));
   Scenario reference = shrunk;

@@ -2,8 +2,11 @@
 //
 // The reduction is greedy and deterministic: remove one transfer (with the faults that name
 // it), one fault or step, the accounts nobody uses; lower amounts and balances; simplify fault
-// parameters. A candidate is kept only if, run with the same seed, the same invariant still
-// breaks. It stops when no single change keeps the failure, or at a bound on runs.
+// parameters; fewer instances, no work time. A candidate is kept only if the same invariant
+// still breaks, run with its seed or, failing that, with one of a few other seeds: a smaller
+// story draws its interleaving afresh, and a race may need another seed to show again (the
+// kept seed is written into the file, which therefore replays exactly). It stops when no single
+// change keeps the failure, or at a bound on runs.
 #pragma once
 
 #include <cstdint>
