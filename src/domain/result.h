@@ -62,6 +62,7 @@ struct RunResult {
   Stats stats;
   std::map<ServiceId, int64_t> dedupe_hits;      // per service
   std::map<MessageType, int64_t> published_ids;  // distinct message ids per type
+  std::map<MessageType, int64_t> sends;          // publish operations per type
   std::map<std::string, int64_t> opening_balances;
   std::map<std::string, int64_t> balances;
   std::map<std::string, SagaState> transfers;

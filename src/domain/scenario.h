@@ -120,6 +120,9 @@ struct Expect {
   std::optional<std::map<std::string, int64_t>> balances;
   std::optional<std::map<std::string, SagaState>> transfers;
   std::optional<std::map<MessageType, int64_t>> published;
+  // Publish operations per type: a re-publication of one message id counts again (the consumer
+  // outbox sent once, the relay republished twice).
+  std::optional<std::map<MessageType, int64_t>> sends;
   std::optional<std::map<std::string, std::map<EntryType, int64_t>>> effects;
   std::optional<std::map<ServiceId, int64_t>> dedupe_hits;
   std::optional<int64_t> dead_lettered;

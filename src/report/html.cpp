@@ -87,7 +87,9 @@ struct Lanes {
   int x(int lane) const { return kTimeColumnWidth + kLaneGap / 2 + lane * kLaneGap; }
 };
 
-std::string lane_colour(std::string_view name) {
+std::string lane_colour(std::string_view full_name) {
+  // Every instance of a service wears the service's colour.
+  const std::string_view name = participant_base(full_name);
   if (name == participant::client) return "#5c677d";
   if (name == participant::transfer_service) return "#6741d9";
   if (name == participant::relay) return "#9775fa";
@@ -153,6 +155,7 @@ ArrowStyle arrow_style(const TraceEvent& event) {
       return {"a-deliver", "deliver " + what + " (" + event.message_id + ", " + tag + ")"};
     case EventKind::ack: return {"a-ack", "ack " + tag};
     case EventKind::ack_lost: return {"a-lost", "ack " + tag + " LOST"};
+    case EventKind::ack_void: return {"a-lost", "ack " + tag + " VOID (closed channel)"};
     case EventKind::nack:
       return {"a-lost", "nack " + tag + (event.detail.empty() ? "" : ": " + event.detail)};
     case EventKind::confirm: return {"a-confirm", "confirm " + event.message_id};

@@ -48,6 +48,10 @@ nlohmann::ordered_json run_result_json(const RunResult& result) {
   for (const auto& [type, count] : result.published_ids) {
     out["published"][std::string(message_type_name(type))] = count;
   }
+  out["sends"] = nlohmann::ordered_json::object();
+  for (const auto& [type, count] : result.sends) {
+    out["sends"][std::string(message_type_name(type))] = count;
+  }
   out["unfired_faults"] = result.unfired_faults;
   out["config"] = result.config;
   return out;

@@ -70,6 +70,7 @@ std::string arrow_label(const TraceEvent& event) {
                   : "");
     case EventKind::ack: return "ack" + tag;
     case EventKind::ack_lost: return "ack" + tag + " LOST";
+    case EventKind::ack_void: return "ack" + tag + " on a closed channel, ignored";
     case EventKind::nack: return "nack" + tag + (event.detail.empty() ? "" : ": " + event.detail);
     case EventKind::confirm: return "confirm " + event.message_id;
     case EventKind::confirm_lost: return "confirm " + event.message_id + " LOST";
@@ -83,6 +84,7 @@ std::string_view arrow_shape(EventKind kind) {
     case EventKind::ack:
     case EventKind::confirm: return "-->>";
     case EventKind::ack_lost:
+    case EventKind::ack_void:
     case EventKind::confirm_lost: return "--x";
     case EventKind::nack: return "-x";
     default: return "->>";
@@ -107,6 +109,10 @@ std::string note_text(const TraceEvent& event) {
     case EventKind::requeue: return "requeue " + event.message_id + ": " + event.detail;
     case EventKind::connection_closed: return "connection to broker closed: " + event.detail;
     case EventKind::saga: return "saga " + event.transfer + ": " + event.detail;
+    case EventKind::paused: return "PAUSE " + event.detail;
+    case EventKind::resumed: return "resume: " + event.detail;
+    case EventKind::lock_wait: return "waits: " + event.detail;
+    case EventKind::lock_granted: return event.detail;
     default: return describe_event(event);
   }
 }
@@ -189,6 +195,7 @@ bool is_message_event(EventKind kind) {
     case EventKind::deliver:
     case EventKind::ack:
     case EventKind::ack_lost:
+    case EventKind::ack_void:
     case EventKind::nack:
     case EventKind::confirm:
     case EventKind::confirm_lost: return true;
@@ -196,6 +203,24 @@ bool is_message_event(EventKind kind) {
   }
 }
 
+namespace {
+
+// How many instances the run's service behind `base` had (1 for the other participants).
+int64_t instance_count(const RunResult& result, std::string_view base) {
+  const bool account = base == participant::account_service;
+  const bool transfer = base == participant::transfer_service || base == participant::relay ||
+                        base == participant::notifications;
+  if (!account && !transfer) return 1;
+  const char* key = account ? "account.instances" : "transfer.instances";
+  const auto found = result.config.find(key);
+  return found == result.config.end() || !found->is_number_integer() ? 1 : found->get<int64_t>();
+}
+
+}  // namespace
+
+// The lanes in the order of the bank's architecture, one per instance: the client, the transfer
+// service's instances (their notifications consumers, when seen), its relays, the broker, the
+// account service's instances; then whoever else took part (the operator).
 std::vector<std::string> diagram_participants(const RunResult& result) {
   std::vector<std::string> seen;
   auto note = [&seen](std::string_view name) {
@@ -208,15 +233,17 @@ std::vector<std::string> diagram_participants(const RunResult& result) {
     note(event.service);
     note(event.target);
   }
-  const std::string_view always[] = {participant::client, participant::transfer_service,
-                                     participant::relay, participant::broker,
-                                     participant::account_service};
+  const bool notifications_seen = std::any_of(seen.begin(), seen.end(), [](const std::string& n) {
+    return participant_base(n) == participant::notifications;
+  });
   std::vector<std::string> order;
-  for (const std::string_view name : always) {
-    order.emplace_back(name);
-    if (name == participant::transfer_service &&
-        std::find(seen.begin(), seen.end(), participant::notifications) != seen.end()) {
-      order.emplace_back(participant::notifications);
+  for (const std::string_view base :
+       {participant::client, participant::transfer_service, participant::notifications,
+        participant::relay, participant::broker, participant::account_service}) {
+    if (base == participant::notifications && !notifications_seen) continue;
+    const int64_t count = instance_count(result, base);
+    for (int64_t number = 1; number <= count; ++number) {
+      order.emplace_back(count == 1 ? base : instance_participant(base, number, count));
     }
   }
   for (const std::string& name : seen) {

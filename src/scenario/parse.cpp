@@ -604,17 +604,24 @@ void parse_expect_maps(const Node& node, const Context& context, Expect& expect)
   }
 }
 
+std::map<MessageType, int64_t> parse_type_counts(const Node& node) {
+  const std::string types = enum_names(kMessageTypeCount, message_type_name);
+  return parse_map<MessageType, int64_t>(
+      node, "an object of message type -> count",
+      [&](const std::string& key, const Node& member) {
+        const auto type = parse_message_type(key);
+        if (!type) key_failed(member, key, "one of " + types);
+        return *type;
+      },
+      as_count);
+}
+
 void parse_expect_counts(const Node& node, Expect& expect) {
   if (const Node published = field(node, "published"); published.value != nullptr) {
-    const std::string types = enum_names(kMessageTypeCount, message_type_name);
-    expect.published = parse_map<MessageType, int64_t>(
-        published, "an object of message type -> count",
-        [&](const std::string& key, const Node& member) {
-          const auto type = parse_message_type(key);
-          if (!type) key_failed(member, key, "one of " + types);
-          return *type;
-        },
-        as_count);
+    expect.published = parse_type_counts(published);
+  }
+  if (const Node sends = field(node, "sends"); sends.value != nullptr) {
+    expect.sends = parse_type_counts(sends);
   }
   if (const Node hits = field(node, "dedupe_hits"); hits.value != nullptr) {
     expect.dedupe_hits = parse_map<ServiceId, int64_t>(
@@ -642,8 +649,9 @@ std::vector<Invariant> parse_violations(const Node& node) {
   return {violations.begin(), violations.end()};
 }
 
-constexpr std::array<std::string_view, 7> kExpectKeys = {
-    "balances", "transfers", "published", "effects", "dedupe_hits", "dead_lettered", "violations"};
+constexpr std::array<std::string_view, 8> kExpectKeys = {
+    "balances", "transfers",   "published",     "sends",
+    "effects",  "dedupe_hits", "dead_lettered", "violations"};
 
 Expect parse_expect(const Node& node, const Context& context) {
   as_object(node, "an object of expectations");

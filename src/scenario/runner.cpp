@@ -102,6 +102,12 @@ void evaluate_expectations(const Expect& expect, RunResult& result) {
                    value_or_zero(result.published_ids, type));
     }
   }
+  if (expect.sends) {
+    for (const auto& [type, count] : *expect.sends) {
+      expect_equal(result, "sends." + std::string(message_type_name(type)), count,
+                   value_or_zero(result.sends, type));
+    }
+  }
   if (expect.effects) {
     for (const auto& [transfer, per_type] : *expect.effects) {
       for (const auto& [type, count] : per_type) {

@@ -88,6 +88,12 @@ void expect_maps_to_json(const Expect& expect, ordered_json& out) {
       published[std::string(message_type_name(type))] = count;
     }
   }
+  if (expect.sends) {
+    ordered_json& sends = out["sends"] = ordered_json::object();
+    for (const auto& [type, count] : *expect.sends) {
+      sends[std::string(message_type_name(type))] = count;
+    }
+  }
   if (expect.effects) {
     ordered_json& effects = out["effects"] = ordered_json::object();
     for (const auto& [id, counts] : *expect.effects) {

@@ -4,6 +4,7 @@ namespace inboxsim {
 
 bool PublicationLog::record(const MessagePtr& message, bool by_operator) {
   if (keep_envelopes_) envelopes_.try_emplace(message->message_id, envelope_json(*message));
+  ++sends_[message->type];
   const bool first = published_ids_.insert({message->type, message->message_id}).second;
   if (first && !by_operator) {
     first_publications_.push_back(message);

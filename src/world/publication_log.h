@@ -29,6 +29,8 @@ class PublicationLog {
 
   // Distinct message ids per type.
   std::map<MessageType, int64_t> published_counts() const;
+  // Publish operations per type.
+  const std::map<MessageType, int64_t>& sends() const { return sends_; }
 
   const std::map<std::string, std::string>& envelopes() const { return envelopes_; }
 
@@ -38,6 +40,7 @@ class PublicationLog {
   std::vector<MessagePtr> first_publications_;
   std::map<std::string, std::vector<MessagePtr>, std::less<>> first_publications_by_transfer_;
   std::map<std::string, std::string> envelopes_;  // by message id
+  std::map<MessageType, int64_t> sends_;
 };
 
 }  // namespace inboxsim

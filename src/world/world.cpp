@@ -974,6 +974,7 @@ RunResult World::finish() {
   result.stats = stats_.stats();
   result.dedupe_hits = stats_.dedupe_hits();
   result.published_ids = publications_.published_counts();
+  result.sends = publications_.sends();
   for (const auto& [name, spec] : accounts_) result.opening_balances[name] = spec.balance;
   result.balances = final_state.balances;
   result.transfers = final_state.sagas;
