@@ -114,3 +114,117 @@ TEST_CASE("a nack requeues near the original position; past the limit it is dead
   REQUIRE(f.events.back().kind == EventKind::dead_letter);
   REQUIRE(f.broker.idle());
 }
+
+// ---- competing consumers (DESIGN §8.1) -------------------------------------------------------
+
+namespace {
+
+// The fixture's queue with a second consumer, as two instances of account-service have.
+struct TwoConsumers : Fixture {
+  size_t first = consumer;
+  size_t second = broker.add_consumer("account-service#2", account_queue);
+
+  void publish(int from, int to) {
+    for (int i = from; i <= to; ++i) broker.publish(message("m-" + std::to_string(i)));
+  }
+};
+
+// "m-1 -> 0, m-2 -> 1": which consumer each delivery went to, in dispatch order.
+std::vector<std::pair<std::string, size_t>> routed(const std::vector<Delivery>& deliveries) {
+  std::vector<std::pair<std::string, size_t>> out;
+  for (const Delivery& delivery : deliveries) {
+    out.emplace_back(delivery.message->message_id, delivery.consumer);
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("two consumers on one queue take turns, in the order they were added", "[broker]") {
+  TwoConsumers f;
+  f.publish(1, 4);
+  const auto deliveries = f.pump();
+  REQUIRE(routed(deliveries) ==
+          std::vector<std::pair<std::string, size_t>>{
+              {"m-1", f.first}, {"m-2", f.second}, {"m-3", f.first}, {"m-4", f.second}});
+  // Each consumer's channel numbers its own deliveries from 1.
+  REQUIRE(deliveries[0].delivery_tag == 1);
+  REQUIRE(deliveries[1].delivery_tag == 1);
+  REQUIRE(deliveries[2].delivery_tag == 2);
+  REQUIRE(deliveries[3].delivery_tag == 2);
+}
+
+TEST_CASE("the round-robin turn carries over from one pump to the next", "[broker]") {
+  TwoConsumers f;
+  std::vector<size_t> consumers;
+  for (int i = 1; i <= 4; ++i) {
+    f.publish(i, i);
+    const auto deliveries = f.pump();
+    REQUIRE(deliveries.size() == 1);
+    consumers.push_back(deliveries[0].consumer);
+    // Settle it, so that prefetch never decides who is next.
+    REQUIRE(f.broker.ack(deliveries[0].consumer, deliveries[0].channel, deliveries[0].delivery_tag)
+                .has_value());
+  }
+  REQUIRE(consumers == std::vector<size_t>{f.first, f.second, f.first, f.second});
+}
+
+TEST_CASE("a consumer whose prefetch is full loses its turn to one with room", "[broker]") {
+  TwoConsumers f;  // prefetch 2
+  f.publish(1, 3);
+  auto deliveries = f.pump();
+  REQUIRE(routed(deliveries) == std::vector<std::pair<std::string, size_t>>{
+                                    {"m-1", f.first}, {"m-2", f.second}, {"m-3", f.first}});
+  // The first consumer is full (m-1, m-3 unacked); the second settles m-2.
+  REQUIRE(f.broker.ack(f.second, deliveries[1].channel, deliveries[1].delivery_tag).has_value());
+  f.publish(4, 6);
+  deliveries = f.pump();
+  // m-4 is the second consumer's turn anyway; m-5 would be the first's, but it has no room.
+  REQUIRE(routed(deliveries) ==
+          std::vector<std::pair<std::string, size_t>>{{"m-4", f.second}, {"m-5", f.second}});
+  REQUIRE(f.broker.ready_messages() == 1);  // m-6 waits: nobody has room
+  REQUIRE(f.broker.unacked_messages() == 4);
+}
+
+TEST_CASE("a consumer whose connection is closed is skipped until it reconnects", "[broker]") {
+  TwoConsumers f;
+  f.publish(1, 1);
+  auto deliveries = f.pump();
+  REQUIRE(routed(deliveries) == std::vector<std::pair<std::string, size_t>>{{"m-1", f.first}});
+  REQUIRE(f.broker.ack(f.first, deliveries[0].channel, deliveries[0].delivery_tag).has_value());
+
+  f.broker.close_connection(f.second, 10, "heartbeat");
+  f.publish(2, 3);
+  deliveries = f.pump();
+  // The second consumer's turn is skipped: both go to the first, prefetch permitting.
+  REQUIRE(routed(deliveries) ==
+          std::vector<std::pair<std::string, size_t>>{{"m-2", f.first}, {"m-3", f.first}});
+  for (const Delivery& delivery : deliveries) {
+    REQUIRE(f.broker.ack(delivery.consumer, delivery.channel, delivery.delivery_tag).has_value());
+  }
+
+  f.broker.open_connection(f.second);
+  f.publish(4, 5);
+  deliveries = f.pump();
+  REQUIRE(routed(deliveries) ==
+          std::vector<std::pair<std::string, size_t>>{{"m-4", f.second}, {"m-5", f.first}});
+}
+
+TEST_CASE("what a closed consumer had unacked goes to the other consumer, redelivered",
+          "[broker]") {
+  TwoConsumers f;
+  f.publish(1, 2);
+  const auto first = f.pump();
+  REQUIRE(routed(first) ==
+          std::vector<std::pair<std::string, size_t>>{{"m-1", f.first}, {"m-2", f.second}});
+  f.broker.close_connection(f.first, 10, "heartbeat");
+  const auto again = f.pump();
+  REQUIRE(routed(again) == std::vector<std::pair<std::string, size_t>>{{"m-1", f.second}});
+  REQUIRE(again[0].redelivered);
+  REQUIRE(again[0].delivery_count == 1);
+  // The closed consumer's late ack is void; the other consumer's ack settles the message.
+  REQUIRE_FALSE(f.broker.ack(f.first, first[0].channel, first[0].delivery_tag).has_value());
+  REQUIRE(f.broker.ack(f.second, again[0].channel, again[0].delivery_tag).has_value());
+  REQUIRE(f.broker.ack(f.second, first[1].channel, first[1].delivery_tag).has_value());
+  REQUIRE(f.broker.idle());
+}

@@ -131,10 +131,10 @@ std::string describe_concurrency_event(const TraceEvent& event) {
   const std::string who(event.service);
   switch (event.kind) {
     case EventKind::paused:
-      return "⏸ PAUSE  " + who + " " + event.detail +
+      return "‖ PAUSE  " + who + " " + event.detail +
              (event.message_id.empty() ? "" : ", handling " + message_ref(event));
     case EventKind::resumed: return "▶ RESUME  " + who + " " + event.detail;
-    case EventKind::lock_wait: return who + "  ⧗ " + event.detail + " (" + message_ref(event) + ")";
+    case EventKind::lock_wait: return who + "  " + event.detail + " (" + message_ref(event) + ")";
     case EventKind::lock_granted:
       return who + "  " + event.detail + " (" + message_ref(event) + ")";
     case EventKind::ack_void:

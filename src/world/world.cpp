@@ -269,10 +269,10 @@ void World::drop_index(IndexName index) {
   Instance& transfer = first_instance(ServiceId::transfer);
   const bool on_transfer = !on_account && transfer.transfer->drop_index(index);
   INBOXSIM_ASSERT(on_account || on_transfer);
-  TraceEvent event =
-      instance_event(EventKind::index_dropped, now_ms(),
-                     on_account ? participant::account_service : participant::transfer_service,
-                     std::string(index_name(index)));
+  // The first instance's connection runs the DROP INDEX; the database is the service's.
+  TraceEvent event = instance_event(EventKind::index_dropped, now_ms(),
+                                    on_account ? account.names.service : transfer.names.service,
+                                    std::string(index_name(index)));
   record(std::move(event));
 }
 
