@@ -191,7 +191,7 @@ void AccountService::open_accounts(const std::map<std::string, AccountSpec>& acc
     insert->exec();
   }
   // The opening state is the checker's starting point, not a transaction it checks.
-  work.transaction.commit();
+  work.commit();
 }
 
 Task<Outcome> AccountService::handle(MessagePtr message) {
