@@ -612,9 +612,7 @@ void World::on_pause_end(size_t index) {
   for (const size_t consumer : instance.consumers) closed = closed || !broker_.connected(consumer);
   if (!closed) return;
   // The client library finds its connection gone and recovers it; its handlers run on.
-  Job job;
-  job.kind = JobKind::reconnect;
-  job.instance = index;
+  Job job = Job::of_instance(JobKind::reconnect, index);
   job.consumer = kAllConsumers;
   schedule(now_ms() + kReconnectMs, job);
 }
@@ -628,16 +626,10 @@ void World::pause(size_t index, int64_t ms, CrashPoint point, const Message& mes
   event.detail = "paused for " + std::to_string(ms) + " ms at " +
                  std::string(crash_point_name(point)) + " (a GC pause, a stalled disk)";
   record(std::move(event));
-  Job end;
-  end.kind = JobKind::pause_end;
-  end.instance = index;
-  schedule(instance.paused_until_ms, end);
+  schedule(instance.paused_until_ms, Job::of_instance(JobKind::pause_end, index));
   if (config_.broker_heartbeat_ms > 0 && ms > config_.broker_heartbeat_ms) {
-    Job timeout;
-    timeout.kind = JobKind::heartbeat_timeout;
-    timeout.instance = index;
-    timeout.incarnation = instance.incarnation;
-    schedule(now_ms() + config_.broker_heartbeat_ms, timeout);
+    schedule(now_ms() + config_.broker_heartbeat_ms,
+             Job::of_instance(JobKind::heartbeat_timeout, index, instance.incarnation));
   }
 }
 
@@ -680,11 +672,8 @@ void World::crashed(size_t index) {
   }
   if (instance.transfer) instance.transfer->crash();
   close_instance_connections(index, "process died; unacked deliveries go back to the queue");
-  Job restart;
-  restart.kind = JobKind::restart;
-  restart.instance = index;
-  restart.incarnation = instance.incarnation;
-  schedule(now_ms() + instance.restart_after_ms, restart);
+  schedule(now_ms() + instance.restart_after_ms,
+           Job::of_instance(JobKind::restart, index, instance.incarnation));
 }
 
 void World::close_instance_connections(size_t index, const std::string& reason) {
@@ -707,9 +696,7 @@ void World::reset_connection(size_t consumer, std::string reason) {
   record(std::move(event));
   broker_.close_connection(consumer, now_ms(), "connection closed");
   pump();
-  Job job;
-  job.kind = JobKind::reconnect;
-  job.instance = consumers_[consumer].instance;
+  Job job = Job::of_instance(JobKind::reconnect, consumers_[consumer].instance);
   job.consumer = consumer;
   schedule(now_ms() + kReconnectMs, job);
 }
@@ -736,9 +723,7 @@ Suspend World::between_steps(size_t index, CrashPointSet points, const Message& 
   const int64_t work = work_ms();
   const int64_t start_ms = paused(instance) ? instance.paused_until_ms : now_ms();
   if (start_ms + work == now_ms()) return Suspend{false};
-  Job job;
-  job.kind = JobKind::resume;
-  job.instance = index;
+  Job job = Job::of_instance(JobKind::resume, index);
   job.handler = current_handler_;
   schedule(start_ms + work, job);
   return Suspend{true};
@@ -789,9 +774,7 @@ void World::grant_lock(const std::string& key, uint64_t handler) {
                                  consumers_[delivery.consumer].participant, *delivery.message);
   event.detail = "got the row lock on " + key;
   record(std::move(event));
-  Job job;
-  job.kind = JobKind::resume;
-  job.instance = found->second.instance;
+  Job job = Job::of_instance(JobKind::resume, found->second.instance);
   job.handler = handler;
   schedule(now_ms(), job);
 }
@@ -855,9 +838,7 @@ bool World::publish_and_confirm(size_t index, const MessagePtr& message) {
 void World::relay_publish(size_t index, const MessagePtr& message, int64_t outbox_seq) {
   const Instance& instance = instances_[index];
   publish(ServiceId::transfer, instance.names.relay, message);
-  Job job;
-  job.instance = index;
-  job.incarnation = instance.incarnation;
+  Job job = Job::of_instance(JobKind::confirm, index, instance.incarnation);
   job.outbox_seq = outbox_seq;
   if (faults_.take(FaultKind::lose_confirm, ServiceId::transfer, instance.number, *message)) {
     TraceEvent event =
@@ -874,26 +855,26 @@ void World::relay_publish(size_t index, const MessagePtr& message, int64_t outbo
   schedule(now_ms() + latency_ms(), job);
 }
 
+// The callers check first: their delay is a random draw, which must not be made for nothing.
+void World::schedule_loop(size_t index, JobKind kind, bool& pending, int64_t delay_ms) {
+  const Instance& instance = instances_[index];
+  INBOXSIM_ASSERT(!pending);
+  INBOXSIM_ASSERT(instance.up);
+  pending = true;
+  schedule(now_ms() + delay_ms, Job::of_instance(kind, index, instance.incarnation));
+}
+
 void World::schedule_relay_poll(size_t index) {
   Instance& instance = instances_[index];
   if (instance.relay_poll_scheduled || !instance.up) return;
-  instance.relay_poll_scheduled = true;
-  Job job;
-  job.kind = JobKind::relay_poll;
-  job.instance = index;
-  job.incarnation = instance.incarnation;
-  schedule(now_ms() + rng_.between(kRelayPollMsMin, kRelayPollMsMax), job);
+  schedule_loop(index, JobKind::relay_poll, instance.relay_poll_scheduled,
+                rng_.between(kRelayPollMsMin, kRelayPollMsMax));
 }
 
 void World::schedule_account_outbox_sweep(size_t index) {
   Instance& instance = instances_[index];
   if (instance.sweep_scheduled || !instance.up) return;
-  instance.sweep_scheduled = true;
-  Job job;
-  job.kind = JobKind::account_sweep;
-  job.instance = index;
-  job.incarnation = instance.incarnation;
-  schedule(now_ms() + latency_ms(), job);
+  schedule_loop(index, JobKind::account_sweep, instance.sweep_scheduled, latency_ms());
 }
 
 // ---- cleanup ---------------------------------------------------------------------------------

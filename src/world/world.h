@@ -96,6 +96,15 @@ class World {
     int64_t delivery_tag = 0;  // ack, nack
     int64_t outbox_seq = 0;    // confirm, confirm_timeout
     uint64_t handler = 0;      // resume
+
+    // A job of `instance`, voided by a crash when `incarnation` is given.
+    static Job of_instance(JobKind kind, size_t instance, uint64_t incarnation = 0) {
+      Job job;
+      job.kind = kind;
+      job.instance = instance;
+      job.incarnation = incarnation;
+      return job;
+    }
   };
 
   // A reconnect job that reopens every closed connection of its instance.
@@ -190,6 +199,9 @@ class World {
   int64_t latency_ms();
   int64_t work_ms();
   void schedule(int64_t time_ms, Job job) { scheduler_.schedule_at(time_ms, job); }
+  // Schedules a periodic loop's next turn on an instance and marks it pending.
+  // REQUIRES: no turn is pending and the instance is up.
+  void schedule_loop(size_t instance, JobKind kind, bool& pending, int64_t delay_ms);
   void maybe_cleanup();
   void on_cleanup(int64_t tick_ms);
   void record_cleanup(std::string_view service, int64_t deleted, std::string detail);
