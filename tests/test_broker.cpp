@@ -17,7 +17,7 @@ MessagePtr message(const std::string& id, MessageType type = MessageType::transf
 struct Fixture {
   std::vector<TraceEvent> events;
   Broker broker{[this](TraceEvent event) { events.push_back(std::move(event)); }, /*prefetch=*/2,
-                /*delivery_limit=*/3};
+                /*delivery_limit=*/3, /*quorum=*/true};
   size_t account_queue = broker.declare_queue("account-service", {"transfers.#"});
   size_t transfer_queue = broker.declare_queue("transfer-service", {"accounts.#"});
   size_t consumer = broker.add_consumer("account-service", account_queue);
@@ -89,12 +89,16 @@ TEST_CASE("closing a connection requeues every unacked delivery, redelivered, in
   REQUIRE(again[1].message->message_id == "m-2");
 }
 
-TEST_CASE("a nack requeues near the original position; past the limit it is dead-lettered",
-          "[broker]") {
+TEST_CASE(
+    "a nack requeues near the original position; returned more than the limit, it is "
+    "dead-lettered",
+    "[broker]") {
   Fixture f;
   f.broker.publish(message("m-1"));
   f.broker.publish(message("m-2"));
-  for (int attempt = 1; attempt <= 3; ++attempt) {
+  // A quorum queue dead-letters a message returned more times than the limit (3 here): the
+  // fourth delivery's nack is the one that sends it away (quorum-queues.md).
+  for (int attempt = 1; attempt <= 4; ++attempt) {
     const auto deliveries = f.pump();
     REQUIRE_FALSE(deliveries.empty());
     REQUIRE(deliveries[0].message->message_id == "m-1");  // back at the head each time
@@ -108,11 +112,62 @@ TEST_CASE("a nack requeues near the original position; past the limit it is dead
     REQUIRE(f.broker.nack(f.consumer, deliveries[0].channel, deliveries[0].delivery_tag, 1)
                 .has_value());
   }
-  REQUIRE(f.broker.dead_letters().size() == 1);
-  REQUIRE(f.broker.dead_letters()[0].message->message_id == "m-1");
-  REQUIRE(f.broker.dead_letters()[0].reason == "delivery_limit");
+  const std::vector<ParkedMessage> parked = f.broker.parked();
+  REQUIRE(parked.size() == 1);
+  REQUIRE(parked[0].message->message_id == "m-1");
+  REQUIRE(parked[0].queue == "account-service.dlq");
   REQUIRE(f.events.back().kind == EventKind::dead_letter);
-  REQUIRE(f.broker.idle());
+  REQUIRE(f.events.back().detail.find("delivery_limit") != std::string::npos);
+  REQUIRE(f.broker.ready_messages() == 0);
+  REQUIRE(f.broker.unacked_messages() == 0);
+  REQUIRE(f.broker.parked_totals().at("account-service.dlq") == 1);
+}
+
+TEST_CASE("a classic queue has no delivery count and no limit", "[broker]") {
+  std::vector<TraceEvent> events;
+  Broker broker([&events](TraceEvent event) { events.push_back(std::move(event)); },
+                /*prefetch=*/1, /*delivery_limit=*/3, /*quorum=*/false);
+  const size_t queue = broker.declare_queue("transfer-service", {"accounts.#"});
+  const size_t consumer = broker.add_consumer("transfer-service", queue);
+  broker.publish(message("m-1", MessageType::account_debited));
+  for (int attempt = 1; attempt <= 10; ++attempt) {
+    std::vector<Delivery> out;
+    broker.pump(out);
+    REQUIRE(out.size() == 1);
+    REQUIRE(out[0].delivery_count == 0);  // no x-delivery-count on a classic queue
+    REQUIRE(out[0].attempts == attempt - 1);
+    REQUIRE(out[0].redelivered == (attempt > 1));
+    REQUIRE(broker.nack(consumer, out[0].channel, out[0].delivery_tag, 0).has_value());
+  }
+  REQUIRE(broker.parked().empty());
+  REQUIRE(broker.ready_messages() == 1);
+}
+
+TEST_CASE("an error queue holds what it is given; a redrive returns it as a new message",
+          "[broker]") {
+  Fixture f;
+  const size_t error = f.broker.declare_error_queue(f.account_queue);
+  REQUIRE(f.broker.queue_name(error) == "account-service_error");
+  REQUIRE(f.broker.find_queue("account-service_error") == error);
+  f.broker.publish(message("m-1"));
+  const auto first = f.pump();
+  REQUIRE(first.size() == 1);
+  // MassTransit's error transport: the message goes to the error queue, then it is acked.
+  f.broker.move_to_error_queue(error, first[0].message);
+  REQUIRE(f.broker.ack(f.consumer, first[0].channel, first[0].delivery_tag).has_value());
+  REQUIRE(f.broker.ready_messages() == 0);  // parked is not pending
+  REQUIRE(f.pump().empty());                // nobody consumes an error queue
+  REQUIRE(f.broker.parked().size() == 1);
+  const std::vector<MessagePtr> moved = f.broker.redrive(error);
+  REQUIRE(moved.size() == 1);
+  REQUIRE(moved[0]->message_id == "m-1");  // same message id
+  REQUIRE(f.broker.parked().empty());
+  const auto again = f.pump();
+  REQUIRE(again.size() == 1);
+  REQUIRE(again[0].message->message_id == "m-1");
+  REQUIRE_FALSE(again[0].redelivered);  // a new message to the broker
+  REQUIRE(again[0].delivery_count == 0);
+  REQUIRE(f.broker.parked_totals().at("account-service_error") == 1);
 }
 
 // ---- competing consumers (DESIGN §8.1) -------------------------------------------------------
@@ -226,5 +281,6 @@ TEST_CASE("what a closed consumer had unacked goes to the other consumer, redeli
   REQUIRE_FALSE(f.broker.ack(f.first, first[0].channel, first[0].delivery_tag).has_value());
   REQUIRE(f.broker.ack(f.second, again[0].channel, again[0].delivery_tag).has_value());
   REQUIRE(f.broker.ack(f.second, first[1].channel, first[1].delivery_tag).has_value());
-  REQUIRE(f.broker.idle());
+  REQUIRE(f.broker.ready_messages() == 0);
+  REQUIRE(f.broker.unacked_messages() == 0);
 }

@@ -284,9 +284,10 @@ TEST_CASE("three account-service instances share a batch of transfers, each name
 }
 
 TEST_CASE("a fault that names an instance fires on that instance only", "[concurrency]") {
+  // The transient failure is retried in process (account.retry), so nothing reaches _error.
   const Scenario scenario = parse_ok(R"({
     "seed": 1,
-    "config": { "account.instances": 2 },
+    "config": { "account.instances": 2, "account.retry": "immediate:1" },
     "accounts": { "alice": 10000, "bob": 0 },
     "steps": [
       { "fault": { "kind": "nack", "service": "account-service", "instance": 2,
@@ -300,10 +301,11 @@ TEST_CASE("a fault that names an instance fires on that instance only", "[concur
   })");
   const RunResult result = run(scenario);
   REQUIRE(result.unfired_faults.empty());
-  const auto nacks = events_where(result, kind_is(EventKind::nack));
-  REQUIRE(nacks.size() == 1);
-  REQUIRE(nacks[0].service == "account-service#2");
-  REQUIRE(nacks[0].type == "Transfer.Requested");
+  const auto faults = events_where(result, kind_is(EventKind::consumer_fault));
+  REQUIRE(faults.size() == 1);
+  REQUIRE(faults[0].service == "account-service#2");
+  REQUIRE(faults[0].type == "Transfer.Requested");
+  REQUIRE(events_where(result, kind_is(EventKind::retry)).size() == 1);
   const auto crashes = events_where(result, kind_is(EventKind::crash));
   REQUIRE(crashes.size() == 1);
   REQUIRE(crashes[0].service == "account-service#2");

@@ -173,15 +173,51 @@ TEST_CASE("a duplicate published by hand moves the balance once", "[runner]") {
   REQUIRE(result.violations.empty());
 }
 
-TEST_CASE("a consumer fault is nacked, redelivered up to the limit, then dead-lettered",
+TEST_CASE("transfer-service nacks a failing message until the quorum queue dead-letters it",
           "[runner]") {
   Scenario scenario = one_transfer();
-  FaultSpec nack = on_message(FaultKind::nack, MessageType::transfer_requested);
+  FaultSpec nack = on_message(FaultKind::nack, MessageType::account_debited);
   nack.times = 1000;
   add_fault(scenario, nack);
   const RunResult result = run(scenario);
   REQUIRE(result.stats.dead_lettered == 1);
-  REQUIRE(result.stats.deliveries == 20);  // broker.delivery_limit
+  // Returned more times than broker.delivery_limit (20): 21 deliveries of Account.Debited.
+  int64_t debited_deliveries = 0;
+  for (const TraceEvent& event : result.events) {
+    if (event.kind == EventKind::deliver && event.type == "Account.Debited") ++debited_deliveries;
+  }
+  REQUIRE(debited_deliveries == 21);
+  REQUIRE(result.dead_letter_queues.at("transfer-service.dlq") == 1);
+  REQUIRE(result.transfers.at("t1") == SagaState::requested);
+  REQUIRE(violated(result) == std::vector<Invariant>{Invariant::termination});
+  REQUIRE(result.violations[0].detail.find("stuck behind transfer-service.dlq") !=
+          std::string::npos);
+}
+
+TEST_CASE("account-service retries in process, then moves the message to its error queue",
+          "[runner]") {
+  Scenario scenario = one_transfer();
+  scenario.config.account_retry.kind = RetryPolicy::Kind::intervals;
+  scenario.config.account_retry.intervals_ms = {100, 300};
+  FaultSpec nack = on_message(FaultKind::nack, MessageType::transfer_requested);
+  nack.times = 1000;
+  add_fault(scenario, nack);
+  const RunResult result = run(scenario);
+  // Three attempts on one delivery (the broker never redelivers it), then _error and an ack.
+  REQUIRE(result.stats.deliveries == 1);
+  REQUIRE(result.stats.redeliveries == 0);
+  std::vector<int64_t> fault_times;
+  for (const TraceEvent& event : result.events) {
+    if (event.kind == EventKind::consumer_fault) fault_times.push_back(event.time_ms);
+  }
+  REQUIRE(fault_times.size() == 3);
+  REQUIRE(fault_times[1] - fault_times[0] == 100);
+  REQUIRE(fault_times[2] - fault_times[1] == 300);
+  REQUIRE(result.stats.error_queued == 1);
+  REQUIRE(result.stats.dead_lettered == 0);
+  REQUIRE(result.dead_letter_queues.at("account-service_error") == 1);
+  REQUIRE(result.parked ==
+          std::vector<std::string>{"account-service_error: Transfer.Requested t1 (m-1)"});
   REQUIRE(result.transfers.at("t1") == SagaState::requested);
   REQUIRE(violated(result) == std::vector<Invariant>{Invariant::termination});
 }

@@ -46,13 +46,13 @@ struct FakeHost final : ServiceHost {
     return Suspend{false};
   }
   void unlock_row(const std::string&) override {}
-  bool publish_and_confirm(const MessagePtr& message) override {
+  PublishResult publish_and_confirm(const MessagePtr& message) override {
     published.push_back(message);
     if (lose_next_confirm) {
       lose_next_confirm = false;
-      return false;
+      return PublishResult::lost;
     }
-    return true;
+    return PublishResult::confirmed;
   }
   void relay_publish(const MessagePtr& message, int64_t seq) override {
     published.push_back(message);
@@ -275,7 +275,7 @@ TEST_CASE("transfer-service: an unstable relay mints a new id on every attempt",
   TransferService service = make_service<TransferService>(host, config);
   service.request(TransferSpec{"t1", "alice", "bob", 2500});
   service.relay_poll();
-  service.relay_confirm_timed_out(host.relay_seqs.back());
+  service.relay_publish_nacked(host.relay_seqs.back());
   service.relay_poll();
   REQUIRE(host.published.size() == 2);
   REQUIRE(host.published[0]->message_id != host.published[1]->message_id);

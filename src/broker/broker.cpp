@@ -45,8 +45,12 @@ bool topic_matches(std::string_view pattern, std::string_view routing_key) {
   return words_match(pattern, routing_key, !routing_key.empty());
 }
 
-Broker::Broker(std::function<void(TraceEvent)> record, int64_t prefetch, int64_t delivery_limit)
-    : record_(std::move(record)), prefetch_(prefetch), delivery_limit_(delivery_limit) {
+Broker::Broker(std::function<void(TraceEvent)> record, int64_t prefetch, int64_t delivery_limit,
+               bool quorum)
+    : record_(std::move(record)),
+      prefetch_(prefetch),
+      delivery_limit_(delivery_limit),
+      quorum_(quorum) {
   INBOXSIM_ASSERT(prefetch > 0);
   INBOXSIM_ASSERT(delivery_limit > 0);
 }
@@ -56,7 +60,76 @@ size_t Broker::declare_queue(std::string_view name, std::vector<std::string> pat
   queue.name = std::string(name);
   queue.patterns = std::move(patterns);
   queues_.push_back(std::move(queue));
+  const size_t index = queues_.size() - 1;
+  Queue dead_letter;
+  dead_letter.name = std::string(name) + ".dlq";
+  dead_letter.role = QueueRole::dead_letter;
+  dead_letter.source = index;
+  queues_.push_back(std::move(dead_letter));
+  queues_[index].dead_letter = queues_.size() - 1;
+  return index;
+}
+
+size_t Broker::declare_error_queue(size_t source) {
+  INBOXSIM_ASSERT(source < queues_.size());
+  INBOXSIM_ASSERT(queues_[source].role == QueueRole::work);
+  Queue error;
+  error.name = queues_[source].name + "_error";
+  error.role = QueueRole::error;
+  error.source = source;
+  queues_.push_back(std::move(error));
   return queues_.size() - 1;
+}
+
+std::optional<size_t> Broker::find_queue(std::string_view name) const {
+  for (size_t index = 0; index < queues_.size(); ++index) {
+    if (queues_[index].name == name) return index;
+  }
+  return std::nullopt;
+}
+
+const std::string& Broker::queue_name(size_t queue) const {
+  INBOXSIM_ASSERT(queue < queues_.size());
+  return queues_[queue].name;
+}
+
+void Broker::park(size_t queue, MessagePtr message) {
+  Queue& parking = queues_[queue];
+  INBOXSIM_ASSERT(parking.role != QueueRole::work);
+  parking.ready.push_back(Queued{std::move(message), next_position_++, 0, 0, false});
+  ++parked_totals_[parking.name];
+}
+
+const std::string& Broker::move_to_error_queue(size_t queue, const MessagePtr& message) {
+  INBOXSIM_ASSERT(queue < queues_.size());
+  INBOXSIM_ASSERT(queues_[queue].role == QueueRole::error);
+  park(queue, message);
+  return queues_[queue].name;
+}
+
+std::vector<MessagePtr> Broker::redrive(size_t queue) {
+  INBOXSIM_ASSERT(queue < queues_.size());
+  Queue& parking = queues_[queue];
+  INBOXSIM_ASSERT(parking.role != QueueRole::work);
+  std::vector<MessagePtr> moved;
+  std::deque<Queued> messages;
+  messages.swap(parking.ready);
+  Queue& source = queues_[parking.source];
+  for (Queued& queued : messages) {
+    moved.push_back(queued.message);
+    source.ready.push_back(Queued{std::move(queued.message), next_position_++, 0, 0, false});
+  }
+  return moved;
+}
+
+std::vector<ParkedMessage> Broker::parked() const {
+  std::vector<ParkedMessage> out;
+  for (const Queue& queue : queues_) {
+    if (queue.role == QueueRole::work) continue;
+    for (const Queued& queued : queue.ready)
+      out.push_back(ParkedMessage{queued.message, queue.name});
+  }
+  return out;
 }
 
 size_t Broker::add_consumer(std::string_view name, size_t queue) {
@@ -77,7 +150,7 @@ size_t Broker::publish(const MessagePtr& message) {
     const bool bound = std::any_of(queue.patterns.begin(), queue.patterns.end(),
                                    [&](const std::string& p) { return topic_matches(p, key); });
     if (!bound) continue;
-    queue.ready.push_back(Queued{message, next_position_++, 0, false});
+    queue.ready.push_back(Queued{message, next_position_++, 0, 0, false});
     ++routed;
   }
   return routed;
@@ -85,6 +158,7 @@ size_t Broker::publish(const MessagePtr& message) {
 
 void Broker::pump(std::vector<Delivery>& out) {
   for (Queue& queue : queues_) {
+    if (queue.role != QueueRole::work) continue;
     // Each delivery takes one ready message, so the loop is bounded by the queue's length.
     while (!queue.ready.empty()) {
       const std::optional<size_t> consumer = next_ready_consumer(queue);
@@ -114,7 +188,7 @@ void Broker::deliver(size_t consumer_index, std::vector<Delivery>& out) {
   queue.ready.pop_front();
   const int64_t tag = consumer.next_tag++;
   out.push_back(Delivery{queued.message, consumer_index, consumer.channel, tag, queued.redelivered,
-                         queued.delivery_count});
+                         queued.delivery_count, queued.attempts});
   consumer.unacked.emplace(tag, std::move(queued));
 }
 
@@ -132,8 +206,8 @@ std::optional<Delivery> Broker::ack(size_t consumer, uint64_t channel, int64_t d
   // our consumers settle each delivery exactly once, so it cannot happen.
   INBOXSIM_ASSERT(found != c.unacked.end());
   const Queued& queued = found->second;
-  Delivery settled{queued.message, consumer,           channel,
-                   delivery_tag,   queued.redelivered, queued.delivery_count};
+  Delivery settled{queued.message,        consumer,       channel, delivery_tag, queued.redelivered,
+                   queued.delivery_count, queued.attempts};
   c.unacked.erase(found);
   return settled;
 }
@@ -146,8 +220,8 @@ std::optional<Delivery> Broker::nack(size_t consumer, uint64_t channel, int64_t 
   INBOXSIM_ASSERT(found != c.unacked.end());
   Queued queued = std::move(found->second);
   c.unacked.erase(found);
-  Delivery settled{queued.message, consumer,           channel,
-                   delivery_tag,   queued.redelivered, queued.delivery_count};
+  Delivery settled{queued.message,        consumer,       channel, delivery_tag, queued.redelivered,
+                   queued.delivery_count, queued.attempts};
   requeue(c, std::move(queued), now_ms, "nack");
   return settled;
 }
@@ -178,11 +252,11 @@ bool Broker::connected(size_t consumer) const {
   return consumers_[consumer].connected;
 }
 
-bool Broker::idle() const { return ready_messages() == 0 && unacked_messages() == 0; }
-
 size_t Broker::ready_messages() const {
   size_t count = 0;
-  for (const Queue& queue : queues_) count += queue.ready.size();
+  for (const Queue& queue : queues_) {
+    if (queue.role == QueueRole::work) count += queue.ready.size();
+  }
   return count;
 }
 
@@ -194,13 +268,16 @@ size_t Broker::unacked_messages() const {
 
 void Broker::requeue(Consumer& consumer, Queued queued, int64_t now_ms, std::string_view reason) {
   Queue& queue = queues_[consumer.queue];
-  ++queued.delivery_count;
+  ++queued.attempts;
   queued.redelivered = true;
-  if (queued.delivery_count >= delivery_limit_) {
-    // Quorum-queue style: past the delivery limit the message leaves the queue for good, as
-    // MassTransit would move it to its _error queue.
-    record(EventKind::dead_letter, queued, queue.name, "delivery_limit", now_ms);
-    dead_letters_.push_back(DeadLetter{queued.message, queue.name, "delivery_limit"});
+  // A quorum queue counts every return in x-delivery-count and dead-letters a message returned
+  // more times than the limit (quorum-queues.md, "Poison Message Handling"); a classic queue
+  // has neither the count nor the limit.
+  if (quorum_ && ++queued.delivery_count > delivery_limit_) {
+    const std::string& dead_letter = queues_[queue.dead_letter].name;
+    record(EventKind::dead_letter, queued, queue.name, "delivery_limit, moved to " + dead_letter,
+           now_ms);
+    park(queue.dead_letter, queued.message);
     return;
   }
   record(EventKind::requeue, queued, queue.name, std::string(reason), now_ms);

@@ -1,7 +1,9 @@
 // A fake RabbitMQ with the semantics the inbox pattern depends on (DESIGN §1):
 // a topic exchange routing to queues, consumers with a prefetch and per-channel delivery tags,
 // the redelivered flag and x-delivery-count, ack / nack with requeue, requeue of every unacked
-// delivery when a connection closes, and dead-lettering past the delivery limit.
+// delivery when a connection closes, and (quorum queues) dead-lettering past the delivery limit
+// into the queue's dead-letter queue. Dead-letter queues, and the error queues MassTransit moves
+// faulted messages to, are real queues that nobody consumes: an operator can redrive them.
 //
 // The broker owns queued and unacked messages. It does not own time: pump() hands back the
 // deliveries it dispatched and the World decides when each arrives. Publisher confirms are the
@@ -29,13 +31,21 @@ struct Delivery {
   uint64_t channel = 0;      // which incarnation of the consumer's channel it belongs to
   int64_t delivery_tag = 0;  // increasing per channel, from 1
   bool redelivered = false;
-  int64_t delivery_count = 0;  // x-delivery-count: how many times it was delivered before
+  int64_t delivery_count = 0;  // x-delivery-count (quorum queues only; classic queues have none)
+  int64_t attempts = 0;        // deliveries before this one, whatever the queue type (for reports)
 };
 
-struct DeadLetter {
+// What a queue is for.
+enum class QueueRole : uint8_t {
+  work,         // consumed by a service
+  dead_letter,  // `<queue>.dlq`: where the broker dead-letters (RabbitMQ's DLX, one per queue)
+  error,        // `<queue>_error`: where MassTransit moves a message whose handling faulted
+};
+
+// A message waiting in a dead-letter or error queue.
+struct ParkedMessage {
   MessagePtr message;
-  std::string_view queue;
-  std::string reason;
+  std::string queue;
 };
 
 // True when the routing key matches the AMQP topic pattern ('*' one word, '#' zero or more).
@@ -43,11 +53,36 @@ bool topic_matches(std::string_view pattern, std::string_view routing_key);
 
 class Broker {
  public:
-  // `record` receives the broker's own events (requeue, dead_letter).
-  Broker(std::function<void(TraceEvent)> record, int64_t prefetch, int64_t delivery_limit);
+  // `record` receives the broker's own events (requeue, dead_letter). A quorum queue counts
+  // returns and dead-letters a message returned more than `delivery_limit` times; a classic
+  // queue does neither.
+  Broker(std::function<void(TraceEvent)> record, int64_t prefetch, int64_t delivery_limit,
+         bool quorum);
 
-  // Declares a queue bound to `banking.events` with these patterns; returns its index.
+  // Declares a work queue bound to `banking.events` with these patterns, and its dead-letter
+  // queue `<name>.dlq`; returns the work queue's index.
   size_t declare_queue(std::string_view name, std::vector<std::string> patterns);
+
+  // Declares `<name of source>_error`, where faulted messages of `source` are moved.
+  size_t declare_error_queue(size_t source);
+
+  // The queue named `name`, if any.
+  std::optional<size_t> find_queue(std::string_view name) const;
+  const std::string& queue_name(size_t queue) const;
+
+  // Moves a message into error queue `queue` (MassTransit's error transport). Returns its name.
+  // REQUIRES: `queue` is an error queue.
+  const std::string& move_to_error_queue(size_t queue, const MessagePtr& message);
+
+  // Moves every message of a dead-letter or error queue back to the queue it came from, as new
+  // messages (not redelivered, counts reset), in order. Returns them.
+  // REQUIRES: `queue` is a dead-letter or error queue.
+  std::vector<MessagePtr> redrive(size_t queue);
+
+  // Messages waiting in dead-letter and error queues, queue by queue.
+  std::vector<ParkedMessage> parked() const;
+  // How many messages went into each dead-letter and error queue over the run (by name).
+  const std::map<std::string, int64_t>& parked_totals() const { return parked_totals_; }
 
   // Adds a consumer on a queue, connected; returns its index.
   size_t add_consumer(std::string_view name, size_t queue);
@@ -80,21 +115,23 @@ class Broker {
 
   size_t consumer_count() const { return consumers_.size(); }
 
-  // True when every queue is empty and nothing is unacked.
-  bool idle() const;
+  // Work queues only: what waits in dead-letter and error queues is parked, not pending.
   size_t ready_messages() const;
   size_t unacked_messages() const;
-  const std::vector<DeadLetter>& dead_letters() const { return dead_letters_; }
 
  private:
   struct Queued {
     MessagePtr message;
     uint64_t position = 0;  // enqueue order, kept across requeues
     int64_t delivery_count = 0;
+    int64_t attempts = 0;
     bool redelivered = false;
   };
   struct Queue {
     std::string name;
+    QueueRole role = QueueRole::work;
+    size_t source = 0;       // dead-letter and error queues: the queue their messages came from
+    size_t dead_letter = 0;  // work queues: their dead-letter queue
     std::vector<std::string> patterns;
     std::deque<Queued> ready;       // sorted by position
     std::vector<size_t> consumers;  // in the order they were added
@@ -113,16 +150,18 @@ class Broker {
   std::optional<size_t> next_ready_consumer(Queue& queue);
   void deliver(size_t consumer_index, std::vector<Delivery>& out);
   void requeue(Consumer& consumer, Queued queued, int64_t now_ms, std::string_view reason);
+  void park(size_t queue, MessagePtr message);
   void record(EventKind kind, const Queued& queued, std::string_view queue, std::string detail,
               int64_t now_ms);
 
   std::function<void(TraceEvent)> record_;
   int64_t prefetch_;
   int64_t delivery_limit_;
+  bool quorum_;
   uint64_t next_position_ = 1;
   std::vector<Queue> queues_;
   std::vector<Consumer> consumers_;
-  std::vector<DeadLetter> dead_letters_;
+  std::map<std::string, int64_t> parked_totals_;
 };
 
 }  // namespace inboxsim

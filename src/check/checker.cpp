@@ -146,6 +146,23 @@ void Checker::check_account(const std::string& account, int64_t now_ms) {
   }
 }
 
+namespace {
+
+// " (stuck behind account-service_error: Transfer.Requested m-1)" when a message of the
+// transfer waits in a dead-letter or error queue, else "".
+std::string parked_behind(const std::string& transfer,
+                          const std::vector<ParkedMessageRef>& parked) {
+  std::string text;
+  for (const ParkedMessageRef& message : parked) {
+    if (message.transfer != transfer) continue;
+    text += (text.empty() ? " (stuck behind " : "; ") + message.queue + ": " + message.type + " " +
+            message.message_id;
+  }
+  return text.empty() ? text : text + ")";
+}
+
+}  // namespace
+
 void Checker::check_final(const FinalState& state, int64_t now_ms) {
   // Rebuild every fact from the databases, not from what transactions reported, so a
   // reporting mistake cannot hide a broken invariant.
@@ -193,11 +210,15 @@ void Checker::check_final(const FinalState& state, int64_t now_ms) {
       if (!unsettled.empty()) unsettled += ", ";
       unsettled +=
           id + " is " + (facts.state ? std::string(saga_state_name(*facts.state)) : "unknown");
+      unsettled += parked_behind(id, state.parked);
     }
   }
-  if (!state.quiescent)
+  if (!state.halted.empty()) {
+    unsettled += (unsettled.empty() ? "" : "; ") + state.halted;
+  } else if (!state.quiescent) {
     unsettled +=
         (unsettled.empty() ? "" : "; ") + std::string("no quiescence within the event bound");
+  }
   if (state.queued_messages > 0) {
     unsettled += (unsettled.empty() ? "" : "; ") + std::to_string(state.queued_messages) +
                  " messages still queued";

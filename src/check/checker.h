@@ -21,6 +21,14 @@
 
 namespace inboxsim {
 
+// A message waiting in a dead-letter or error queue at the end of a run.
+struct ParkedMessageRef {
+  std::string queue;
+  std::string transfer;
+  std::string type;
+  std::string message_id;
+};
+
 // The committed state of both services and the broker at the end of a run.
 struct FinalState {
   std::map<std::string, int64_t> balances;
@@ -31,6 +39,8 @@ struct FinalState {
   int64_t unsent_outbox_rows = 0;  // both services
   int64_t dead_lettered = 0;
   bool quiescent = true;  // the last run reached quiescence within its bound
+  std::string halted;     // why the run stopped at a bound other than the event count, if it did
+  std::vector<ParkedMessageRef> parked;  // in dead-letter and error queues
 };
 
 class Checker {

@@ -15,6 +15,7 @@ constexpr std::array<std::string_view, 5> kAccountInboxNames = {
 constexpr std::array<std::string_view, 4> kTransferDedupeNames = {
     "processed_messages", "none", "external-before", "external-after"};
 constexpr std::array<std::string_view, 2> kDedupeKeyNames = {"message_id", "message_id+consumer"};
+constexpr std::array<std::string_view, 2> kQueueTypeNames = {"quorum", "classic"};
 
 // The largest value accepted for a millisecond window: 100 years, well inside int64.
 constexpr int64_t kWindowMsMax = 100LL * 365 * 24 * 3600 * 1000;
@@ -94,7 +95,69 @@ std::string set_work_ms(Config& config, const nlohmann::json& value) {
   return {};
 }
 
+bool parse_ms(std::string_view part, int64_t& number) {
+  const char* end = part.data() + part.size();
+  const auto [ptr, error] = std::from_chars(part.data(), end, number);
+  return !part.empty() && error == std::errc() && ptr == end && number >= 0 &&
+         number <= kWindowMsMax;
+}
+
+// Reads "none", "immediate:N" (1 <= N <= kRetriesMax) or "intervals:A,B,..." (up to kRetriesMax
+// waits in ms).
+std::string set_retry(RetryPolicy& retry, const nlohmann::json& value) {
+  const std::string expected = "\"none\", \"immediate:N\" (N from 1 to " +
+                               std::to_string(kRetriesMax) + ") or \"intervals:A,B,...\" (up to " +
+                               std::to_string(kRetriesMax) + " waits in ms)";
+  if (!value.is_string()) return expected;
+  const std::string_view text = value.get_ref<const std::string&>();
+  RetryPolicy parsed;
+  if (text == "none") {
+    retry = parsed;
+    return {};
+  }
+  int64_t number = 0;
+  if (text.starts_with("immediate:")) {
+    if (!parse_ms(text.substr(10), number) || number < 1 ||
+        number > static_cast<int64_t>(kRetriesMax)) {
+      return expected;
+    }
+    parsed.kind = RetryPolicy::Kind::immediate;
+    parsed.intervals_ms.assign(static_cast<size_t>(number), 0);
+    retry = parsed;
+    return {};
+  }
+  if (!text.starts_with("intervals:")) return expected;
+  parsed.kind = RetryPolicy::Kind::intervals;
+  std::string_view rest = text.substr(10);
+  while (true) {
+    const size_t comma = rest.find(',');
+    if (!parse_ms(rest.substr(0, comma), number)) return expected;
+    parsed.intervals_ms.push_back(number);
+    if (parsed.intervals_ms.size() > kRetriesMax) return expected;
+    if (comma == std::string_view::npos) break;
+    rest = rest.substr(comma + 1);
+  }
+  retry = parsed;
+  return {};
+}
+
 }  // namespace
+
+std::string retry_text(const RetryPolicy& retry) {
+  switch (retry.kind) {
+    case RetryPolicy::Kind::none: return "none";
+    case RetryPolicy::Kind::immediate:
+      return "immediate:" + std::to_string(retry.intervals_ms.size());
+    case RetryPolicy::Kind::intervals: {
+      std::string text = "intervals:";
+      for (size_t i = 0; i < retry.intervals_ms.size(); ++i) {
+        text += (i > 0 ? "," : "") + std::to_string(retry.intervals_ms[i]);
+      }
+      return text;
+    }
+  }
+  INBOXSIM_ASSERT(false);
+}
 
 std::string work_ms_text(const Config& config) {
   return std::to_string(config.work_ms_min) + ".." + std::to_string(config.work_ms_max);
@@ -117,7 +180,9 @@ const std::vector<std::string>& config_keys() {
                                                 "transfer.instances",
                                                 "consumer.work_ms",
                                                 "broker.heartbeat_ms",
-                                                "account.inbox_unique"};
+                                                "account.inbox_unique",
+                                                "account.retry",
+                                                "broker.queue_type"};
   return keys;
 }
 
@@ -155,6 +220,10 @@ std::string config_set(Config& config, std::string_view key, const nlohmann::jso
     return set_integer(config.broker_heartbeat_ms, value, 0, kWindowMsMax);
   }
   if (key == "account.inbox_unique") return set_bool(config.account_inbox_unique, value);
+  if (key == "account.retry") return set_retry(config.account_retry, value);
+  if (key == "broker.queue_type") {
+    return set_choice(config.broker_queue_type, kQueueTypeNames, value);
+  }
   std::string expected = "a known config key: ";
   bool first = true;
   for (const auto& name : config_keys()) {
@@ -208,6 +277,8 @@ nlohmann::ordered_json config_to_json(const Config& config) {
   out["consumer.work_ms"] = work_ms_text(config);
   out["broker.heartbeat_ms"] = config.broker_heartbeat_ms;
   out["account.inbox_unique"] = config.account_inbox_unique;
+  out["account.retry"] = retry_text(config.account_retry);
+  out["broker.queue_type"] = kQueueTypeNames[static_cast<size_t>(config.broker_queue_type)];
   return out;
 }
 

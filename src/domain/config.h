@@ -17,6 +17,19 @@ namespace inboxsim {
 enum class AccountInbox : uint8_t { masstransit, marten, none, external_before, external_after };
 enum class TransferDedupe : uint8_t { processed_messages, none, external_before, external_after };
 enum class DedupeKey : uint8_t { message_id, message_id_and_consumer };
+// RabbitMQ's queue types (DESIGN §8.2): a quorum queue counts deliveries (x-delivery-count) and
+// dead-letters past the delivery limit; a classic queue does neither.
+enum class QueueType : uint8_t { quorum, classic };
+
+// MassTransit's UseMessageRetry on account-service's endpoint: the waits before each retry of a
+// faulted delivery, in process (none, by default). Then the message goes to the _error queue.
+struct RetryPolicy {
+  enum class Kind : uint8_t { none, immediate, intervals };
+  Kind kind = Kind::none;
+  std::vector<int64_t> intervals_ms;  // one per retry (immediate: zeros)
+
+  bool operator==(const RetryPolicy&) const = default;
+};
 
 struct Config {
   AccountInbox account_inbox = AccountInbox::masstransit;
@@ -40,6 +53,9 @@ struct Config {
   // Whether the inbox keys exist: inbox_state (message_id, consumer_id) and the Marten inbox
   // document's primary key. Dropping them mid-run is the drop_index step; this starts without.
   bool account_inbox_unique = true;
+  // Fault paths (DESIGN §8.2).
+  RetryPolicy account_retry;
+  QueueType broker_queue_type = QueueType::quorum;
 
   // Returns the instance count of `service`'s config key.
   int64_t instances(bool account) const { return account ? account_instances : transfer_instances; }
@@ -67,6 +83,12 @@ nlohmann::ordered_json config_diff_json(const Config& config);
 
 // Returns consumer.work_ms as written in config files: "A..B".
 std::string work_ms_text(const Config& config);
+
+// Returns account.retry as written in config files: "none", "immediate:3", "intervals:100,500".
+std::string retry_text(const RetryPolicy& retry);
+
+// The most retries account.retry may ask for.
+inline constexpr size_t kRetriesMax = 20;
 
 std::string_view account_inbox_name(AccountInbox inbox);
 std::string_view transfer_dedupe_name(TransferDedupe dedupe);

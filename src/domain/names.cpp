@@ -13,7 +13,8 @@ namespace inboxsim {
 namespace {
 
 constexpr std::array<std::string_view, kFaultKindCount> kFaultKindNames = {
-    "crash", "drop_ack", "drop_connection", "nack", "duplicate", "lose_confirm", "delay", "pause"};
+    "crash",        "drop_ack", "drop_connection", "nack",        "duplicate",
+    "lose_confirm", "delay",    "pause",           "publish_nack"};
 
 constexpr size_t kIndexNameCount = 3;
 constexpr std::array<std::string_view, kIndexNameCount> kIndexNames = {

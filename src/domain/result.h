@@ -23,8 +23,9 @@ struct Stats {
   int64_t dedupe_hits = 0;   // deliveries acked by a dedupe mechanism without effect
   int64_t effects = 0;       // balance changes
   int64_t crashes = 0;
-  int64_t transactions = 0;  // committed service transactions
-  int64_t dead_lettered = 0;
+  int64_t transactions = 0;   // committed service transactions
+  int64_t dead_lettered = 0;  // dead-lettered by the broker (a quorum queue's delivery limit)
+  int64_t error_queued = 0;   // moved to an _error queue by MassTransit after its retries
 
   Stats& operator+=(const Stats& other);
 };
@@ -63,6 +64,10 @@ struct RunResult {
   std::map<ServiceId, int64_t> dedupe_hits;      // per service
   std::map<MessageType, int64_t> published_ids;  // distinct message ids per type
   std::map<MessageType, int64_t> sends;          // publish operations per type
+  // Messages moved into each dead-letter and error queue over the run, by queue name.
+  std::map<std::string, int64_t> dead_letter_queues;
+  // What still waits in those queues at the end: "queue: Type transfer (message id)".
+  std::vector<std::string> parked;
   std::map<std::string, int64_t> opening_balances;
   std::map<std::string, int64_t> balances;
   std::map<std::string, SagaState> transfers;

@@ -30,9 +30,10 @@ enum class FaultKind : uint8_t {
   lose_confirm,     // match: the publisher confirm of the matched publish is lost
   delay,            // match, ms: the matched delivery is held back
   pause,            // service, instance, at, ms, match: the instance stops for ms (DESIGN §8.1)
+  publish_nack,     // match: the broker nacks the matched publish (basic.nack): it is not routed
 };
 
-inline constexpr size_t kFaultKindCount = 8;
+inline constexpr size_t kFaultKindCount = 9;
 std::string_view fault_kind_name(FaultKind kind);
 
 // Selects events by message type, transfer and occurrence. Empty fields match anything.
@@ -63,7 +64,7 @@ struct TransferSpec {
   int64_t amount = 0;
 };
 
-enum class StepKind : uint8_t { transfer, fault, run, advance, drop_index };
+enum class StepKind : uint8_t { transfer, fault, run, advance, drop_index, redrive };
 
 // The unique indexes a drop_index step can remove.
 enum class IndexName : uint8_t { transfer_processed_messages, account_ledger, account_inbox_state };
@@ -77,6 +78,7 @@ struct Step {
   bool until_quiescent = true;  // kind == run: until quiescent, or for `ms`
   int64_t ms = 0;               // kind == run (when !until_quiescent) or advance
   IndexName index = IndexName::transfer_processed_messages;  // kind == drop_index
+  std::string queue;  // kind == redrive: an error or dead-letter queue
 };
 
 struct AccountSpec {
@@ -126,6 +128,7 @@ struct Expect {
   std::optional<std::map<std::string, std::map<EntryType, int64_t>>> effects;
   std::optional<std::map<ServiceId, int64_t>> dedupe_hits;
   std::optional<int64_t> dead_lettered;
+  std::optional<int64_t> error_queued;
   std::vector<Invariant> violations;  // sorted, unique
 };
 

@@ -42,7 +42,11 @@ constexpr std::array<std::string_view, kEventKindCount> kEventKindNames = {"step
                                                                            "resumed",
                                                                            "lock_wait",
                                                                            "lock_granted",
-                                                                           "ack_void"};
+                                                                           "ack_void",
+                                                                           "retry",
+                                                                           "error_queued",
+                                                                           "publish_nacked",
+                                                                           "redrive"};
 
 }  // namespace
 

@@ -47,9 +47,13 @@ enum class EventKind : uint8_t {
   lock_wait,           // a handler waits for a row lock another handler holds
   lock_granted,        // a waiting handler got the row lock
   ack_void,            // a handler acked on a channel that had closed: the ack is ignored
+  retry,               // a faulted handler runs again (MassTransit's UseMessageRetry)
+  error_queued,        // a message moved to an _error queue after its retries, then acked
+  publish_nacked,      // the broker refused a publish (basic.nack): it was not routed
+  redrive,             // an operator moved a message from an error or dead-letter queue back
 };
 
-inline constexpr size_t kEventKindCount = 31;
+inline constexpr size_t kEventKindCount = 35;
 
 // Returns the stable name of an event kind, as written to traces.
 std::string_view event_kind_name(EventKind kind);

@@ -156,6 +156,9 @@ ArrowStyle arrow_style(const TraceEvent& event) {
     case EventKind::ack: return {"a-ack", "ack " + tag};
     case EventKind::ack_lost: return {"a-lost", "ack " + tag + " LOST"};
     case EventKind::ack_void: return {"a-lost", "ack " + tag + " VOID (closed channel)"};
+    case EventKind::publish_nacked: return {"a-lost", "publish NACKED " + what};
+    case EventKind::redrive:
+      return {"a-operator", "REDRIVE " + what + " (" + event.message_id + ")"};
     case EventKind::nack:
       return {"a-lost", "nack " + tag + (event.detail.empty() ? "" : ": " + event.detail)};
     case EventKind::confirm: return {"a-confirm", "confirm " + event.message_id};
@@ -429,6 +432,19 @@ std::string expectations_table(const RunResult& result) {
   return out + "</tbody></table></section>";
 }
 
+// The dead-letter and error queues: how many messages went in, and which still wait there.
+std::string parked_section(const RunResult& result) {
+  if (result.dead_letter_queues.empty()) return {};
+  std::string html = "<div class=\"parked\"><b>Error and dead-letter queues</b><ul>";
+  for (const auto& [queue, count] : result.dead_letter_queues) {
+    html += "<li>" + escape_html(queue) + ": " + std::to_string(count) + " moved in</li>";
+  }
+  for (const std::string& waiting : result.parked) {
+    html += "<li>still waiting: " + escape_html(waiting) + "</li>";
+  }
+  return html + "</ul></div>";
+}
+
 std::string counters_line(const RunResult& result) {
   const Stats& s = result.stats;
   auto item = [](std::string_view name, int64_t value) {
@@ -438,8 +454,8 @@ std::string counters_line(const RunResult& result) {
          item("deliveries", s.deliveries) + item("redelivered", s.redeliveries) +
          item("acks", s.acks) + item("dedupe hits", s.dedupe_hits) + item("effects", s.effects) +
          item("crashes", s.crashes) + item("transactions", s.transactions) +
-         item("dead-lettered", s.dead_lettered) + item("virtual ms", result.virtual_ms) +
-         "</section>";
+         item("dead-lettered", s.dead_lettered) + item("to error queues", s.error_queued) +
+         item("virtual ms", result.virtual_ms) + parked_section(result) + "</section>";
 }
 
 // ---- page -------------------------------------------------------------------------------------

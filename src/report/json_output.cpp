@@ -13,6 +13,7 @@ nlohmann::ordered_json stats_json(const Stats& stats) {
   out["crashes"] = stats.crashes;
   out["transactions"] = stats.transactions;
   out["dead_lettered"] = stats.dead_lettered;
+  out["error_queued"] = stats.error_queued;
   return out;
 }
 
@@ -52,6 +53,8 @@ nlohmann::ordered_json run_result_json(const RunResult& result) {
   for (const auto& [type, count] : result.sends) {
     out["sends"][std::string(message_type_name(type))] = count;
   }
+  out["dead_letter_queues"] = result.dead_letter_queues;
+  out["parked"] = result.parked;
   out["unfired_faults"] = result.unfired_faults;
   out["config"] = result.config;
   return out;

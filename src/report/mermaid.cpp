@@ -71,6 +71,9 @@ std::string arrow_label(const TraceEvent& event) {
     case EventKind::ack: return "ack" + tag;
     case EventKind::ack_lost: return "ack" + tag + " LOST";
     case EventKind::ack_void: return "ack" + tag + " on a closed channel, ignored";
+    case EventKind::publish_nacked: return "nack of publish " + event.message_id;
+    case EventKind::redrive:
+      return "redrive " + message_label(event) + " (" + event.message_id + ")";
     case EventKind::nack: return "nack" + tag + (event.detail.empty() ? "" : ": " + event.detail);
     case EventKind::confirm: return "confirm " + event.message_id;
     case EventKind::confirm_lost: return "confirm " + event.message_id + " LOST";
@@ -85,6 +88,7 @@ std::string_view arrow_shape(EventKind kind) {
     case EventKind::confirm: return "-->>";
     case EventKind::ack_lost:
     case EventKind::ack_void:
+    case EventKind::publish_nacked:
     case EventKind::confirm_lost: return "--x";
     case EventKind::nack: return "-x";
     default: return "->>";
@@ -113,6 +117,8 @@ std::string note_text(const TraceEvent& event) {
     case EventKind::resumed: return "resume: " + event.detail;
     case EventKind::lock_wait: return "waits: " + event.detail;
     case EventKind::lock_granted: return event.detail;
+    case EventKind::retry: return "RETRY " + event.detail;
+    case EventKind::error_queued: return "ERROR QUEUE " + event.detail;
     default: return describe_event(event);
   }
 }
@@ -198,7 +204,9 @@ bool is_message_event(EventKind kind) {
     case EventKind::ack_void:
     case EventKind::nack:
     case EventKind::confirm:
-    case EventKind::confirm_lost: return true;
+    case EventKind::confirm_lost:
+    case EventKind::publish_nacked:
+    case EventKind::redrive: return true;
     default: return false;
   }
 }

@@ -41,9 +41,12 @@ std::string arrow(const TraceEvent& event) {
 std::string describe_deliver(const TraceEvent& event) {
   std::string text = arrow(event) + "deliver " + std::string(event.type) + " " + event.transfer +
                      " (" + event.message_id + ", tag " + std::to_string(event.delivery_tag) + ")";
-  // A redelivery is the whole point of the pattern, so it is flagged in capitals.
+  // A redelivery is the whole point of the pattern, so it is flagged in capitals. A classic
+  // queue sends no x-delivery-count.
   if (event.redelivered) {
-    text += "  REDELIVERED (delivery #" + std::to_string(event.delivery_count) + ")";
+    text += event.delivery_count > 0
+                ? "  REDELIVERED (delivery #" + std::to_string(event.delivery_count) + ")"
+                : "  REDELIVERED";
   }
   return text;
 }
@@ -121,7 +124,7 @@ std::string describe_messaging(const TraceEvent& event) {
       return "☠ DEAD-LETTERED  " + message_ref(event) + ": " + event.detail;
     case EventKind::confirm: return arrow(event) + "confirm " + message_ref(event);
     case EventKind::confirm_lost:
-      return arrow(event) + "confirm LOST " + message_ref(event) + ", the relay will republish";
+      return arrow(event) + "confirm LOST " + message_ref(event) + ": " + event.detail;
     default: return {};
   }
 }
@@ -140,6 +143,13 @@ std::string describe_concurrency_event(const TraceEvent& event) {
     case EventKind::ack_void:
       return arrow(event) + "ack tag " + std::to_string(event.delivery_tag) + " " +
              message_ref(event) + ": " + event.detail + " (a zombie consumer)";
+    case EventKind::retry: return who + "  ↺ RETRY " + message_ref(event) + ": " + event.detail;
+    case EventKind::error_queued:
+      return "⚠ ERROR QUEUE  " + who + " " + message_ref(event) + ": " + event.detail;
+    case EventKind::publish_nacked:
+      return arrow(event) + "publish NACKED " + message_ref(event) + ": " + event.detail;
+    case EventKind::redrive:
+      return arrow(event) + "REDRIVE " + message_ref(event) + ": " + event.detail;
     default: return {};
   }
 }
@@ -157,9 +167,8 @@ std::string describe_service_event(const TraceEvent& event) {
       return who + "  state machine refused " + event.transfer + ": " + event.detail + " (" +
              event.message_id + ")";
     case EventKind::consumer_fault:
-      // The world already says "...; rolled back" in the detail.
-      return who + "  FAULT on " + message_ref(event) + ": " + event.detail +
-             (event.detail.ends_with("rolled back") ? ", will nack" : "; rolled back, will nack");
+      // The world says what happens next ("...; rolled back, will nack").
+      return who + "  FAULT on " + message_ref(event) + ": " + event.detail;
     case EventKind::notification: return who + "  notify " + event.transfer + ": " + event.detail;
     case EventKind::crash: return describe_crash(event);
     case EventKind::restart: return "↻ RESTART  " + who + " is back with its committed data";
@@ -198,7 +207,11 @@ std::string_view line_style(const TraceEvent& event) {
     case EventKind::paused:
     case EventKind::resumed:
     case EventKind::lock_wait:
-    case EventKind::ack_void: return kYellow;
+    case EventKind::ack_void:
+    case EventKind::retry:
+    case EventKind::publish_nacked: return kYellow;
+    case EventKind::error_queued: return kRed;
+    case EventKind::redrive: return kCyan;
     default: return {};
   }
 }
@@ -362,7 +375,14 @@ void Narrator::summary(const RunResult& result) {
     out_ << paint("Counters", kBold) << "  published " << s.published << ", deliveries "
          << s.deliveries << " (" << s.redeliveries << " redelivered), acks " << s.acks
          << ", dedupe hits " << s.dedupe_hits << ", effects " << s.effects << ", crashes "
-         << s.crashes << ", dead-lettered " << s.dead_lettered << '\n';
+         << s.crashes << ", dead-lettered " << s.dead_lettered << ", to error queues "
+         << s.error_queued << '\n';
+    for (const auto& [queue, count] : result.dead_letter_queues) {
+      out_ << "Queue     " << queue << ": " << count << " moved in over the run\n";
+    }
+    for (const std::string& waiting : result.parked) {
+      out_ << "          still waiting in " << waiting << '\n';
+    }
     if (!result.lesson.empty()) out_ << '\n' << paint("Lesson: ", kBold) << result.lesson << '\n';
     out_ << '\n';
   }

@@ -36,7 +36,8 @@ constexpr size_t kNameBytesMax = 256;
 // still fit in an int64 clock.
 constexpr int64_t kDurationMsMax = 1'000'000'000'000;
 constexpr int64_t kRestartAfterMsMax = 1'000'000'000;
-constexpr int64_t kNackTimesMax = 1'000;
+// Enough for a poison message: a handler failing more often than any delivery limit allows.
+constexpr int64_t kNackTimesMax = 1'000'000;
 constexpr int64_t kOccurrenceMax = 1'000'000;
 // Offending values and name lists are shortened in messages so that a message stays one line.
 constexpr size_t kGotBytesMax = 60;
@@ -357,6 +358,7 @@ constexpr std::array<FaultKeys, kFaultKindCount + 2> kFaultKeysByKind = {{
     {"lose_confirm", {"kind", "match"}, 2},
     {"delay", {"kind", "match", "ms"}, 3},
     {"pause", {"kind", "service", "instance", "at", "ms", "match"}, 6},
+    {"publish_nack", {"kind", "match"}, 2},
     {"advance", {"kind", "ms"}, 2},
     {"drop_index", {"kind", "index"}, 2},
 }};
@@ -480,12 +482,33 @@ Step parse_advance(const Node& node) {
   return step;
 }
 
-constexpr std::array<std::string_view, 5> kStepKeys = {"transfer", "fault", "run", "advance",
-                                                       "drop_index"};
+constexpr std::array<std::string_view, 6> kStepKeys = {"transfer", "fault",      "run",
+                                                       "advance",  "drop_index", "redrive"};
+
+// The queues an operator can redrive: each work queue's dead-letter queue, and
+// account-service's error queue (the names World and Broker give them).
+std::vector<std::string> redrivable_queues(const Config& config) {
+  std::vector<std::string> names = {"account-service_error", "account-service.dlq",
+                                    "transfer-service.dlq"};
+  if (config.transfer_notifications) names.emplace_back("transfer-service.notifications.dlq");
+  return names;
+}
+
+Step parse_redrive(const Node& node, const Context& context) {
+  const std::vector<std::string> names = redrivable_queues(context.config);
+  const std::string expected = "an error or dead-letter queue: one of " + join(names);
+  const std::string& queue = as_string(node, expected);
+  if (std::find(names.begin(), names.end(), queue) == names.end()) expect_failed(node, expected);
+  Step step;
+  step.kind = StepKind::redrive;
+  step.queue = queue;
+  return step;
+}
 
 Step parse_step(const Node& node, Context& context) {
   const std::string expected =
-      "a step: an object with exactly one of the keys transfer, fault, run, advance, drop_index";
+      "a step: an object with exactly one of the keys transfer, fault, run, advance, drop_index, "
+      "redrive";
   const json& object = as_object(node, expected);
   check_keys(node, kStepKeys, "unknown step");
   if (object.size() != 1) {
@@ -504,6 +527,8 @@ Step parse_step(const Node& node, Context& context) {
     step = parse_run(body);
   } else if (key == "advance") {
     step = parse_advance(body);
+  } else if (key == "redrive") {
+    step = parse_redrive(body, context);
   } else {
     step.kind = StepKind::drop_index;
     step.index = as_index(body);
@@ -636,6 +661,9 @@ void parse_expect_counts(const Node& node, Expect& expect) {
   if (const Node dead = field(node, "dead_lettered"); dead.value != nullptr) {
     expect.dead_lettered = as_count(dead);
   }
+  if (const Node error = field(node, "error_queued"); error.value != nullptr) {
+    expect.error_queued = as_count(error);
+  }
 }
 
 std::vector<Invariant> parse_violations(const Node& node) {
@@ -649,9 +677,9 @@ std::vector<Invariant> parse_violations(const Node& node) {
   return {violations.begin(), violations.end()};
 }
 
-constexpr std::array<std::string_view, 8> kExpectKeys = {
-    "balances", "transfers",   "published",     "sends",
-    "effects",  "dedupe_hits", "dead_lettered", "violations"};
+constexpr std::array<std::string_view, 9> kExpectKeys = {
+    "balances",    "transfers",     "published",    "sends",     "effects",
+    "dedupe_hits", "dead_lettered", "error_queued", "violations"};
 
 Expect parse_expect(const Node& node, const Context& context) {
   as_object(node, "an object of expectations");

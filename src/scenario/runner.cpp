@@ -19,6 +19,7 @@ Stats& Stats::operator+=(const Stats& other) {
   crashes += other.crashes;
   transactions += other.transactions;
   dead_lettered += other.dead_lettered;
+  error_queued += other.error_queued;
   return *this;
 }
 
@@ -33,6 +34,7 @@ std::string describe_step(const Step& step) {
                                   : "run for " + std::to_string(step.ms) + " ms";
     case StepKind::advance: return "advance " + std::to_string(step.ms) + " ms";
     case StepKind::drop_index: return "drop index " + std::string(index_name(step.index));
+    case StepKind::redrive: return "redrive " + step.queue + " (an operator replays it)";
   }
   INBOXSIM_ASSERT(false);
 }
@@ -52,6 +54,7 @@ void play_step(World& world, const Step& step) {
       return;
     case StepKind::advance: world.advance(step.ms); return;
     case StepKind::drop_index: world.drop_index(step.index); return;
+    case StepKind::redrive: world.redrive(step.queue); return;
   }
   INBOXSIM_ASSERT(false);
 }
@@ -127,6 +130,9 @@ void evaluate_expectations(const Expect& expect, RunResult& result) {
   }
   if (expect.dead_lettered) {
     expect_equal(result, "dead_lettered", *expect.dead_lettered, result.stats.dead_lettered);
+  }
+  if (expect.error_queued) {
+    expect_equal(result, "error_queued", *expect.error_queued, result.stats.error_queued);
   }
   std::vector<Invariant> violated;
   for (const Violation& violation : result.violations) violated.push_back(violation.invariant);

@@ -59,6 +59,7 @@ ordered_json step_to_json(const Step& step) {
       break;
     case StepKind::advance: out["advance"] = ordered_json{{"ms", step.ms}}; break;
     case StepKind::drop_index: out["drop_index"] = index_name(step.index); break;
+    case StepKind::redrive: out["redrive"] = step.queue; break;
   }
   return out;
 }
@@ -113,6 +114,7 @@ ordered_json expect_to_json(const Expect& expect) {
   ordered_json out = ordered_json::object();
   expect_maps_to_json(expect, out);
   if (expect.dead_lettered) out["dead_lettered"] = *expect.dead_lettered;
+  if (expect.error_queued) out["error_queued"] = *expect.error_queued;
   ordered_json& violations = out["violations"] = ordered_json::array();
   for (const Invariant invariant : expect.violations) {
     violations.push_back(invariant_name(invariant));

@@ -348,9 +348,7 @@ int64_t AccountService::inbox_send_outbox(const Message& message, const InboxRow
   }
   int64_t last_sequence = inbox.last_sequence_number;
   for (const auto& [seq, outgoing] : rows) {
-    if (!host_.publish_and_confirm(outgoing)) {
-      throw ConsumerFault{"publisher confirm lost while sending the outbox"};
-    }
+    require_confirmed(host_.publish_and_confirm(outgoing));
     last_sequence = seq;
   }
   return last_sequence;
@@ -420,7 +418,7 @@ Task<Outcome> AccountService::handle_swept(MessagePtr message_ptr) {
     co_await step(CrashPointSet(CrashPoint::after_outbox_send), message);
   }
   mark_outbox_sent(sent.confirmed_seqs);
-  if (!sent.all_confirmed) throw ConsumerFault{"publisher confirm lost while sending the outbox"};
+  require_confirmed(sent.result);
   co_return Outcome::ack;
 }
 
@@ -494,10 +492,8 @@ AccountService::OutboxSend AccountService::send_pending_outbox() {
   OutboxSend sent;
   sent.batch_full = static_cast<int64_t>(rows.size()) == kSweepBatchRows;
   for (const auto& [seq, message] : rows) {
-    if (!host_.publish_and_confirm(message)) {
-      sent.all_confirmed = false;
-      break;
-    }
+    sent.result = host_.publish_and_confirm(message);
+    if (sent.result != PublishResult::confirmed) break;
     sent.confirmed_seqs.push_back(seq);
   }
   return sent;
@@ -518,8 +514,9 @@ void AccountService::mark_outbox_sent(const std::vector<int64_t>& seqs) {
 bool AccountService::sweep_outbox() {
   const OutboxSend sent = send_pending_outbox();
   mark_outbox_sent(sent.confirmed_seqs);
-  if (sent.all_confirmed && sent.batch_full) host_.schedule_account_outbox_sweep();
-  return sent.all_confirmed;
+  const bool all_confirmed = sent.result == PublishResult::confirmed;
+  if (all_confirmed && sent.batch_full) host_.schedule_account_outbox_sweep();
+  return all_confirmed;
 }
 
 void AccountService::consume(const Message& message) {

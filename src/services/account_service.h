@@ -47,7 +47,7 @@ class AccountService : private ServiceCore {
   Task<Outcome> handle(MessagePtr message);
 
   // Sends outbox rows not yet delivered (the modes whose outbox is swept, not tied to an inbox
-  // row). Returns false when a publisher confirm was lost and rows remain.
+  // row). Returns false when a publish was not confirmed and rows remain.
   bool sweep_outbox();
 
   // Called when the instance's process comes back after a crash.
@@ -82,7 +82,7 @@ class AccountService : private ServiceCore {
   // Outbox rows an outbox send published and got confirms for.
   struct OutboxSend {
     std::vector<int64_t> confirmed_seqs;
-    bool all_confirmed = true;
+    PublishResult result = PublishResult::confirmed;  // of the last publish: not confirmed stops
     bool batch_full = false;
   };
 

@@ -32,6 +32,13 @@ class ExternalSeenStore {
 
 enum class Outcome : uint8_t { ack, nack };
 
+// What became of a publish that waited for its publisher confirm (RabbitMQ's confirms.md).
+enum class PublishResult : uint8_t {
+  confirmed,  // the broker routed it and said so
+  lost,       // the channel closed before the confirm arrived: the message did reach the broker
+  nacked,     // the broker refused it (basic.nack): it was not routed
+};
+
 // The participant names one instance appears under in traces (DESIGN §8.1).
 struct InstanceNames {
   std::string_view service;        // "account-service", or "account-service#2" with several
@@ -68,10 +75,10 @@ class ServiceHost {
   virtual void unlock_row(const std::string& key) = 0;
 
   // Publishes and waits for the publisher confirm (account-service's inline outbox send).
-  // Returns false when the confirm was lost: the message did reach the broker.
-  virtual bool publish_and_confirm(const MessagePtr& message) = 0;
+  virtual PublishResult publish_and_confirm(const MessagePtr& message) = 0;
 
-  // Publishes from the transfer-service relay; the confirm (or its loss) arrives later.
+  // Publishes from the transfer-service relay; the confirm, a nack or the loss of the channel
+  // reaches the relay later (relay_confirmed, relay_publish_nacked, relay_channel_closed).
   virtual void relay_publish(const MessagePtr& message, int64_t outbox_seq) = 0;
 
   virtual void record(TraceEvent event) = 0;

@@ -83,6 +83,14 @@ class ServiceCore {
   }
   Suspend step(const Message& message) { return host_.between_steps(CrashPointSet(), message); }
 
+  // A publish that was not confirmed faults the handler, as MassTransit's send throws.
+  static void require_confirmed(PublishResult result) {
+    if (result == PublishResult::lost) {
+      throw ConsumerFault{"the channel closed before the publisher confirm arrived"};
+    }
+    if (result == PublishResult::nacked) throw ConsumerFault{"the broker nacked the publish"};
+  }
+
   void crash_point(CrashPoint point, const Message& message) { host_.crash_point(point, &message); }
 
   // A delivery acked without running the business change: traced at once.

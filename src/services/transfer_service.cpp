@@ -358,10 +358,12 @@ void TransferService::relay_confirmed(int64_t outbox_seq) {
   commit(work);
 }
 
-void TransferService::relay_confirm_timed_out(int64_t outbox_seq) {
+void TransferService::relay_publish_nacked(int64_t outbox_seq) {
   if (awaiting_confirm_.erase(outbox_seq) == 0) return;
   host_.schedule_relay_poll();
 }
+
+void TransferService::relay_channel_closed() { awaiting_confirm_.clear(); }
 
 void TransferService::crash() { awaiting_confirm_.clear(); }
 

@@ -51,8 +51,11 @@ class TransferService : private ServiceCore {
   void relay_poll();
   // The publisher confirm for outbox row `seq` arrived: mark the row sent.
   void relay_confirmed(int64_t outbox_seq);
-  // No confirm came for row `seq` within the timeout: it will be published again.
-  void relay_confirm_timed_out(int64_t outbox_seq);
+  // The broker nacked the publish of row `seq`: it will be published again.
+  void relay_publish_nacked(int64_t outbox_seq);
+  // The relay's channel closed with confirms outstanding: every row it awaited a confirm for is
+  // in doubt and will be published again once the relay has reconnected.
+  void relay_channel_closed();
 
   // The process died: everything in memory is gone.
   void crash();

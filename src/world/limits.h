@@ -12,7 +12,10 @@ inline constexpr int64_t kLatencyMsMin = 1;
 inline constexpr int64_t kLatencyMsMax = 4;
 inline constexpr int64_t kRelayPollMsMin = 5;
 inline constexpr int64_t kRelayPollMsMax = 20;
-inline constexpr int64_t kConfirmTimeoutMs = 5'000;
+// A message delivered this many times from a classic queue stops the run: a classic queue has no
+// delivery limit, so a poison message would loop for ever (the run says so, as a termination
+// violation). On a quorum queue the delivery limit (at most 1000) ends the loop first.
+inline constexpr int64_t kDeliveriesPerMessageMax = 1'000;
 inline constexpr int64_t kReconnectMs = 500;
 // InboxCleanupService's and the Mongo TTL monitor's period. Cleanup runs lazily: the first time
 // the clock reaches or passes a tick, once, as of the last tick passed (deleting by a cutoff is

@@ -27,6 +27,9 @@ class PublicationLog {
   // The first publications a `duplicate` fault with this match may copy, in publication order.
   const std::vector<MessagePtr>& candidates(const Match& match) const;
 
+  // Records a publish the broker refused: a send, not a publication.
+  void record_refused(const Message& message) { ++sends_[message.type]; }
+
   // Distinct message ids per type.
   std::map<MessageType, int64_t> published_counts() const;
   // Publish operations per type.

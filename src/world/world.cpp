@@ -24,7 +24,7 @@ class World::InstanceHost final : public ServiceHost {
   }
   Suspend lock_row(const std::string& key) override { return world_.lock_row(instance_, key); }
   void unlock_row(const std::string& key) override { world_.unlock_row(instance_, key); }
-  bool publish_and_confirm(const MessagePtr& message) override {
+  PublishResult publish_and_confirm(const MessagePtr& message) override {
     return world_.publish_and_confirm(instance_, message);
   }
   void relay_publish(const MessagePtr& message, int64_t outbox_seq) override {
@@ -80,7 +80,7 @@ World::World(const Scenario& scenario, const Config& config, const WorldOptions&
       publications_(options.keep_trace),
       checker_(scenario.accounts, config.transfer_notifications),
       broker_([this](TraceEvent event) { record(std::move(event)); }, config.broker_prefetch,
-              config.broker_delivery_limit) {
+              config.broker_delivery_limit, config.broker_queue_type == QueueType::quorum) {
   INBOXSIM_ASSERT(config_.account_instances >= 1 && config_.account_instances <= kInstancesMax);
   INBOXSIM_ASSERT(config_.transfer_instances >= 1 && config_.transfer_instances <= kInstancesMax);
   // Every instance's connection is opened before any runs, so the vector never moves them.
@@ -141,6 +141,8 @@ void World::add_instances(ServiceId service, int64_t count, const WorldOptions& 
 // messages round-robin to its consumers in the order they were added (DESIGN §8.1).
 void World::add_consumers() {
   const size_t account_queue = broker_.declare_queue("account-service", {"transfers.#"});
+  // MassTransit's error queue for the endpoint; transfer-service's handler nacks instead.
+  account_error_queue_ = broker_.declare_error_queue(account_queue);
   const size_t transfer_queue = broker_.declare_queue("transfer-service", {"accounts.#"});
   std::optional<size_t> notifications_queue;
   if (config_.transfer_notifications) {
@@ -216,8 +218,10 @@ void World::request_transfer(const TransferSpec& transfer) {
   std::optional<size_t> target = available_instance(ServiceId::transfer);
   for (int64_t waited = 0; !target; ++waited) {
     INBOXSIM_ASSERT(waited < kEventsPerRunMax);
-    const bool stepped = step_once();
-    INBOXSIM_ASSERT(stepped);
+    if (!step_once()) {
+      INBOXSIM_ASSERT(!halted_reason_.empty());
+      return;  // the run has stopped at its bound: no client is served any more
+    }
     target = available_instance(ServiceId::transfer);
   }
   Instance& instance = instances_[*target];
@@ -277,7 +281,7 @@ void World::drop_index(IndexName index) {
 }
 
 bool World::step_once() {
-  if (scheduler_.empty()) return false;
+  if (scheduler_.empty() || !halted_reason_.empty()) return false;
   const Job job = scheduler_.pop();
   maybe_cleanup();
   dispatch(job);
@@ -286,22 +290,22 @@ bool World::step_once() {
 
 bool World::run_until_quiescent() {
   int64_t processed = 0;
-  while (!scheduler_.empty()) {
+  while (!scheduler_.empty() && halted_reason_.empty()) {
     if (processed++ >= kEventsPerRunMax) {
       quiescent_ = false;
       return false;
     }
     step_once();
   }
-  quiescent_ = true;
-  return true;
+  quiescent_ = halted_reason_.empty();
+  return quiescent_;
 }
 
 void World::run_for(int64_t ms) {
   INBOXSIM_ASSERT(ms >= 0);
   const int64_t target = now_ms() + ms;
   int64_t processed = 0;
-  while (!scheduler_.empty() && scheduler_.next_time_ms() <= target) {
+  while (!scheduler_.empty() && scheduler_.next_time_ms() <= target && halted_reason_.empty()) {
     if (processed++ >= kEventsPerRunMax) {
       // A livelock inside a timed run: leave the rest for the final run, whose bound
       // reports it as a termination violation.
@@ -310,6 +314,7 @@ void World::run_for(int64_t ms) {
     }
     step_once();
   }
+  if (!halted_reason_.empty()) return;  // the clock stays where the run stopped
   scheduler_.advance_to(target);
   maybe_cleanup();
 }
@@ -331,11 +336,7 @@ void World::dispatch(const Job& job) {
     case JobKind::ack: on_ack(job, false); return;
     case JobKind::nack: on_ack(job, true); return;
     case JobKind::confirm: on_confirm(job); return;
-    case JobKind::confirm_timeout:
-      if (instances_[job.instance].incarnation == job.incarnation) {
-        instances_[job.instance].transfer->relay_confirm_timed_out(job.outbox_seq);
-      }
-      return;
+    case JobKind::publish_nack: on_publish_nack(job); return;
     case JobKind::relay_poll: on_relay_poll(job); return;
     case JobKind::account_sweep: on_account_sweep(job); return;
     case JobKind::restart: on_restart(job.instance); return;
@@ -345,6 +346,7 @@ void World::dispatch(const Job& job) {
       return;
     case JobKind::heartbeat_timeout: on_heartbeat_timeout(job); return;
     case JobKind::pause_end: on_pause_end(job.instance); return;
+    case JobKind::retry: on_retry(job.handler); return;
   }
   INBOXSIM_ASSERT(false);
 }
@@ -380,24 +382,38 @@ void World::on_deliver(const Job& job) {
   INBOXSIM_ASSERT(instance.up);
   record(delivery_event(EventKind::deliver, now_ms(), participant::broker, consumer.participant,
                         delivery));
+  const bool classic = config_.broker_queue_type == QueueType::classic;
+  if (classic && delivery.attempts + 1 >= kDeliveriesPerMessageMax) {
+    halted_reason_ = "message " + delivery.message->message_id + " (" +
+                     std::string(message_type_name(delivery.message->type)) + " " +
+                     delivery.message->transfer + ") was delivered " +
+                     std::to_string(delivery.attempts + 1) + " times from " +
+                     std::string(consumer.participant) +
+                     "'s classic queue, which has no delivery limit: a poison message loops, and "
+                     "the run stopped at its bound";
+    return;
+  }
   const Message& message = *delivery.message;
   if (faults_.take(FaultKind::drop_connection, instance.service, instance.number, message)) {
     reset_connection(delivery.consumer, "connection dropped");
     return;
   }
-  if (faults_.take(FaultKind::nack, instance.service, instance.number, message)) {
-    send_nack(delivery, "transient failure (database busy)");
-    return;
-  }
-  start_handler(consumer.instance, delivery);
+  start_handler(consumer.instance, delivery, 0);
 }
 
-void World::start_handler(size_t instance_index, const Delivery& delivery) {
+// Starts attempt `attempt` of handling a delivery. A transient failure (the `nack` fault)
+// faults the attempt before the handler gets anywhere, as a busy database would.
+void World::start_handler(size_t instance_index, const Delivery& delivery, size_t attempt) {
   Instance& instance = instances_[instance_index];
   const uint64_t id = next_handler_id_++;
   ActiveHandler handler;
   handler.instance = instance_index;
   handler.delivery = delivery;
+  handler.attempt = attempt;
+  if (faults_.take(FaultKind::nack, instance.service, instance.number, *delivery.message)) {
+    handler_faulted(std::move(handler), "transient failure (database busy)");
+    return;
+  }
   switch (consumers_[delivery.consumer].role) {
     case ConsumerRole::account: handler.task = instance.account->handle(delivery.message); break;
     case ConsumerRole::saga:
@@ -435,13 +451,8 @@ void World::finish_handler(uint64_t id) {
     crashed(handler.instance);
     return;
   } catch (const ConsumerFault& fault) {
-    const Delivery& delivery = handler.delivery;
-    TraceEvent event = event_about(EventKind::consumer_fault, now_ms(),
-                                   consumers_[delivery.consumer].participant, *delivery.message);
-    event.detail = std::string(fault.reason) + "; rolled back";
-    record(std::move(event));
-    send_nack(delivery, std::string(fault.reason));
     release_locks(handler.instance, id);
+    handler_faulted(std::move(handler), fault.reason);
     return;
   }
   // A handler that ends normally has committed every pass and released its locks already.
@@ -451,6 +462,66 @@ void World::finish_handler(uint64_t id) {
   } else {
     send_nack(handler.delivery, "handler asked for a retry");
   }
+}
+
+// A handler faulted (its transaction rolled back). transfer-service's handler nacks, and the
+// broker requeues. account-service runs MassTransit's UseMessageRetry (account.retry): the
+// delivery is handled again in process after each wait, and once the retries are spent the
+// message is moved to account-service_error and acked: the broker never sees it again.
+void World::handler_faulted(ActiveHandler handler, std::string_view reason) {
+  const Delivery& delivery = handler.delivery;
+  const bool account = consumers_[delivery.consumer].role == ConsumerRole::account;
+  TraceEvent event = event_about(EventKind::consumer_fault, now_ms(),
+                                 consumers_[delivery.consumer].participant, *delivery.message);
+  event.detail = std::string(reason) + "; rolled back" + (account ? "" : ", will nack");
+  record(std::move(event));
+  if (!account) {
+    send_nack(delivery, std::string(reason));
+    return;
+  }
+  const std::vector<int64_t>& waits = config_.account_retry.intervals_ms;
+  if (handler.attempt >= waits.size()) {
+    move_to_error_queue(handler, reason);
+    return;
+  }
+  const int64_t wait_ms = waits[handler.attempt];
+  TraceEvent retry =
+      delivery_event(EventKind::retry, now_ms(), consumers_[delivery.consumer].participant,
+                     participant::broker, delivery);
+  retry.target = {};
+  retry.detail = "retry " + std::to_string(handler.attempt + 1) + " of " +
+                 std::to_string(waits.size()) + " in " + std::to_string(wait_ms) +
+                 " ms (UseMessageRetry, in process: the broker still holds the delivery)";
+  record(std::move(retry));
+  const uint64_t id = next_handler_id_++;
+  Job job = Job::of_instance(JobKind::retry, handler.instance);
+  job.handler = id;
+  ++handler.attempt;
+  handler.task = Task<Outcome>();
+  handlers_.emplace(id, std::move(handler));
+  schedule(now_ms() + wait_ms, job);
+}
+
+void World::on_retry(uint64_t id) {
+  const auto found = handlers_.find(id);
+  if (found == handlers_.end()) return;  // the instance died while it waited
+  const ActiveHandler waiting = std::move(found->second);
+  handlers_.erase(found);
+  start_handler(waiting.instance, waiting.delivery, waiting.attempt);
+}
+
+// MassTransit's error transport: the faulted message goes to <queue>_error, then the delivery
+// is acked (the ack may still be lost, or void on a closed channel, like any ack).
+void World::move_to_error_queue(const ActiveHandler& handler, std::string_view reason) {
+  const Delivery& delivery = handler.delivery;
+  const std::string& queue = broker_.move_to_error_queue(account_error_queue_, delivery.message);
+  TraceEvent event =
+      delivery_event(EventKind::error_queued, now_ms(), consumers_[delivery.consumer].participant,
+                     participant::broker, delivery);
+  event.detail = "moved to " + queue + " after " + std::to_string(handler.attempt + 1) +
+                 " attempt(s) (" + std::string(reason) + "); the delivery is acked";
+  record(std::move(event));
+  send_ack(handler);
 }
 
 // ---- acks and nacks --------------------------------------------------------------------------
@@ -526,9 +597,11 @@ void World::on_ack(const Job& job, bool is_nack) {
 void World::on_confirm(const Job& job) {
   const auto found = awaiting_confirm_.find({job.instance, job.outbox_seq});
   if (found == awaiting_confirm_.end()) return;
+  Instance& instance = instances_[job.instance];
+  // A confirm on a channel that has closed since is never seen.
+  if (instance.publish_channel != job.channel) return;
   const MessagePtr message = found->second;
   awaiting_confirm_.erase(found);
-  Instance& instance = instances_[job.instance];
   if (instance.incarnation != job.incarnation) return;
   TraceEvent event = event_about(EventKind::confirm, now_ms(), participant::broker, *message);
   event.target = instance.names.relay;
@@ -550,9 +623,9 @@ void World::on_account_sweep(const Job& job) {
   instance.sweep_scheduled = false;
   guarded(job.instance, [&] {
     if (!instance.account->sweep_outbox()) {
-      // A lost confirm: the delivery loop tries again after the confirm timeout.
+      // A publish not confirmed: the delivery loop tries again once reconnected.
       instance.sweep_scheduled = true;
-      schedule(now_ms() + kConfirmTimeoutMs, job);
+      schedule(now_ms() + kReconnectMs, job);
     }
   });
 }
@@ -821,38 +894,95 @@ void World::fire_duplicate(const MessagePtr& message) {
   publish(ServiceId::account, participant::operator_, std::make_shared<Message>(*message));
 }
 
-bool World::publish_and_confirm(size_t index, const MessagePtr& message) {
+// A publish the broker refuses (basic.nack, confirms.md): it is not routed, so it is no
+// message of the run's; it still counts as a send.
+void World::publish_refused(std::string_view publisher, const Message& message) {
+  TraceEvent event = event_about(EventKind::publish_nacked, now_ms(), participant::broker, message);
+  event.target = publisher;
+  event.detail = "basic.nack: the broker did not take the message";
+  record(std::move(event));
+  publications_.record_refused(message);
+}
+
+PublishResult World::publish_and_confirm(size_t index, const MessagePtr& message) {
   const Instance& instance = instances_[index];
+  if (faults_.take(FaultKind::publish_nack, instance.service, instance.number, *message)) {
+    publish_refused(instance.names.service, *message);
+    return PublishResult::nacked;
+  }
   publish(instance.service, instance.names.service, message);
   if (faults_.take(FaultKind::lose_confirm, instance.service, instance.number, *message)) {
     TraceEvent event =
         event_about(EventKind::confirm_lost, now_ms(), participant::broker, *message);
     event.target = instance.names.service;
-    event.detail = "publisher confirm lost; the message did reach the broker";
+    event.detail =
+        "the publishing channel closed before the confirm arrived; the message did reach the "
+        "broker";
     record(std::move(event));
-    return false;
+    return PublishResult::lost;
   }
-  return true;
+  return PublishResult::confirmed;
 }
 
 void World::relay_publish(size_t index, const MessagePtr& message, int64_t outbox_seq) {
   const Instance& instance = instances_[index];
-  publish(ServiceId::transfer, instance.names.relay, message);
   Job job = Job::of_instance(JobKind::confirm, index, instance.incarnation);
   job.outbox_seq = outbox_seq;
+  job.channel = instance.publish_channel;
+  if (faults_.take(FaultKind::publish_nack, ServiceId::transfer, instance.number, *message)) {
+    publish_refused(instance.names.relay, *message);
+    job.kind = JobKind::publish_nack;
+    schedule(now_ms() + latency_ms(), job);
+    return;
+  }
+  publish(ServiceId::transfer, instance.names.relay, message);
   if (faults_.take(FaultKind::lose_confirm, ServiceId::transfer, instance.number, *message)) {
-    TraceEvent event =
-        event_about(EventKind::confirm_lost, now_ms(), participant::broker, *message);
-    event.target = instance.names.relay;
-    event.detail = "publisher confirm lost; the relay will publish again";
-    record(std::move(event));
-    job.kind = JobKind::confirm_timeout;
-    schedule(now_ms() + kConfirmTimeoutMs, job);
+    relay_channel_closed(index, *message);
     return;
   }
   awaiting_confirm_[{index, outbox_seq}] = message;
-  job.kind = JobKind::confirm;
   schedule(now_ms() + latency_ms(), job);
+}
+
+// RabbitMQ loses a publisher confirm only with its channel (confirms.md): every publish the
+// relay awaited a confirm for is in doubt, and it publishes them again, same message ids, once
+// it has reconnected.
+void World::relay_channel_closed(size_t index, const Message& message) {
+  Instance& instance = instances_[index];
+  TraceEvent event = event_about(EventKind::confirm_lost, now_ms(), participant::broker, message);
+  event.target = instance.names.relay;
+  event.detail =
+      "the relay's channel closed before the confirm arrived; the message did reach the broker, "
+      "and the relay will publish every unconfirmed row again after reconnecting";
+  record(std::move(event));
+  ++instance.publish_channel;
+  std::erase_if(awaiting_confirm_,
+                [index](const auto& entry) { return entry.first.first == index; });
+  instance.transfer->relay_channel_closed();
+  if (!instance.relay_poll_scheduled) {
+    schedule_loop(index, JobKind::relay_poll, instance.relay_poll_scheduled, kReconnectMs);
+  }
+}
+
+void World::on_publish_nack(const Job& job) {
+  Instance& instance = instances_[job.instance];
+  if (instance.incarnation != job.incarnation || instance.publish_channel != job.channel) return;
+  guarded(job.instance, [&] { instance.transfer->relay_publish_nacked(job.outbox_seq); });
+}
+
+void World::redrive(const std::string& queue_name) {
+  const std::optional<size_t> queue = broker_.find_queue(queue_name);
+  if (!queue) {
+    mark_step("(" + queue_name + " does not exist in this configuration: nothing to redrive)");
+    return;
+  }
+  for (const MessagePtr& message : broker_.redrive(*queue)) {
+    TraceEvent event = event_about(EventKind::redrive, now_ms(), participant::operator_, *message);
+    event.target = participant::broker;
+    event.detail = "moved from " + queue_name + " back to its queue, as a new message";
+    record(std::move(event));
+  }
+  pump();
 }
 
 // The callers check first: their delay is a random draw, which must not be made for nothing.
@@ -946,6 +1076,12 @@ RunResult World::finish() {
       account.account->undelivered_outbox_rows() + transfer.transfer->unsent_outbox_rows();
   final_state.dead_lettered = stats_.stats().dead_lettered;
   final_state.quiescent = quiescent_;
+  final_state.halted = halted_reason_;
+  for (const ParkedMessage& parked : broker_.parked()) {
+    final_state.parked.push_back(ParkedMessageRef{
+        parked.queue, parked.message->transfer,
+        std::string(message_type_name(parked.message->type)), parked.message->message_id});
+  }
   checker_.check_final(final_state, now_ms());
 
   RunResult result;
@@ -956,6 +1092,11 @@ RunResult World::finish() {
   result.dedupe_hits = stats_.dedupe_hits();
   result.published_ids = publications_.published_counts();
   result.sends = publications_.sends();
+  result.dead_letter_queues = broker_.parked_totals();
+  for (const ParkedMessageRef& parked : final_state.parked) {
+    result.parked.push_back(parked.queue + ": " + parked.type + " " + parked.transfer + " (" +
+                            parked.message_id + ")");
+  }
   for (const auto& [name, spec] : accounts_) result.opening_balances[name] = spec.balance;
   result.balances = final_state.balances;
   result.transfers = final_state.sagas;

@@ -55,6 +55,8 @@ class World {
   void request_transfer(const TransferSpec& transfer);
   void arm_fault(const FaultSpec& fault);
   void drop_index(IndexName index);
+  // An operator moves every message of an error or dead-letter queue back to its queue.
+  void redrive(const std::string& queue);
   // Runs until nothing is pending; false if the event bound was hit first.
   bool run_until_quiescent();
   // Runs every event due in the next `ms` and moves the clock by `ms`.
@@ -77,7 +79,7 @@ class World {
     ack,                // an ack reaches the broker
     nack,               // a nack reaches the broker
     confirm,            // a publisher confirm reaches a relay
-    confirm_timeout,    // a relay gives up waiting for a confirm
+    publish_nack,       // the broker's nack of a publish reaches a relay
     relay_poll,         // a relay polls the outbox
     account_sweep,      // account-service's outbox delivery loop
     restart,            // a crashed instance comes back
@@ -85,17 +87,18 @@ class World {
     resume,             // a handler's next step begins
     heartbeat_timeout,  // the broker gives up on a silent connection
     pause_end,          // a paused instance goes on
+    retry,              // a faulted handler's next attempt begins (account.retry)
   };
   struct Job {
     JobKind kind = JobKind::deliver;
     size_t instance = 0;       // the instance the job belongs to
     uint64_t incarnation = 0;  // its incarnation when scheduled: a crash voids the job
     size_t consumer = 0;       // deliver, ack, nack, reconnect: the broker consumer
-    uint64_t channel = 0;      // ack, nack: the channel the delivery came on
+    uint64_t channel = 0;      // ack, nack: the channel the delivery came on; confirm: the relay's
     int64_t delivery_id = 0;   // deliver: the delivery on the wire
     int64_t delivery_tag = 0;  // ack, nack
-    int64_t outbox_seq = 0;    // confirm, confirm_timeout
-    uint64_t handler = 0;      // resume
+    int64_t outbox_seq = 0;    // confirm, publish_nack
+    uint64_t handler = 0;      // resume, retry
 
     // A job of `instance`, voided by a crash when `incarnation` is given.
     static Job of_instance(JobKind kind, size_t instance, uint64_t incarnation = 0) {
@@ -129,6 +132,7 @@ class World {
     int64_t restart_after_ms = 1000;
     int64_t paused_until_ms = -1;  // paused while now < paused_until_ms
     int64_t pause_started_ms = 0;
+    uint64_t publish_channel = 1;  // the relay's publishing channel; a closed one voids confirms
     bool relay_poll_scheduled = false;
     bool sweep_scheduled = false;
     std::vector<size_t> consumers;  // broker consumer indices
@@ -137,11 +141,13 @@ class World {
     std::unique_ptr<TransferService> transfer;
   };
 
-  // A delivery being handled: the handler runs in steps until it acks or nacks.
+  // A delivery being handled: the handler runs in steps until it acks or nacks. A faulted
+  // account-service handler waiting for its retry stays here, with no task, until it starts.
   struct ActiveHandler {
     size_t instance = 0;
     Delivery delivery;
     Task<Outcome> task;
+    size_t attempt = 0;  // 0 for the first, then one per retry
   };
 
   // Wiring.
@@ -153,11 +159,17 @@ class World {
   void dispatch(const Job& job);
   bool deferred_by_pause(const Job& job);
   void on_deliver(const Job& job);
-  void start_handler(size_t instance, const Delivery& delivery);
+  void start_handler(size_t instance, const Delivery& delivery, size_t attempt);
+  void handler_faulted(ActiveHandler handler, std::string_view reason);
+  void on_retry(uint64_t handler);
+  void move_to_error_queue(const ActiveHandler& handler, std::string_view reason);
   void run_handler(uint64_t handler);
   void finish_handler(uint64_t handler);
   void on_ack(const Job& job, bool is_nack);
   void on_confirm(const Job& job);
+  void on_publish_nack(const Job& job);
+  void relay_channel_closed(size_t instance, const Message& message);
+  void publish_refused(std::string_view publisher, const Message& message);
   void on_relay_poll(const Job& job);
   void on_account_sweep(const Job& job);
   void on_restart(size_t instance);
@@ -170,7 +182,7 @@ class World {
   Suspend between_steps(size_t instance, CrashPointSet points, const Message& message);
   Suspend lock_row(size_t instance, const std::string& key);
   void unlock_row(size_t instance, const std::string& key);
-  bool publish_and_confirm(size_t instance, const MessagePtr& message);
+  PublishResult publish_and_confirm(size_t instance, const MessagePtr& message);
   void relay_publish(size_t instance, const MessagePtr& message, int64_t outbox_seq);
   void committed(const CommitRecord& record);
   void schedule_relay_poll(size_t instance);
@@ -229,6 +241,7 @@ class World {
   // The broker and what is on the wire.
   Broker broker_;
   std::vector<ConsumerInfo> consumers_;    // by broker consumer index
+  size_t account_error_queue_ = 0;         // account-service_error
   std::map<int64_t, Delivery> in_flight_;  // deliveries on the wire, by id
   std::map<std::pair<size_t, int64_t>, MessagePtr> awaiting_confirm_;  // (instance, outbox seq)
   int64_t next_delivery_id_ = 1;
@@ -248,6 +261,9 @@ class World {
   FaultBook faults_;
   uint64_t next_message_number_ = 1;
   bool quiescent_ = true;
+  // Set when the run stopped at a bound that is not the event count (a poison message looping
+  // on a classic queue): why, for the termination report.
+  std::string halted_reason_;
   int64_t next_cleanup_ms_ = kCleanupIntervalMs;
 };
 
