@@ -251,6 +251,8 @@ std::optional<int> load_generator(const std::string& workload, const std::vector
     if (key == "account.instances" || key == "transfer.instances") generator.draw_instances = false;
     if (key == "consumer.work_ms") generator.draw_work = false;
     if (key == "broker.heartbeat_ms") generator.draw_heartbeat = false;
+    if (key == "account.retry") generator.draw_retry = false;
+    if (key == "broker.queue_type") generator.draw_queue_type = false;
   }
   return apply_sets(sets, generator.config);
 }

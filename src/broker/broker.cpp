@@ -122,6 +122,14 @@ std::vector<MessagePtr> Broker::redrive(size_t queue) {
   return moved;
 }
 
+std::vector<std::string> Broker::parking_queues() const {
+  std::vector<std::string> names;
+  for (const Queue& queue : queues_) {
+    if (queue.role != QueueRole::work) names.push_back(queue.name);
+  }
+  return names;
+}
+
 std::vector<ParkedMessage> Broker::parked() const {
   std::vector<ParkedMessage> out;
   for (const Queue& queue : queues_) {

@@ -79,6 +79,9 @@ class Broker {
   // REQUIRES: `queue` is a dead-letter or error queue.
   std::vector<MessagePtr> redrive(size_t queue);
 
+  // The names of every dead-letter and error queue, in the order they were declared.
+  std::vector<std::string> parking_queues() const;
+
   // Messages waiting in dead-letter and error queues, queue by queue.
   std::vector<ParkedMessage> parked() const;
   // How many messages went into each dead-letter and error queue over the run (by name).

@@ -26,6 +26,8 @@ constexpr int64_t kDrawnInstancesMax = 3;
 constexpr std::array<int64_t, 4> kWorkMsChoices = {2, 5, 10, 20};
 constexpr std::array<int64_t, 4> kHeartbeatMsChoices = {0, 1'000, 5'000, 60'000};
 constexpr int64_t kShortPauseMsMax = 200;
+constexpr int64_t kRetriesDrawnMax = 3;
+constexpr int64_t kRetryWaitMsMax = 500;
 constexpr int64_t kLongPauseExtraMsMax = 2'000;
 
 struct WorkloadSize {
@@ -110,6 +112,50 @@ void draw_concurrency(Rng& rng, const GeneratorOptions& options, Config& config)
   }
   if (options.draw_heartbeat && options.swarm) {
     config.broker_heartbeat_ms = kHeartbeatMsChoices[rng.below(kHeartbeatMsChoices.size())];
+  }
+}
+
+// With --swarm: MassTransit's retry (none for half the seeds, as by default) and, for a quarter,
+// classic queues.
+void draw_fault_paths(Rng& rng, const GeneratorOptions& options, Config& config) {
+  if (!options.swarm) return;
+  if (options.draw_retry && rng.chance(1, 2)) {
+    const auto retries = static_cast<size_t>(rng.between(1, kRetriesDrawnMax));
+    config.account_retry.intervals_ms.clear();
+    if (rng.chance(1, 2)) {
+      config.account_retry.kind = RetryPolicy::Kind::immediate;
+      config.account_retry.intervals_ms.assign(retries, 0);
+    } else {
+      config.account_retry.kind = RetryPolicy::Kind::intervals;
+      for (size_t i = 0; i < retries; ++i) {
+        config.account_retry.intervals_ms.push_back(rng.between(1, kRetryWaitMsMax));
+      }
+    }
+  }
+  if (options.draw_queue_type && rng.chance(1, 4)) config.broker_queue_type = QueueType::classic;
+}
+
+// The operator's last act: the world settles, every message parked in an error or dead-letter
+// queue is replayed, and the world settles again. Without it, a message parked by a fault would
+// hold its transfer for good, by design (scenario 37). A fault still armed can park the replay
+// too (two lost confirms on one type of message), so there is one round per fault that can park
+// a message, and one more: the last round runs when the faults have stopped.
+void add_redrives(Scenario& scenario) {
+  int64_t parks = 0;
+  for (const Step& step : scenario.steps) {
+    if (step.kind != StepKind::fault) continue;
+    const FaultKind kind = step.fault.kind;
+    if (kind == FaultKind::publish_nack || kind == FaultKind::lose_confirm) ++parks;
+    if (kind == FaultKind::nack) parks += step.fault.times;
+  }
+  for (int64_t round = 0; round <= parks; ++round) {
+    Step settle;
+    settle.kind = StepKind::run;
+    scenario.steps.push_back(settle);
+    Step redrive;
+    redrive.kind = StepKind::redrive;
+    redrive.queue = "all";
+    scenario.steps.push_back(redrive);
   }
 }
 
@@ -239,6 +285,7 @@ FaultSpec draw_fault(Rng& rng, FaultAction action, const Config& config,
       fault.times = rng.between(1, kNackTimesMax);
       break;
     case FaultAction::lose_confirm: fault.kind = FaultKind::lose_confirm; break;
+    case FaultAction::publish_nack: fault.kind = FaultKind::publish_nack; break;
     case FaultAction::delay:
       fault.kind = FaultKind::delay;
       fault.ms = rng.between(1, kDelayMsMax);
@@ -299,8 +346,8 @@ std::optional<Workload> parse_workload(std::string_view name) {
 
 std::string_view fault_action_name(FaultAction action) {
   static constexpr std::array<std::string_view, kFaultActionCount> kNames = {
-      "crash",        "drop_ack", "drop_connection", "nack",       "duplicate",
-      "lose_confirm", "delay",    "late_duplicate",  "drop_index", "pause"};
+      "crash", "drop_ack",       "drop_connection", "nack",  "duplicate",   "lose_confirm",
+      "delay", "late_duplicate", "drop_index",      "pause", "publish_nack"};
   return kNames[static_cast<size_t>(action)];
 }
 
@@ -335,6 +382,7 @@ Generated generate_scenario(uint64_t seed, const GeneratorOptions& options) {
   scenario.seed = seed;
   scenario.config = options.config;
   draw_concurrency(rng, options, scenario.config);
+  draw_fault_paths(rng, options, scenario.config);
   out.drawn.account_instances = scenario.config.account_instances;
   out.drawn.transfer_instances = scenario.config.transfer_instances;
   out.drawn.work_ms_min = scenario.config.work_ms_min;
@@ -395,6 +443,7 @@ Generated generate_scenario(uint64_t seed, const GeneratorOptions& options) {
     }
   }
   add_late_duplicates(rng, late_targets, scenario);
+  add_redrives(scenario);
   return out;
 }
 

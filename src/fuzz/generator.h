@@ -42,8 +42,9 @@ enum class FaultAction : uint8_t {
   late_duplicate,
   drop_index,
   pause,
+  publish_nack,
 };
-inline constexpr size_t kFaultActionCount = 10;
+inline constexpr size_t kFaultActionCount = 11;
 std::string_view fault_action_name(FaultAction action);
 
 struct GeneratorOptions {
@@ -60,6 +61,10 @@ struct GeneratorOptions {
   bool draw_instances = true;
   bool draw_work = true;
   bool draw_heartbeat = true;
+  // The fault paths (DESIGN §8.2), drawn with --swarm unless pinned: account.retry and
+  // broker.queue_type.
+  bool draw_retry = true;
+  bool draw_queue_type = true;
 };
 
 // The options one seed drew. Printed when the seed fails, and written into the counterexample.

@@ -495,7 +495,8 @@ std::vector<std::string> redrivable_queues(const Config& config) {
 }
 
 Step parse_redrive(const Node& node, const Context& context) {
-  const std::vector<std::string> names = redrivable_queues(context.config);
+  std::vector<std::string> names = redrivable_queues(context.config);
+  names.emplace_back("all");
   const std::string expected = "an error or dead-letter queue: one of " + join(names);
   const std::string& queue = as_string(node, expected);
   if (std::find(names.begin(), names.end(), queue) == names.end()) expect_failed(node, expected);

@@ -34,7 +34,10 @@ std::string describe_step(const Step& step) {
                                   : "run for " + std::to_string(step.ms) + " ms";
     case StepKind::advance: return "advance " + std::to_string(step.ms) + " ms";
     case StepKind::drop_index: return "drop index " + std::string(index_name(step.index));
-    case StepKind::redrive: return "redrive " + step.queue + " (an operator replays it)";
+    case StepKind::redrive:
+      return step.queue == "all" ? "redrive every error and dead-letter queue (an operator "
+                                   "replays them)"
+                                 : "redrive " + step.queue + " (an operator replays it)";
   }
   INBOXSIM_ASSERT(false);
 }

@@ -418,6 +418,11 @@ Task<Outcome> AccountService::handle_swept(MessagePtr message_ptr) {
     co_await step(CrashPointSet(CrashPoint::after_outbox_send), message);
   }
   mark_outbox_sent(sent.confirmed_seqs);
+  if (sent.result != PublishResult::confirmed) {
+    // The durable outbox's own delivery loop (Wolverine's durability agent) retries what is
+    // left; the handler faults all the same, as the send threw.
+    host_.schedule_account_outbox_sweep();
+  }
   require_confirmed(sent.result);
   co_return Outcome::ack;
 }

@@ -971,6 +971,10 @@ void World::on_publish_nack(const Job& job) {
 }
 
 void World::redrive(const std::string& queue_name) {
+  if (queue_name == "all") {
+    for (const std::string& name : broker_.parking_queues()) redrive(name);
+    return;
+  }
   const std::optional<size_t> queue = broker_.find_queue(queue_name);
   if (!queue) {
     mark_step("(" + queue_name + " does not exist in this configuration: nothing to redrive)");

@@ -55,7 +55,8 @@ class World {
   void request_transfer(const TransferSpec& transfer);
   void arm_fault(const FaultSpec& fault);
   void drop_index(IndexName index);
-  // An operator moves every message of an error or dead-letter queue back to its queue.
+  // An operator moves every message of an error or dead-letter queue back to its queue
+  // ("all": of every such queue).
   void redrive(const std::string& queue);
   // Runs until nothing is pending; false if the event bound was hit first.
   bool run_until_quiescent();
