@@ -255,6 +255,40 @@ TEST_CASE("write then parse gives the same scenario", "[parse][write]") {
   }
 }
 
+TEST_CASE("the fault-path steps and keys read back as written", "[parse][write]") {
+  const ParseResult parsed = parse_scenario_text(R"({
+    "config": { "account.retry": "intervals:100,500", "broker.queue_type": "classic",
+                "transfer.notifications": true },
+    "accounts": { "alice": 10, "bob": 0 },
+    "steps": [
+      { "transfer": { "id": "t1", "from": "alice", "to": "bob", "amount": 1 } },
+      { "fault": { "kind": "publish_nack", "match": { "type": "Account.Debited" } } },
+      { "fault": { "kind": "nack", "service": "transfer-service", "times": 1000000,
+                   "match": { "transfer": "t1" } } },
+      { "redrive": "transfer-service.notifications.dlq" },
+      { "redrive": "all" }
+    ],
+    "expect": { "error_queued": 1, "dead_lettered": 2 }
+  })",
+                                                 "paths.json");
+  REQUIRE(parsed.scenario.has_value());
+  const Scenario& scenario = *parsed.scenario;
+  REQUIRE(scenario.config.account_retry.kind == RetryPolicy::Kind::intervals);
+  REQUIRE(scenario.config.account_retry.intervals_ms == std::vector<int64_t>{100, 500});
+  REQUIRE(scenario.config.broker_queue_type == QueueType::classic);
+  REQUIRE(scenario.steps[1].fault.kind == FaultKind::publish_nack);
+  REQUIRE(scenario.steps[2].fault.times == 1000000);
+  REQUIRE(scenario.steps[3].kind == StepKind::redrive);
+  REQUIRE(scenario.steps[3].queue == "transfer-service.notifications.dlq");
+  REQUIRE(scenario.steps[4].queue == "all");
+  REQUIRE(scenario.expect.error_queued == 1);
+  const auto written = scenario_to_json(scenario);
+  REQUIRE(written["config"]["account.retry"] == "intervals:100,500");
+  const ParseResult again = parse_scenario_text(written.dump(), "again.json");
+  REQUIRE(again.scenario.has_value());
+  REQUIRE(scenario_to_json(*again.scenario) == written);
+}
+
 TEST_CASE("absent keys take their defaults", "[parse]") {
   const Scenario scenario = parse_ok(R"({"accounts": {"a": 5, "b": {"closed": true}},
     "steps": [{"run": {}}, {"fault": {"kind": "advance", "ms": 7}},
@@ -329,6 +363,19 @@ TEST_CASE("errors name the pointer and what was expected", "[parse][errors]") {
        "/config/consumer.work_ms", "expected a range \"A..B\" of milliseconds"},
       {R"({"config": {"account.instances": 9}, "accounts": {"a": 1, "b": 0}})",
        "/config/account.instances", "expected an integer from 1 to 8 (got 9)"},
+      {R"({"config": {"account.retry": "immediate:0"}, "accounts": {"a": 1, "b": 0}})",
+       "/config/account.retry", "expected \"none\", \"immediate:N\" (N from 1 to 20)"},
+      {R"({"config": {"account.retry": "intervals:100,,5"}, "accounts": {"a": 1, "b": 0}})",
+       "/config/account.retry", "or \"intervals:A,B,...\""},
+      {R"({"config": {"broker.queue_type": "stream"}, "accounts": {"a": 1, "b": 0}})",
+       "/config/broker.queue_type", "expected a string, one of quorum, classic"},
+      {R"({"accounts": {"a": 1, "b": 0}, "steps": [{"redrive": "transfer-service_error"}]})",
+       "/steps/0/redrive",
+       "expected an error or dead-letter queue: one of account-service_error, "
+       "account-service.dlq, transfer-service.dlq, all"},
+      {steps_prefix +
+           R"({"fault": {"kind": "publish_nack", "service": "account-service", "match": {"transfer": "t1"}}}]})",
+       "/steps/1/fault/service", "not used by a publish_nack fault"},
       {steps_prefix +
            R"({"fault": {"kind": "crash", "service": "transfer-service", "at": "after_outbox_send"}}]})",
        "/steps/1/fault/at", "after_publish, after_mark for transfer-service (got"},
