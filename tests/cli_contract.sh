@@ -120,6 +120,17 @@ check "--color always prints escape codes" bash -c "'$bin' run '$happy' --color 
 check "--mermaid writes a sequence diagram" grep -q '^sequenceDiagram' "$work/run.mmd"
 check "--html writes one self-contained page" bash -c "grep -q '<svg' '$work/run.html' && ! grep -q '<script src' '$work/run.html'"
 
+# Error and dead-letter queues are real queues in --json: how many went in, what still waits.
+"$bin" run scenarios/37-error-queue-hazard.json --json >"$work/parked.json"
+check "--json counts the messages moved into each error or dead-letter queue" python3 -c '
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["dead_letter_queues"] == {"account-service_error": 1}, d["dead_letter_queues"]
+assert d["parked"] == ["account-service_error: Transfer.Requested t1 (m-1)"], d["parked"]
+assert d["stats"]["error_queued"] == 1 and d["stats"]["dead_lettered"] == 0
+assert "stuck behind account-service_error" in d["violations"][0]["detail"]
+' "$work/parked.json"
+
 # demo runs the library, or the part of it a class needs, and links a page per scenario.
 "$bin" demo 04 09 --quiet --out "$work/demo" >/dev/null
 check "demo with names runs only those scenarios" \
