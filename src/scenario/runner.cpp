@@ -117,9 +117,12 @@ void evaluate_expectations(const Expect& expect, RunResult& result) {
   if (expect.effects) {
     for (const auto& [transfer, per_type] : *expect.effects) {
       for (const auto& [type, count] : per_type) {
+        // Named copies: C++20 lets a lambda capture structured bindings, clang 14 does not yet.
+        const std::string& id = transfer;
+        const EntryType entry = type;
         const auto actual = std::count_if(
             result.ledger.begin(), result.ledger.end(),
-            [&](const LedgerEntry& e) { return e.transfer == transfer && e.type == type; });
+            [&](const LedgerEntry& e) { return e.transfer == id && e.type == entry; });
         expect_equal(result, "effects." + transfer + "." + std::string(entry_type_name(type)),
                      count, static_cast<int64_t>(actual));
       }
