@@ -6,6 +6,10 @@
 // and outbox delivered) and the transfer-service saga step (processed_messages, saga update,
 // outbox row), each in its own transaction, prepared once, in memory as the fuzzer runs them.
 //
+// It also times the large inputs of tests/test_parse.cpp and tests/test_report.cpp, which
+// assert only the result: parsing stays linear in the size of a scenario file, and so does
+// building the --json object.
+//
 // Usage: inboxsim_bench [SEEDS]   (default 400 seeds on the standard workload)
 #include <SQLiteCpp/SQLiteCpp.h>
 
@@ -16,6 +20,8 @@
 #include <string>
 
 #include "fuzz/campaign.h"
+#include "report/json_output.h"
+#include "scenario/parse.h"
 
 namespace {
 
@@ -141,6 +147,42 @@ double bare_sqlite_rate(int64_t transactions) {
   return static_cast<double>(transactions) / seconds_since(start);
 }
 
+// Times parsing a file of `accounts` accounts, and refusing one of `steps` empty steps.
+void time_large_inputs() {
+  for (const int accounts : {50'000, 100'000, 200'000}) {
+    std::string text = R"({"accounts": {)";
+    for (int i = 0; i < accounts; ++i) {
+      text += (i == 0 ? "\"a" : ",\"a") + std::to_string(i) + "\": " + std::to_string(i % 7);
+    }
+    text += "}}";
+    const auto start = Clock::now();
+    const inboxsim::ParseResult parsed = inboxsim::parse_scenario_text(text, "accounts.json");
+    std::printf("parse %7d accounts (%4zu KB): %.3f s%s\n", accounts, text.size() / 1024,
+                seconds_since(start), parsed.scenario ? "" : "  (refused!)");
+  }
+  for (const int steps : {250'000, 500'000, 1'000'000}) {
+    std::string text = R"({"accounts": {"a": 1}, "steps": [)";
+    for (int i = 0; i < steps; ++i) text += i == 0 ? "{}" : ",{}";
+    text += "]}";
+    const auto start = Clock::now();
+    const inboxsim::ParseResult parsed = inboxsim::parse_scenario_text(text, "steps.json");
+    std::printf("refuse %7d empty steps (%4zu KB): %.3f s%s\n", steps, text.size() / 1024,
+                seconds_since(start), parsed.error ? "" : "  (accepted!)");
+  }
+  for (const int accounts : {100'000, 300'000}) {
+    inboxsim::RunResult run;
+    for (int i = 0; i < accounts; ++i) {
+      const std::string name = "a" + std::to_string(i);
+      run.opening_balances[name] = i;
+      run.balances[name] = i;
+    }
+    const auto start = Clock::now();
+    const std::string json = inboxsim::run_result_json(run).dump();
+    std::printf("--json of %7d accounts (%5zu KB): %.3f s\n", accounts, json.size() / 1024,
+                seconds_since(start));
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -182,5 +224,6 @@ int main(int argc, char** argv) {
   std::printf("transactions/s        bare SQLite loop, same statements: %.0f\n", bare);
   std::printf("ratio                 %.2f (DESIGN §7 asks for at least 0.5)\n",
               transactions_per_second / bare);
+  time_large_inputs();
   return 0;
 }

@@ -1,12 +1,15 @@
 #!/usr/bin/env bash
 # Installs what inboxsim needs from Debian's packages (only what is missing) and builds it in
 # Release into ./build. Run as root on a fresh Debian machine; safe to run again.
-# Extra CMake flags can be passed in INBOXSIM_CMAKE_FLAGS.
+# Extra CMake flags can be passed in INBOXSIM_CMAKE_FLAGS, extra packages (CI's clang) in
+# INBOXSIM_EXTRA_PACKAGES.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 packages=(cmake make g++ libsqlitecpp-dev libsqlite3-dev libcli11-dev nlohmann-json3-dev catch2
           sqlite3 python3)
+# shellcheck disable=SC2206
+packages+=(${INBOXSIM_EXTRA_PACKAGES:-})
 missing=()
 for package in "${packages[@]}"; do
   dpkg -s "$package" >/dev/null 2>&1 || missing+=("$package")

@@ -158,5 +158,53 @@ check "its HTML report shows the violation" grep -q "VIOLATED\|violated" "$work/
 check "its Mermaid diagram is written" grep -q '^sequenceDiagram' "$work/cx.mmd"
 check "its trace records a violation" grep -q '"kind":"violation"' "$work/cx.jsonl"
 
+# Hostile input and places: what the tool does when the file, the flag or the disk is wrong.
+touch "$work/a-file"
+"$bin" run "$happy" --quiet --db-dir "$work/a-file/db" >/dev/null 2>"$work/err"
+check "--db-dir under a file exits 2" test $? -eq 2
+check "--db-dir under a file names the directory" grep -q "a-file/db" "$work/err"
+python3 - "$happy" "$work/escape.json" <<'PY'
+import json, sys
+scenario = json.load(open(sys.argv[1]))
+scenario["name"] = "../../escaped"
+json.dump(scenario, open(sys.argv[2], "w"))
+PY
+mkdir -p "$work/dbs"
+"$bin" run "$work/escape.json" --quiet --db-dir "$work/dbs" >/dev/null
+check "a scenario named ../../x still runs" test $? -eq 0
+check "its databases stay inside --db-dir" test -z "$(find "$work" -maxdepth 2 -name '*escaped*' -not -path "$work/dbs/*")"
+check "and are written there" test -n "$(ls "$work/dbs")"
+printf '{"name": "x", "accounts": {"a": 1}\0 garbage' >"$work/nul.json"
+"$bin" run "$work/nul.json" --quiet >/dev/null 2>"$work/err"
+check "a file with a NUL byte exits 2" test $? -eq 2
+for seed in -1 "" 1e3 9007199254740993; do
+  "$bin" run "$happy" --quiet --seed "$seed" >/dev/null 2>"$work/err"
+  check "--seed '$seed' exits 2" test $? -eq 2
+done
+"$bin" fuzz --seeds 1..100000000000 --quiet >/dev/null 2>"$work/err"
+check "a seed range too large to run exits 2 at once" test $? -eq 2
+"$bin" fuzz --seeds 1..3 --quiet --out "$work/a-file" >/dev/null 2>"$work/err"
+check "fuzz --out naming a file exits 2" test $? -eq 2
+if test -w /dev/full; then
+  "$bin" run "$happy" --json >/dev/full 2>"$work/err"
+  check "a full standard output exits 2" test $? -eq 2
+  check "and says so" grep -q "cannot write to standard output" "$work/err"
+fi
+mkdir -p "$work/loop"
+cp "$happy" "$work/loop/"
+ln -s . "$work/loop/self"
+"$bin" list "$work/loop" >/dev/null 2>&1
+check "list survives a symlink loop" test $? -eq 0
+python3 - "$happy" "$work/title.json" <<'PY'
+import json, sys
+scenario = json.load(open(sys.argv[1]))
+scenario["title"] = "red \u001b[31m alert"
+json.dump(scenario, open(sys.argv[2], "w"))
+PY
+"$bin" run "$work/title.json" >"$work/title.txt" 2>&1
+check "a title with an escape code runs" test $? -eq 0
+check "the escape code is shown, not sent to the terminal" \
+  python3 -c 'import sys; t=open(sys.argv[1],"rb").read(); assert b"\x1b[31m alert" not in t and b"\\x1B[31m alert" in t' "$work/title.txt"
+
 echo "$passed passed, $failed failed"
 test "$failed" -eq 0

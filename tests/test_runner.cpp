@@ -194,6 +194,34 @@ TEST_CASE("transfer-service nacks a failing message until the quorum queue dead-
           std::string::npos);
 }
 
+// Cleanup deletes inbox rows *delivered* longer ago than the window. A row consumed but never
+// delivered (its outbox send failed, the message went to the error queue) must outlive the
+// window, or its replay would run the consumer again.
+TEST_CASE("inbox cleanup keeps a row consumed but not delivered, whatever its age", "[runner]") {
+  Scenario scenario = one_transfer();
+  add_fault(scenario, on_message(FaultKind::publish_nack, MessageType::account_debited));
+  Step settle;
+  settle.kind = StepKind::run;
+  scenario.steps.push_back(settle);
+  Step advance;
+  advance.kind = StepKind::advance;
+  advance.ms = 3 * scenario.config.account_inbox_window_ms;
+  scenario.steps.push_back(advance);
+  Step redrive;
+  redrive.kind = StepKind::redrive;
+  redrive.queue = "account-service_error";
+  scenario.steps.push_back(redrive);
+  const RunResult result = run(scenario);
+  REQUIRE(result.violations.empty());
+  REQUIRE(result.transfers.at("t1") == SagaState::completed);
+  REQUIRE(result.balances.at("alice") == 10000 - 2500);
+  // The replay found the row "consumed, not delivered": one debit, the stored event re-sent.
+  REQUIRE(result.dedupe_hits.at(ServiceId::account) == 1);
+  int64_t debits = 0;
+  for (const LedgerEntry& entry : result.ledger) debits += entry.type == EntryType::debit ? 1 : 0;
+  REQUIRE(debits == 1);
+}
+
 TEST_CASE("account-service retries in process, then moves the message to its error queue",
           "[runner]") {
   Scenario scenario = one_transfer();

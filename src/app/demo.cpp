@@ -5,6 +5,8 @@
 #include <fstream>
 #include <iostream>
 
+#include "kernel/file_names.h"
+#include "kernel/text.h"
 #include "report/html.h"
 #include "scenario/parse.h"
 #include "scenario/runner.h"
@@ -22,8 +24,8 @@ RunResult narrated_run(const Scenario& scenario, const NarratedRunOptions& optio
     for (const auto& [name, spec] : scenario.accounts) opening[name] = spec.balance;
     narrator.set_opening_balances(opening);
     if (!options.narrator.quiet) {
-      out << "\n== " << scenario.name << ": " << scenario.title << "\n";
-      if (!scenario.description.empty()) out << scenario.description << "\n";
+      out << "\n== " << printable(scenario.name) << ": " << printable(scenario.title) << "\n";
+      if (!scenario.description.empty()) out << printable(scenario.description) << "\n";
     }
     run_options.listener = [&narrator](const TraceEvent& event) { narrator.on_event(event); };
   }
@@ -39,7 +41,7 @@ RunResult narrated_run(const Scenario& scenario, const NarratedRunOptions& optio
     narrator.summary(result);
     if (!options.narrator.quiet) {
       for (const std::string& fault : result.unfired_faults) {
-        out << "  note: this fault never fired: " << fault << "\n";
+        out << "  note: this fault never fired: " << printable(fault) << "\n";
       }
     }
   }
@@ -88,10 +90,10 @@ std::string render_demo_index(const std::vector<RunResult>& results) {
   std::string rows;
   for (const RunResult& result : results) {
     rows += "<tr><td class=\"verdict " + std::string(result.passed ? "pass" : "fail") + "\">" +
-            (result.passed ? "PASS" : "FAIL") + "</td><td><a href=\"" + escape_html(result.name) +
-            ".html\">" + escape_html(result.name) + "</a></td><td>" + escape_html(result.title) +
-            broken_invariants(result) + "</td><td class=\"lesson\">" + escape_html(result.lesson) +
-            "</td></tr>\n";
+            (result.passed ? "PASS" : "FAIL") + "</td><td><a href=\"" +
+            escape_html(safe_file_stem(result.name)) + ".html\">" + escape_html(result.name) +
+            "</a></td><td>" + escape_html(result.title) + broken_invariants(result) +
+            "</td><td class=\"lesson\">" + escape_html(result.lesson) + "</td></tr>\n";
   }
   return "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
          "<title>inboxsim: the idempotent consumer, watched</title><style>"
@@ -135,11 +137,12 @@ std::optional<std::string> select_files(std::vector<std::string>& files,
 int run_demo(const DemoOptions& options, std::ostream& out, std::ostream& err) {
   std::vector<std::string> files = scenario_files(options.scenario_dir);
   if (files.empty()) {
-    err << "inboxsim: " << options.scenario_dir << ": expected a directory of scenario files\n";
+    err << "inboxsim: " << printable(options.scenario_dir)
+        << ": expected a directory of scenario files\n";
     return 2;
   }
   if (const auto unknown = select_files(files, options.only)) {
-    err << "inboxsim: demo " << *unknown << ": expected the start of a scenario name in "
+    err << "inboxsim: demo " << printable(*unknown) << ": expected the start of a scenario name in "
         << options.scenario_dir << " (see `inboxsim list`)\n";
     return 2;
   }
@@ -147,7 +150,7 @@ int run_demo(const DemoOptions& options, std::ostream& out, std::ostream& err) {
   for (const std::string& file : files) {
     ParseResult parsed = parse_scenario_file(file);
     if (parsed.error) {
-      err << "inboxsim: " << parsed.error->message() << "\n";
+      err << "inboxsim: " << printable(parsed.error->message()) << "\n";
       return 2;
     }
     scenarios.push_back(std::move(*parsed.scenario));
@@ -155,24 +158,24 @@ int run_demo(const DemoOptions& options, std::ostream& out, std::ostream& err) {
   std::error_code error;
   std::filesystem::create_directories(options.out_dir, error);
   if (error) {
-    err << "inboxsim: " << options.out_dir << ": cannot create the folder: " << error.message()
-        << "\n";
+    err << "inboxsim: " << printable(options.out_dir)
+        << ": cannot create the folder: " << error.message() << "\n";
     return 2;
   }
   std::vector<RunResult> results;
   for (const Scenario& scenario : scenarios) {
     RunResult result = narrated_run(scenario, options.run, out);
     const std::filesystem::path page =
-        std::filesystem::path(options.out_dir) / (result.name + ".html");
+        std::filesystem::path(options.out_dir) / (safe_file_stem(result.name) + ".html");
     if (!write_text(page, render_html(result))) {
-      err << "inboxsim: cannot write " << page.string() << "\n";
+      err << "inboxsim: cannot write " << printable(page.string()) << "\n";
       return 2;
     }
     results.push_back(std::move(result));
   }
   const std::filesystem::path index = std::filesystem::path(options.out_dir) / "index.html";
   if (!write_text(index, render_demo_index(results))) {
-    err << "inboxsim: cannot write " << index.string() << "\n";
+    err << "inboxsim: cannot write " << printable(index.string()) << "\n";
     return 2;
   }
   const auto passed =

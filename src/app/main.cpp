@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -18,6 +19,8 @@
 #include "app/demo.h"
 #include "fuzz/campaign.h"
 #include "fuzz/matrix.h"
+#include "kernel/file_names.h"
+#include "kernel/text.h"
 #include "report/campaign_view.h"
 #include "report/html.h"
 #include "report/json_output.h"
@@ -40,7 +43,7 @@ constexpr int kExitInternal = 3;
 
 struct RunCommand {
   std::vector<std::string> files;
-  std::optional<uint64_t> seed;
+  std::optional<std::string> seed_text;
   bool json = false;
   std::string trace_path;
   std::string html_path;
@@ -99,7 +102,7 @@ struct MatrixCommand {
 
 // Reports bad input the way every verb does: one line on stderr, exit code 2.
 int bad_input(const std::string& message) {
-  std::cerr << "inboxsim: " << message << "\n";
+  std::cerr << "inboxsim: " << printable(message) << "\n";
   return kExitBadInput;
 }
 
@@ -115,8 +118,9 @@ bool use_color(const std::string& mode) {
 std::string output_path(const std::string& path, const std::string& name, bool several) {
   if (!several) return path;
   const std::filesystem::path original(path);
-  std::filesystem::path renamed = original.parent_path() / (original.stem().string() + "-" + name +
-                                                            original.extension().string());
+  std::filesystem::path renamed =
+      original.parent_path() /
+      (original.stem().string() + "-" + safe_file_stem(name) + original.extension().string());
   return renamed.string();
 }
 
@@ -125,10 +129,26 @@ bool write_file(const std::string& path, const std::string& text) {
   out << text;
   out.close();
   if (!out) {
-    std::cerr << "inboxsim: cannot write " << path << "\n";
+    std::cerr << "inboxsim: cannot write " << printable(path) << "\n";
     return false;
   }
   return true;
+}
+
+// Makes sure `dir` is a folder this process can write to (creating it if needed); returns exit
+// code 2, with a message naming the flag and the folder, when it is not.
+std::optional<int> prepare_output_dir(const std::string& flag, const std::string& dir) {
+  std::error_code error;
+  const auto status = std::filesystem::status(dir, error);
+  if (std::filesystem::exists(status) && !std::filesystem::is_directory(status)) {
+    return bad_input(flag + " " + dir + ": expected a folder (it is a file)");
+  }
+  std::filesystem::create_directories(dir, error);
+  if (error) return bad_input(flag + " " + dir + ": cannot create the folder: " + error.message());
+  if (access(dir.c_str(), W_OK | X_OK) != 0) {
+    return bad_input(flag + " " + dir + ": the folder is not writable");
+  }
+  return std::nullopt;
 }
 
 // Applies --set KEY=VALUE overrides to a config; returns exit code 2 on the first bad one.
@@ -175,6 +195,18 @@ bool write_views(const RunCommand& command, const RunResult& result, bool severa
 }
 
 int run_command(const RunCommand& command) {
+  std::optional<uint64_t> seed;
+  if (command.seed_text) {
+    uint64_t value = 0;
+    if (!parse_seed(*command.seed_text, value)) {
+      return bad_input("--seed " + *command.seed_text + ": expected an integer from 0 to " +
+                       std::to_string(kSeedMax));
+    }
+    seed = value;
+  }
+  if (!command.db_dir.empty()) {
+    if (auto failed = prepare_output_dir("--db-dir", command.db_dir)) return *failed;
+  }
   std::vector<Scenario> scenarios;
   if (auto failed = load_scenarios(command, scenarios)) return *failed;
   const bool several = scenarios.size() > 1;
@@ -186,13 +218,13 @@ int run_command(const RunCommand& command) {
   options.narrator.color = use_color(command.color);
   options.narrator.quiet = command.quiet;
   options.pause_after_step = command.step;
-  options.seed = command.seed;
+  options.seed = seed;
   options.db_dir = command.db_dir;
   for (const Scenario& scenario : scenarios) {
     RunResult result = narrated_run(scenario, options, std::cout);
     views_ok &= write_views(command, result, several);
     all_passed &= result.passed;
-    json_results.push_back(run_result_json(result));
+    if (command.json) json_results.push_back(run_result_json(result));
   }
   if (command.json) {
     std::cout << (several ? json_results.dump(2) : json_results[0].dump(2)) << "\n";
@@ -218,11 +250,14 @@ int list_command(const ListCommand& command) {
     return bad_input(directory + ": expected a directory of scenario files");
   }
   std::vector<std::string> files;
+  // Error codes throughout: a broken link or a link loop in the folder is skipped, not fatal.
   for (const auto& entry : std::filesystem::directory_iterator(directory, error)) {
-    if (entry.is_regular_file() && entry.path().extension() == ".json") {
+    std::error_code entry_error;
+    if (entry.is_regular_file(entry_error) && entry.path().extension() == ".json") {
       files.push_back(entry.path().string());
     }
   }
+  if (error) return bad_input(directory + ": cannot read the folder: " + error.message());
   std::sort(files.begin(), files.end());
   size_t width = 0;
   std::vector<Scenario> scenarios;
@@ -234,7 +269,7 @@ int list_command(const ListCommand& command) {
   }
   for (const Scenario& scenario : scenarios) {
     std::cout << scenario.name << std::string(width + 2 - scenario.name.size(), ' ')
-              << scenario.title << "\n";
+              << printable(scenario.title) << "\n";
   }
   return kExitOk;
 }
@@ -261,7 +296,9 @@ int fuzz_command(const FuzzCommand& command) {
   const CampaignFlags& flags = command.campaign;
   CampaignOptions options;
   if (!parse_seed_range(flags.seeds, options.seed_first, options.seed_last)) {
-    return bad_input("--seeds " + flags.seeds + ": expected A..B with A <= B");
+    return bad_input("--seeds " + flags.seeds +
+                     ": expected A..B with A <= B <= " + std::to_string(kSeedMax) +
+                     " and at most " + std::to_string(kSeedsPerCampaignMax) + " seeds");
   }
   if (!parse_shard(command.shard, options.shard_index, options.shard_count)) {
     return bad_input("--shard " + command.shard + ": expected K/N with 1 <= K <= N");
@@ -277,6 +314,9 @@ int fuzz_command(const FuzzCommand& command) {
   options.shrink_max = command.shrink_max;
   options.stop_after = command.stop_after;
   options.progress = isatty(STDERR_FILENO) != 0;
+  if (!options.out_dir.empty()) {
+    if (auto failed = prepare_output_dir("--out", options.out_dir)) return *failed;
+  }
   const CampaignResult result = run_campaign(options, &std::cerr);
   if (flags.json) {
     std::cout << campaign_json(options, result).dump(2) << "\n";
@@ -287,6 +327,9 @@ int fuzz_command(const FuzzCommand& command) {
       !write_file(command.junit_path, campaign_junit(options, result))) {
     return kExitBadInput;
   }
+  for (const std::string& path : result.write_errors)
+    std::cerr << "inboxsim: cannot write " << printable(path) << "\n";
+  if (!result.write_errors.empty()) return kExitBadInput;
   return result.failures.empty() ? kExitOk : kExitFailed;
 }
 
@@ -294,7 +337,9 @@ int matrix_command(const MatrixCommand& command) {
   const CampaignFlags& flags = command.campaign;
   MatrixOptions options;
   if (!parse_seed_range(flags.seeds, options.seed_first, options.seed_last)) {
-    return bad_input("--seeds " + flags.seeds + ": expected A..B with A <= B");
+    return bad_input("--seeds " + flags.seeds +
+                     ": expected A..B with A <= B <= " + std::to_string(kSeedMax) +
+                     " and at most " + std::to_string(kSeedsPerCampaignMax) + " seeds");
   }
   if (auto failed = load_generator(flags.workload, flags.sets, options.generator)) {
     return *failed;
@@ -302,6 +347,9 @@ int matrix_command(const MatrixCommand& command) {
   options.generator.swarm = flags.swarm;
   options.jobs = flags.jobs;
   options.out_dir = flags.out_dir;
+  if (!options.out_dir.empty()) {
+    if (auto failed = prepare_output_dir("--out", options.out_dir)) return *failed;
+  }
   const bool tty = isatty(STDERR_FILENO) != 0;
   const std::vector<MatrixRow> rows = run_matrix(options, tty ? &std::cerr : nullptr);
   if (flags.json) {
@@ -309,6 +357,14 @@ int matrix_command(const MatrixCommand& command) {
   } else {
     print_matrix(std::cout, rows);
   }
+  bool written = true;
+  for (const MatrixRow& row : rows) {
+    for (const std::string& path : row.write_errors) {
+      std::cerr << "inboxsim: cannot write " << printable(path) << "\n";
+      written = false;
+    }
+  }
+  if (!written) return kExitBadInput;
   // Broken rows are the point of the table; only a failure with every defence on is a bug.
   return rows.front().violated.empty() ? kExitOk : kExitFailed;
 }
@@ -322,6 +378,7 @@ int demo_command(const DemoCommand& command) {
   options.run.narrator.color = use_color(command.color);
   options.run.narrator.quiet = command.quiet;
   options.run.pause_after_step = command.step;
+  if (auto failed = prepare_output_dir("--out", options.out_dir)) return *failed;
   return run_demo(options, std::cout, std::cerr);
 }
 
@@ -329,7 +386,8 @@ int demo_command(const DemoCommand& command) {
 CLI::App* add_run_verb(CLI::App& app, RunCommand& command) {
   CLI::App* run_app = app.add_subcommand("run", "Run scenario files, narrated, and check them.");
   run_app->add_option("FILE", command.files, "Scenario files (JSON, DESIGN §6)")->required();
-  run_app->add_option("--seed", command.seed, "Seed for the run (default: the scenario's seed)");
+  run_app->add_option("--seed", command.seed_text,
+                      "Seed for the run, 0 to 2^53 (default: the scenario's seed)");
   run_app->add_flag("--json", command.json, "Print one JSON object (an array for several files)");
   run_app->add_option("--trace", command.trace_path, "Write the event trace as JSON lines");
   run_app->add_option("--html", command.html_path, "Write a self-contained HTML report");
@@ -429,15 +487,30 @@ int main_guarded(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& error) {
-    const int code = app.exit(error);
+    // CLI11 quotes the offending argument; it goes through printable() like every message.
+    std::ostringstream message;
+    const int code = app.exit(error, std::cout, message);
+    std::cerr << printable(message.str());
     return code == 0 ? kExitOk : kExitBadInput;
   }
-  if (app.got_subcommand(run_app)) return run_command(run);
-  if (app.got_subcommand(list_app)) return list_command(list);
-  if (app.got_subcommand(demo_app)) return demo_command(demo);
-  if (app.got_subcommand(fuzz_app)) return fuzz_command(fuzz);
-  if (app.got_subcommand(matrix_app)) return matrix_command(matrix);
-  return kExitBadInput;
+  int code = kExitBadInput;
+  if (app.got_subcommand(run_app))
+    code = run_command(run);
+  else if (app.got_subcommand(list_app))
+    code = list_command(list);
+  else if (app.got_subcommand(demo_app))
+    code = demo_command(demo);
+  else if (app.got_subcommand(fuzz_app))
+    code = fuzz_command(fuzz);
+  else if (app.got_subcommand(matrix_app))
+    code = matrix_command(matrix);
+  // Every write is checked: output that never arrived is a failure (`--json > /dev/full`).
+  std::cout.flush();
+  if (!std::cout) {
+    std::cerr << "inboxsim: cannot write to standard output\n";
+    return kExitBadInput;
+  }
+  return code;
 }
 
 }  // namespace
@@ -447,7 +520,7 @@ int main(int argc, char** argv) {
   try {
     return inboxsim::main_guarded(argc, argv);
   } catch (const std::exception& error) {
-    std::cerr << "inboxsim: internal error: " << error.what() << "\n";
+    std::cerr << "inboxsim: internal error: " << inboxsim::printable(error.what()) << "\n";
     return inboxsim::kExitInternal;
   } catch (...) {
     std::cerr << "inboxsim: internal error\n";

@@ -14,6 +14,7 @@
 
 #include "fuzz/shrink.h"
 #include "kernel/assert.h"
+#include "kernel/file_names.h"
 #include "scenario/parse.h"
 #include "scenario/write.h"
 
@@ -122,7 +123,8 @@ Counterexample shrink_seed(const SeedOutcome& outcome, const CampaignOptions& op
 bool write_counterexample(const std::string& dir, Counterexample& cx) {
   std::error_code error;
   std::filesystem::create_directories(dir, error);
-  const std::filesystem::path path = std::filesystem::path(dir) / (cx.scenario.name + ".json");
+  const std::filesystem::path path =
+      std::filesystem::path(dir) / (safe_file_stem(cx.scenario.name) + ".json");
   std::ofstream file(path, std::ios::binary);
   file << scenario_to_json(cx.scenario).dump(2) << "\n";
   file.close();
@@ -216,7 +218,10 @@ CampaignResult run_campaign(const CampaignOptions& options, std::ostream* progre
       [&](size_t i) { result.counterexamples[i] = shrink_seed(result.failures[i], options); },
       [](size_t) { return false; }, [] {});
   for (Counterexample& cx : result.counterexamples) {
-    if (!options.out_dir.empty()) write_counterexample(options.out_dir, cx);
+    if (options.out_dir.empty() || write_counterexample(options.out_dir, cx)) continue;
+    result.write_errors.push_back(
+        (std::filesystem::path(options.out_dir) / (safe_file_stem(cx.scenario.name) + ".json"))
+            .string());
   }
   result.wall_ms = elapsed_ms(start);
   return result;

@@ -56,7 +56,8 @@ struct CampaignResult {
   std::vector<Counterexample> counterexamples;  // in seed order
   Stats stats;
   int64_t wall_ms = 0;
-  std::vector<Invariant> violated;  // every invariant any seed broke, sorted
+  std::vector<Invariant> violated;        // every invariant any seed broke, sorted
+  std::vector<std::string> write_errors;  // counterexample files that could not be written
 };
 
 // Runs the campaign. Progress (seeds done, seeds/s, failures) goes to `progress_stream` when

@@ -55,6 +55,7 @@ std::vector<MatrixRow> run_matrix(const MatrixOptions& options, std::ostream* pr
     row.failing_seeds = static_cast<int64_t>(result.failures.size());
     row.violated = result.violated;
     if (!result.counterexamples.empty()) row.counterexample = result.counterexamples[0].path;
+    row.write_errors = result.write_errors;
     if (progress_stream != nullptr) {
       *progress_stream << "\rmatrix: " << off_mask + 1 << "/" << kCombinations << " rows"
                        << std::flush;

@@ -21,7 +21,8 @@ struct MatrixRow {
   int64_t seeds = 0;
   int64_t failing_seeds = 0;
   std::vector<Invariant> violated;
-  std::string counterexample;  // path of the shrunk counterexample, if the row broke
+  std::string counterexample;             // path of the shrunk counterexample, if the row broke
+  std::vector<std::string> write_errors;  // counterexample files that could not be written
 };
 
 struct MatrixOptions {

@@ -6,6 +6,7 @@
 
 #include "domain/participants.h"
 #include "kernel/assert.h"
+#include "kernel/text.h"
 
 namespace inboxsim {
 
@@ -278,9 +279,11 @@ void Narrator::set_opening_balances(const std::map<std::string, int64_t>& balanc
   balances_known_ = true;
 }
 
+// Everything the narration prints passes here or through printable(): the only escape
+// sequences that reach the terminal are the colours added below.
 std::string Narrator::paint(std::string_view text, std::string_view ansi) const {
-  if (!options_.color || ansi.empty()) return std::string(text);
-  return "\x1b[" + std::string(ansi) + "m" + std::string(text) + "\x1b[0m";
+  if (!options_.color || ansi.empty()) return printable(text);
+  return "\x1b[" + std::string(ansi) + "m" + printable(text) + "\x1b[0m";
 }
 
 void Narrator::on_event(const TraceEvent& event) {
@@ -320,7 +323,7 @@ void Narrator::print_balances(const RunResult& result) {
     std::string line = "  " + pad(account, width) + "  " + pad_left(std::to_string(start), 10) +
                        " → " + pad_left(std::to_string(final_balance), 10);
     if (final_balance != start) line += "  (" + signed_amount(final_balance - start) + ")";
-    out_ << line << '\n';
+    out_ << printable(line) << '\n';
   }
 }
 
@@ -345,10 +348,10 @@ void Narrator::print_invariants(const RunResult& result) {
                                      [&](const Violation& v) { return v.invariant == invariant; });
     const std::string name(invariant_name(invariant));
     if (broken == result.violations.end()) {
-      out_ << "  " << paint("held    ", kGreen) << "  " << name << '\n';
+      out_ << "  " << paint("held    ", kGreen) << "  " << printable(name) << '\n';
     } else {
-      out_ << "  " << paint("VIOLATED", kRed) << "  " << name << ": " << broken->detail << "  (at "
-           << broken->time_ms << " ms)\n";
+      out_ << "  " << paint("VIOLATED", kRed) << "  " << printable(name) << ": "
+           << printable(broken->detail) << "  (at " << broken->time_ms << " ms)\n";
     }
   }
 }
@@ -358,8 +361,8 @@ void Narrator::print_expectations(const RunResult& result) {
   out_ << paint("Expectations", kBold) << '\n';
   for (const ExpectationResult& expectation : result.expectations) {
     out_ << "  " << (expectation.ok ? paint("ok    ", kGreen) : paint("FAILED", kRed)) << "  "
-         << expectation.what;
-    if (!expectation.detail.empty()) out_ << ": " << expectation.detail;
+         << printable(expectation.what);
+    if (!expectation.detail.empty()) out_ << ": " << printable(expectation.detail);
     out_ << '\n';
   }
 }
@@ -378,12 +381,14 @@ void Narrator::summary(const RunResult& result) {
          << s.crashes << ", dead-lettered " << s.dead_lettered << ", to error queues "
          << s.error_queued << '\n';
     for (const auto& [queue, count] : result.dead_letter_queues) {
-      out_ << "Queue     " << queue << ": " << count << " moved in over the run\n";
+      out_ << "Queue     " << printable(queue) << ": " << count << " moved in over the run\n";
     }
     for (const std::string& waiting : result.parked) {
-      out_ << "          still waiting in " << waiting << '\n';
+      out_ << "          still waiting in " << printable(waiting) << '\n';
     }
-    if (!result.lesson.empty()) out_ << '\n' << paint("Lesson: ", kBold) << result.lesson << '\n';
+    if (!result.lesson.empty()) {
+      out_ << '\n' << paint("Lesson: ", kBold) << printable(result.lesson) << '\n';
+    }
     out_ << '\n';
   }
   out_ << paint(verdict_line(result), result.passed ? kBoldGreen : kInverseRed) << '\n';

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "domain/participants.h"
+#include "kernel/text.h"
 
 namespace inboxsim {
 
@@ -125,9 +126,13 @@ const std::string& as_string(const Node& node, std::string_view expected) {
   return node.value->get_ref<const std::string&>();
 }
 
+// A name shows up as a lane, a file name and in every line that mentions it: 1 to
+// kNameBytesMax bytes, no control characters.
 std::string as_name(const Node& node, std::string_view expected) {
   const std::string& text = as_string(node, expected);
-  if (text.empty() || text.size() > kNameBytesMax) expect_failed(node, expected);
+  if (text.empty() || text.size() > kNameBytesMax || has_control_characters(text)) {
+    expect_failed(node, std::string(expected) + " without control characters");
+  }
   return text;
 }
 
@@ -232,9 +237,10 @@ std::map<std::string, AccountSpec> parse_accounts(const Node& node) {
   int64_t total = 0;
   for (auto it = object.begin(); it != object.end(); ++it) {
     const Node account{&*it, child_pointer(node.pointer, it.key())};
-    if (it.key().empty() || it.key().size() > kNameBytesMax) {
+    if (it.key().empty() || it.key().size() > kNameBytesMax || has_control_characters(it.key())) {
       fail(account.pointer, "expected an account name of 1 to " + std::to_string(kNameBytesMax) +
-                                " bytes (got " + quote_json(it.key()) + ")");
+                                " bytes without control characters (got " + quote_json(it.key()) +
+                                ")");
     }
     accounts[it.key()] = parse_account(account);
     // The bank's total must stay a JSON-safe integer too: the invariants add balances up.
@@ -537,18 +543,17 @@ Step parse_step(const Node& node, Context& context) {
   return step;
 }
 
-// Collects every transfer id the steps declare, before validating them, so that a fault may
-// match a transfer declared later in the file. Malformed steps are skipped here and reported
-// by parse_step.
-std::set<std::string> declared_transfer_ids(const json* steps) {
+// Collects every transfer id the steps declare, before the other steps, so that a fault may
+// match a transfer declared later in the file. Each transfer step is validated here, so that a
+// malformed one is reported where it is, not at a fault that names it.
+std::set<std::string> declared_transfer_ids(const Node& steps, const Context& context) {
   std::set<std::string> ids;
-  if (steps == nullptr || !steps->is_array()) return ids;
-  for (const json& step : *steps) {
-    if (!step.is_object()) continue;
-    const auto transfer = step.find("transfer");
-    if (transfer == step.end() || !transfer->is_object()) continue;
-    const auto id = transfer->find("id");
-    if (id != transfer->end() && id->is_string()) ids.insert(id->get<std::string>());
+  if (steps.value == nullptr || !steps.value->is_array()) return ids;
+  Context scratch = context;  // the real pass records where each id was declared
+  for (size_t i = 0; i < steps.value->size(); ++i) {
+    const json& step = (*steps.value)[i];
+    if (!step.is_object() || !step.contains("transfer")) continue;
+    ids.insert(parse_step(Node{&step, child_pointer(steps.pointer, i)}, scratch).transfer.id);
   }
   return ids;
 }
@@ -713,7 +718,11 @@ Scenario parse_root(const json& root, const std::string& file_label) {
   check_keys(node, kTopKeys, "unknown key");
   Scenario scenario;
   scenario.file = file_label;
-  scenario.name = optional_string(node, "name", std::filesystem::path(file_label).stem().string());
+  scenario.name = std::filesystem::path(file_label).stem().string();
+  if (const Node name = field(node, "name"); name.value != nullptr) {
+    scenario.name =
+        as_name(name, "a scenario name of 1 to " + std::to_string(kNameBytesMax) + " bytes");
+  }
   scenario.title = optional_string(node, "title", "");
   scenario.description = optional_string(node, "description", "");
   scenario.lesson = optional_string(node, "lesson", "");
@@ -727,7 +736,7 @@ Scenario parse_root(const json& root, const std::string& file_label) {
   context.config = scenario.config;
   context.accounts = parse_accounts(field(node, "accounts"));
   const Node steps = field(node, "steps");
-  context.declared_transfers = declared_transfer_ids(steps.value);
+  context.declared_transfers = declared_transfer_ids(steps, context);
   if (steps.value != nullptr) scenario.steps = parse_steps(steps, context);
   if (const Node expect = field(node, "expect"); expect.value != nullptr) {
     scenario.expect = parse_expect(expect, context);
@@ -814,6 +823,10 @@ void check_text(std::string_view text) {
     fail("", "larger than " + std::to_string(kFileBytesMax / (1024 * 1024)) + " MiB");
   }
   if (text.find_first_not_of(" \t\r\n") == std::string_view::npos) fail("", "empty file");
+  // A JSON text never holds a raw NUL; nlohmann's lexer would stop at one and ignore the rest.
+  if (const size_t nul = text.find('\0'); nul != std::string_view::npos) {
+    fail("", "not valid JSON: a NUL byte at " + position_text(text, nul));
+  }
   if (const size_t bad = invalid_utf8_offset(text); bad != std::string_view::npos) {
     char byte[8];
     std::snprintf(byte, sizeof byte, "0x%02X",
@@ -843,23 +856,41 @@ std::string json_error_text(const json::exception& error) {
   return "not valid JSON: " + printable(text);
 }
 
-// Watches the parser's events for a key that appears twice in one object. nlohmann keeps the
-// last value silently, which would hide a typo like a second "amount".
-class DuplicateKeyFinder {
+// A SAX pass that finds a key appearing twice in one object: nlohmann keeps the last value
+// silently, which would hide a typo like a second "amount". It runs before the real parse, in
+// time linear in the text; nlohmann's callback parser, which did this before, rescans the parent
+// container after every object and made a large file quadratic.
+class DuplicateKeyFinder : public nlohmann::json_sax<json> {
  public:
-  bool on_event(json::parse_event_t event, const json& parsed) {
-    switch (event) {
-      case json::parse_event_t::object_start: push_frame(/*is_object=*/true); break;
-      case json::parse_event_t::array_start: push_frame(/*is_object=*/false); break;
-      case json::parse_event_t::key: on_key(parsed.get<std::string>()); break;
-      case json::parse_event_t::object_end:
-      case json::parse_event_t::array_end:
-        if (!frames_.empty()) frames_.pop_back();
-        element_done();
-        break;
-      case json::parse_event_t::value: element_done(); break;
+  bool null() override { return element_done(); }
+  bool boolean(bool /*value*/) override { return element_done(); }
+  bool number_integer(number_integer_t /*value*/) override { return element_done(); }
+  bool number_unsigned(number_unsigned_t /*value*/) override { return element_done(); }
+  bool number_float(number_float_t /*value*/, const string_t& /*text*/) override {
+    return element_done();
+  }
+  bool string(string_t& /*value*/) override { return element_done(); }
+  bool binary(binary_t& /*value*/) override { return element_done(); }
+  bool start_object(std::size_t /*size*/) override { return push_frame(/*is_object=*/true); }
+  bool start_array(std::size_t /*size*/) override { return push_frame(/*is_object=*/false); }
+  bool end_object() override { return pop_frame(); }
+  bool end_array() override { return pop_frame(); }
+  bool key(string_t& key) override {
+    Frame& frame = frames_.back();
+    frame.key = key;
+    if (!frame.keys.insert(key).second && !duplicate_pointer_) {
+      std::string pointer;
+      for (const Frame& outer : frames_) {
+        pointer = outer.is_object ? child_pointer(pointer, outer.key)
+                                  : child_pointer(pointer, outer.index);
+      }
+      duplicate_pointer_ = pointer;
     }
     return true;
+  }
+  bool parse_error(std::size_t /*position*/, const std::string& /*last_token*/,
+                   const nlohmann::detail::exception& /*error*/) override {
+    return false;  // the real parse reports syntax errors, with its message
   }
 
   const std::optional<std::string>& duplicate_pointer() const { return duplicate_pointer_; }
@@ -872,27 +903,18 @@ class DuplicateKeyFinder {
     std::set<std::string> keys;
   };
 
-  void push_frame(bool is_object) {
+  bool push_frame(bool is_object) {
     frames_.emplace_back();
     frames_.back().is_object = is_object;
+    return true;
   }
-
-  void on_key(std::string key) {
-    if (frames_.empty()) return;
-    Frame& frame = frames_.back();
-    frame.key = std::move(key);
-    if (!frame.keys.insert(frame.key).second && !duplicate_pointer_) {
-      std::string pointer;
-      for (const Frame& outer : frames_) {
-        pointer = outer.is_object ? child_pointer(pointer, outer.key)
-                                  : child_pointer(pointer, outer.index);
-      }
-      duplicate_pointer_ = pointer;
-    }
+  bool pop_frame() {
+    frames_.pop_back();
+    return element_done();
   }
-
-  void element_done() {
+  bool element_done() {
     if (!frames_.empty() && !frames_.back().is_object) ++frames_.back().index;
+    return true;
   }
 
   std::vector<Frame> frames_;
@@ -901,18 +923,15 @@ class DuplicateKeyFinder {
 
 json parse_json(const std::string& text) {
   check_text(text);
-  DuplicateKeyFinder finder;
   json root;
   try {
-    root = json::parse(
-        text,
-        [&finder](int /*depth*/, json::parse_event_t event, json& parsed) {
-          return finder.on_event(event, parsed);
-        },
-        /*allow_exceptions=*/true, /*ignore_comments=*/false);
+    root = json::parse(text, /*callback=*/nullptr, /*allow_exceptions=*/true,
+                       /*ignore_comments=*/false);
   } catch (const json::exception& error) {
     fail("", json_error_text(error));
   }
+  DuplicateKeyFinder finder;
+  json::sax_parse(text, &finder);
   if (finder.duplicate_pointer()) {
     fail(*finder.duplicate_pointer(), "expected each key at most once in an object (got it twice)");
   }

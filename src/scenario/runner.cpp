@@ -4,6 +4,7 @@
 #include <filesystem>
 
 #include "kernel/assert.h"
+#include "kernel/file_names.h"
 #include "world/faults.h"
 #include "world/world.h"
 
@@ -157,7 +158,7 @@ RunResult run_scenario(const Scenario& scenario, const RunOptions& options) {
   if (!options.db_dir.empty()) {
     std::filesystem::create_directories(options.db_dir);
     world_options.db_dir = options.db_dir;
-    world_options.db_prefix = scenario.name + ".";
+    world_options.db_prefix = safe_file_stem(scenario.name) + ".";
   }
   World world(scenario, scenario.config, world_options);
   if (options.listener) world.trace().listener = options.listener;
