@@ -37,11 +37,11 @@ struct FakeHost final : ServiceHost {
       throw ServiceCrash{ServiceId::account, point};
     }
   }
-  Suspend between_steps(CrashPointSet points, const Message& message) override {
+  Suspend between_steps(CrashPointSet points, const Message& message, uint64_t) override {
     if (crash_at && points.contains(*crash_at)) crash_point(*crash_at, &message);
     return Suspend{false};
   }
-  Suspend lock_row(const std::string& key) override {
+  Suspend lock_row(const std::string& key, uint64_t) override {
     locks_taken.push_back(key);
     return Suspend{false};
   }

@@ -309,4 +309,25 @@ void Broker::record(EventKind kind, const Queued& queued, std::string_view queue
   record_(std::move(event));
 }
 
+void Broker::fingerprint(Hasher& hasher) const {
+  const auto add_queued = [&](const Queued& queued) {
+    fingerprint_message(hasher, *queued.message);
+    hasher.add(queued.position).add_signed(queued.delivery_count).add_signed(queued.attempts);
+    hasher.add(queued.redelivered);
+  };
+  hasher.add(next_position_);
+  for (const Queue& queue : queues_) {
+    hasher.add(static_cast<uint64_t>(queue.next_consumer)).add(static_cast<uint64_t>(queue.ready.size()));
+    for (const Queued& queued : queue.ready) add_queued(queued);
+  }
+  for (const Consumer& consumer : consumers_) {
+    hasher.add(consumer.connected).add(consumer.channel).add_signed(consumer.next_tag);
+    hasher.add(static_cast<uint64_t>(consumer.unacked.size()));
+    for (const auto& [tag, queued] : consumer.unacked) {
+      hasher.add_signed(tag);
+      add_queued(queued);
+    }
+  }
+}
+
 }  // namespace inboxsim

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "domain/message.h"
+#include "kernel/fingerprint.h"
 #include "kernel/trace.h"
 
 namespace inboxsim {
@@ -117,6 +118,10 @@ class Broker {
   bool connected(size_t consumer) const;
 
   size_t consumer_count() const { return consumers_.size(); }
+
+  // Every queue's messages in order, every consumer's connection, channel, next tag and unacked
+  // deliveries, the round-robin cursors: what decides the broker's future, for the explorer.
+  void fingerprint(Hasher& hasher) const;
 
   // Work queues only: what waits in dead-letter and error queues is parked, not pending.
   size_t ready_messages() const;

@@ -244,4 +244,16 @@ void Checker::report(Invariant invariant, std::string detail, int64_t now_ms) {
   if (on_violation) on_violation(violations_.back());
 }
 
+void Checker::fingerprint(Hasher& hasher) const {
+  hasher.add_signed(balance_total_).add_signed(in_flight_total_);
+  for (const auto& [account, balance] : balance_) hasher.add(account).add_signed(balance);
+  for (const auto& [account, sum] : ledger_sum_) hasher.add(account).add_signed(sum);
+  for (const auto& [id, facts] : transfers_) {
+    hasher.add(id).add_signed(facts.amount).add_signed(facts.notifications);
+    for (const int64_t entries : facts.entries) hasher.add_signed(entries);
+    hasher.add_signed(facts.state ? static_cast<int64_t>(*facts.state) : -1);
+  }
+  for (const bool violated : violated_) hasher.add(violated);
+}
+
 }  // namespace inboxsim

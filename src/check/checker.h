@@ -18,6 +18,7 @@
 #include "domain/commit.h"
 #include "domain/result.h"
 #include "domain/scenario.h"
+#include "kernel/fingerprint.h"
 
 namespace inboxsim {
 
@@ -60,6 +61,9 @@ class Checker {
   const std::vector<Violation>& violations() const { return violations_; }
   bool violated(Invariant invariant) const { return violated_[static_cast<size_t>(invariant)]; }
   bool applies(Invariant invariant) const;
+
+  // What the checker knows, for the explorer: balances, ledger sums and each transfer's facts.
+  void fingerprint(Hasher& hasher) const;
 
   // Called once per newly violated invariant.
   std::function<void(const Violation&)> on_violation;

@@ -28,4 +28,12 @@ using MessagePtr = std::shared_ptr<const Message>;
 // Returns the envelope as a JSON text, as a publisher would put it in the body.
 std::string envelope_json(const Message& message);
 
+// Feeds every field of a message to a fingerprint (the explorer's state identity).
+template <typename Hasher>
+void fingerprint_message(Hasher& hasher, const Message& message) {
+  hasher.add(message.message_id).add(static_cast<uint64_t>(message.type)).add(message.transfer);
+  hasher.add(message.from).add(message.to).add_signed(message.amount).add(message.reason);
+  hasher.add_signed(message.occurred_at_ms);
+}
+
 }  // namespace inboxsim

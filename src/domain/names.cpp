@@ -35,6 +35,11 @@ constexpr std::array<std::string_view, kEntryTypeCount> kEntryTypeNames = {"DEBI
 
 std::string_view fault_kind_name(FaultKind kind) { return name_of(kFaultKindNames, kind); }
 
+// `delay` and `pause` are made of time, which an exploration does not have.
+bool explorable_fault_kind(FaultKind kind) {
+  return kind != FaultKind::delay && kind != FaultKind::pause;
+}
+
 std::string_view index_name(IndexName index) { return name_of(kIndexNames, index); }
 
 std::optional<IndexName> parse_index_name(std::string_view name) {

@@ -5,6 +5,7 @@
 // positive and below 2^53. The runner may therefore assert on it instead of re-checking.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -132,6 +133,19 @@ struct Expect {
   std::vector<Invariant> violations;  // sorted, unique
 };
 
+// An explored order of events (DESIGN §8.3): with `schedule` a run has no clock; each time
+// several events may happen next, or a fault of `fault_kinds` may strike (while fewer than
+// `faults` have), the next entry of `choices` says which option is taken (events in the order
+// they were scheduled; for a fault, 0 no and 1 yes). Past the end of `choices`, option 0.
+struct Schedule {
+  int64_t faults = 0;
+  std::array<bool, kFaultKindCount> fault_kinds{};
+  std::vector<uint32_t> choices;
+};
+
+// The fault kinds an exploration may inject: those that need no clock.
+bool explorable_fault_kind(FaultKind kind);
+
 struct Scenario {
   std::string file;  // where it was read from, for messages
   std::string name;
@@ -143,6 +157,7 @@ struct Scenario {
   std::map<std::string, AccountSpec> accounts;
   std::vector<Step> steps;
   Expect expect;
+  std::optional<Schedule> schedule;
 };
 
 }  // namespace inboxsim

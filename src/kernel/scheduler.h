@@ -5,8 +5,8 @@
 // only on its seed.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
-#include <queue>
 #include <vector>
 
 #include "kernel/assert.h"
@@ -22,35 +22,63 @@ class Scheduler {
   // REQUIRES: time_ms >= now_ms().
   void schedule_at(int64_t time_ms, Payload payload) {
     INBOXSIM_ASSERT(time_ms >= now_ms_);
-    queue_.push(Entry{time_ms, next_sequence_++, payload});
+    heap_.push_back(Entry{time_ms, next_sequence_++, payload});
+    std::push_heap(heap_.begin(), heap_.end(), Later{});
   }
 
-  bool empty() const { return queue_.empty(); }
-  size_t size() const { return queue_.size(); }
+  bool empty() const { return heap_.empty(); }
+  size_t size() const { return heap_.size(); }
 
   // Returns the time of the earliest event.
   // REQUIRES: !empty().
   int64_t next_time_ms() const {
-    INBOXSIM_ASSERT(!queue_.empty());
-    return queue_.top().time_ms;
+    INBOXSIM_ASSERT(!heap_.empty());
+    return heap_.front().time_ms;
   }
 
   // Removes the earliest event and moves the clock to its time.
   // REQUIRES: !empty().
   Payload pop() {
-    INBOXSIM_ASSERT(!queue_.empty());
-    Entry entry = queue_.top();
-    queue_.pop();
+    INBOXSIM_ASSERT(!heap_.empty());
+    std::pop_heap(heap_.begin(), heap_.end(), Later{});
+    Entry entry = heap_.back();
+    heap_.pop_back();
     INBOXSIM_ASSERT(entry.time_ms >= now_ms_);
     now_ms_ = entry.time_ms;
     return entry.payload;
+  }
+
+  // The pending events in the order pop() would take them (exploration chooses among them).
+  std::vector<Payload> pending() const {
+    std::vector<Entry> sorted = heap_;
+    std::sort(sorted.begin(), sorted.end(), Earlier{});
+    std::vector<Payload> out;
+    out.reserve(sorted.size());
+    for (const Entry& entry : sorted) out.push_back(entry.payload);
+    return out;
+  }
+
+  // Removes the `index`-th pending event in pop() order and returns it, without moving the
+  // clock: in an exploration every pending event may happen next, whatever its time.
+  // REQUIRES: index < size().
+  Payload take(size_t index) {
+    INBOXSIM_ASSERT(index < heap_.size());
+    std::vector<Entry> sorted = heap_;
+    std::sort(sorted.begin(), sorted.end(), Earlier{});
+    const uint64_t sequence = sorted[index].sequence;
+    const auto found = std::find_if(heap_.begin(), heap_.end(),
+                                    [&](const Entry& entry) { return entry.sequence == sequence; });
+    Payload payload = found->payload;
+    heap_.erase(found);
+    std::make_heap(heap_.begin(), heap_.end(), Later{});
+    return payload;
   }
 
   // Moves the clock forward with no event (an `advance` after the due events ran).
   // REQUIRES: time_ms >= now_ms(), and no event is due before time_ms.
   void advance_to(int64_t time_ms) {
     INBOXSIM_ASSERT(time_ms >= now_ms_);
-    INBOXSIM_ASSERT(queue_.empty() || queue_.top().time_ms >= time_ms);
+    INBOXSIM_ASSERT(heap_.empty() || heap_.front().time_ms >= time_ms);
     now_ms_ = time_ms;
   }
 
@@ -66,10 +94,13 @@ class Scheduler {
       return a.sequence > b.sequence;
     }
   };
+  struct Earlier {
+    bool operator()(const Entry& a, const Entry& b) const { return Later{}(b, a); }
+  };
 
   int64_t now_ms_ = 0;
   uint64_t next_sequence_ = 0;
-  std::priority_queue<Entry, std::vector<Entry>, Later> queue_;
+  std::vector<Entry> heap_;  // a binary heap under Later: front() is the earliest
 };
 
 }  // namespace inboxsim

@@ -69,6 +69,8 @@ class Task {
   }
 
   bool done() const { return handle_ && handle_.done(); }
+  // Whether there is a coroutine at all (a default-constructed Task has none).
+  bool valid() const { return static_cast<bool>(handle_); }
 
   // Returns what the task returned, or rethrows what it threw.
   // REQUIRES: done().

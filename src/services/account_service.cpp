@@ -218,18 +218,28 @@ Task<Outcome> AccountService::handle_masstransit(MessagePtr message_ptr) {
   const Message& message = *message_ptr;
   const std::string lock_key = inbox_lock_key(message);
   bool reported = false;  // whether this delivery ran the consumer or counted as a dedupe hit
+  // What the rest of the handler reads from its frame, for the explorer (ServiceCore::step).
+  const auto locals = [&](std::optional<InboxRow> row, int64_t pass, int64_t sequence = 0) {
+    Hasher digest;
+    digest.add(reported).add_signed(pass).add(row.has_value()).add_signed(sequence);
+    if (row) {
+      digest.add_signed(row->row).add(row->consumed).add(row->delivered);
+      digest.add_signed(row->last_sequence_number);
+    }
+    return digest.finish().low;
+  };
   co_await step(CrashPointSet(CrashPoint::before_tx), message);
   for (int64_t pass = 1; pass <= kInboxPassesMax; ++pass) {
     std::optional<InboxRow> inbox = inbox_lookup(message);
     if (!inbox) {
-      co_await step(CrashPointSet(CrashPoint::after_precheck), message);
+      co_await step(CrashPointSet(CrashPoint::after_precheck), message, locals(inbox, pass));
       inbox_insert(message);
-      co_await step(CrashPointSet(CrashPoint::after_dedupe), message);
+      co_await step(CrashPointSet(CrashPoint::after_dedupe), message, locals(inbox, pass));
       continue;
     }
-    co_await host_.lock_row(lock_key);
+    co_await lock_row(lock_key, locals(std::nullopt, pass));
     inbox = inbox_lookup(message);  // the row as the locking select returns it, once locked
-    co_await step(message);
+    co_await step(message, locals(inbox, pass));
     if (!inbox) {
       host_.unlock_row(lock_key);
       continue;
@@ -238,7 +248,7 @@ Task<Outcome> AccountService::handle_masstransit(MessagePtr message_ptr) {
       inbox_consume(message, *inbox);
       host_.unlock_row(lock_key);
       reported = true;
-      co_await step(CrashPointSet(CrashPoint::after_commit), message);
+      co_await step(CrashPointSet(CrashPoint::after_commit), message, locals(inbox, pass));
       continue;
     }
     if (!inbox->delivered) {
@@ -250,10 +260,11 @@ Task<Outcome> AccountService::handle_masstransit(MessagePtr message_ptr) {
         reported = true;
       }
       const int64_t last_sequence = inbox_send_outbox(message, *inbox);
-      co_await step(CrashPointSet(CrashPoint::after_outbox_send), message);
+      co_await step(CrashPointSet(CrashPoint::after_outbox_send), message,
+                    locals(inbox, pass, last_sequence));
       inbox_delivered(message, *inbox, last_sequence);
       host_.unlock_row(lock_key);
-      co_await step(message);
+      co_await step(message, locals(inbox, pass));
       continue;
     }
     inbox_remove_outbox(message, *inbox);
@@ -415,7 +426,10 @@ Task<Outcome> AccountService::handle_swept(MessagePtr message_ptr) {
   }
   const OutboxSend sent = send_pending_outbox();
   if (!sent.confirmed_seqs.empty()) {
-    co_await step(CrashPointSet(CrashPoint::after_outbox_send), message);
+    Hasher digest;
+    digest.add(static_cast<uint64_t>(sent.result)).add(sent.batch_full);
+    for (const int64_t seq : sent.confirmed_seqs) digest.add_signed(seq);
+    co_await step(CrashPointSet(CrashPoint::after_outbox_send), message, digest.finish().low);
   }
   mark_outbox_sent(sent.confirmed_seqs);
   if (sent.result != PublishResult::confirmed) {

@@ -53,6 +53,12 @@ class AccountService : private ServiceCore {
   // Called when the instance's process comes back after a crash.
   void restart();
 
+  // The explorer's view: the database's rows (the service keeps nothing else in memory between
+  // two events; a handler's own state is its ServiceHost `resume`).
+  void fingerprint(Hasher& hasher, bool with_database) {
+    if (with_database) fingerprint_database(hasher);
+  }
+
   // MassTransit's InboxCleanupService, as of `as_of_ms`: deletes inbox rows delivered longer
   // than the window before it. Returns the number of rows deleted.
   int64_t cleanup_inbox(int64_t as_of_ms);

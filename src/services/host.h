@@ -25,6 +25,7 @@ class ExternalSeenStore {
  public:
   bool contains(const std::string& key) const { return keys_.count(key) > 0; }
   void mark(const std::string& key) { keys_.insert(key); }
+  const std::set<std::string>& keys() const { return keys_; }
 
  private:
   std::set<std::string> keys_;
@@ -64,13 +65,19 @@ class ServiceHost {
   // (none, or one or two names for one place): an armed crash at one of them throws
   // ServiceCrash; an armed pause stops the instance; with consumer.work_ms the next step starts
   // later. Returns whether the handler must suspend; the host then resumes it.
-  virtual Suspend between_steps(CrashPointSet points, const Message& message) = 0;
+  //
+  // `resume` names the handler's state while it waits: where in its code it will go on and a
+  // digest of the locals it still needs (ServiceCore::step computes it). The explorer counts
+  // two waiting handlers as one state only when their `resume` is equal, so it must cover
+  // everything the rest of the handler reads from its own frame.
+  virtual Suspend between_steps(CrashPointSet points, const Message& message, uint64_t resume) = 0;
 
   // Takes the row lock `key` of this service's database for the running handler (a SELECT ...
   // FOR UPDATE that found its row). Returns whether the handler must wait for it; the host
   // resumes it once the lock is its own. The host releases every lock a handler still holds
   // when the handler ends, as a rollback does.
-  virtual Suspend lock_row(const std::string& key) = 0;
+  // `resume` as for between_steps.
+  virtual Suspend lock_row(const std::string& key, uint64_t resume) = 0;
   // Releases a row lock the running handler holds (its transaction committed).
   virtual void unlock_row(const std::string& key) = 0;
 

@@ -9,8 +9,10 @@
 
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "domain/config.h"
+#include "kernel/fingerprint.h"
 #include "services/host.h"
 #include "services/sql.h"
 
@@ -77,11 +79,56 @@ class ServiceCore {
     pending_.clear();
   }
 
-  // The boundary between two steps of a handler (see ServiceHost::between_steps).
-  Suspend step(CrashPointSet points, const Message& message) {
-    return host_.between_steps(points, message);
+  // The boundary between two steps of a handler (see ServiceHost::between_steps). `locals` is
+  // a digest of every local of the handler that is still read after this boundary (0 when the
+  // code position says all); `line` tells the boundaries of one handler apart.
+  Suspend step(CrashPointSet points, const Message& message, uint64_t locals = 0,
+               unsigned line = __builtin_LINE()) {
+    return host_.between_steps(points, message, resume_digest(line, locals));
   }
-  Suspend step(const Message& message) { return host_.between_steps(CrashPointSet(), message); }
+  Suspend step(const Message& message, uint64_t locals = 0, unsigned line = __builtin_LINE()) {
+    return host_.between_steps(CrashPointSet(), message, resume_digest(line, locals));
+  }
+  // Takes a row lock (see ServiceHost::lock_row); `locals` and `line` as for step().
+  Suspend lock_row(const std::string& key, uint64_t locals = 0, unsigned line = __builtin_LINE()) {
+    return host_.lock_row(key, resume_digest(line, locals));
+  }
+
+  // Every row of every table of this connection's database, in rowid order, and the schema
+  // (a dropped index changes the future), for the explorer. Between two events no transaction
+  // is open, so the connection sees what is committed.
+  void fingerprint_database(Hasher& hasher) {
+    std::vector<std::string> tables;
+    {
+      SQLite::Statement schema(db_, "SELECT type, name, sql FROM sqlite_master ORDER BY type, name");
+      while (schema.executeStep()) {
+        const std::string type = schema.getColumn(0).getString();
+        const std::string name = schema.getColumn(1).getString();
+        hasher.add(type).add(name).add(schema.getColumn(2).getString());
+        if (type == "table") tables.push_back(name);
+      }
+    }
+    for (const std::string& table : tables) {
+      SQLite::Statement rows(db_, "SELECT rowid, * FROM \"" + table + "\" ORDER BY rowid");
+      const int columns = rows.getColumnCount();
+      hasher.add(table);
+      while (rows.executeStep()) {
+        for (int column = 0; column < columns; ++column) {
+          const SQLite::Column value = rows.getColumn(column);
+          hasher.add(static_cast<uint64_t>(value.getType()));
+          if (value.isInteger()) {
+            hasher.add_signed(value.getInt64());
+          } else if (!value.isNull()) {
+            hasher.add(value.getString());
+          }
+        }
+      }
+    }
+  }
+
+  static uint64_t resume_digest(unsigned line, uint64_t locals) {
+    return Hasher().add(static_cast<uint64_t>(line)).add(locals).finish().low;
+  }
 
   // A publish that was not confirmed faults the handler, as MassTransit's send throws.
   static void require_confirmed(PublishResult result) {

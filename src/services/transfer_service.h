@@ -61,6 +61,13 @@ class TransferService : private ServiceCore {
   void crash();
   void restart();
 
+  // The explorer's view: the database's rows when asked, and the relay's memory.
+  void fingerprint(Hasher& hasher, bool with_database) {
+    if (with_database) fingerprint_database(hasher);
+    hasher.add(static_cast<uint64_t>(awaiting_confirm_.size()));
+    for (const int64_t seq : awaiting_confirm_) hasher.add_signed(seq);
+  }
+
   // The Mongo TTL monitor, as of `as_of_ms`: deletes processed_messages older than the TTL.
   // Returns rows deleted.
   int64_t cleanup_processed(int64_t as_of_ms);

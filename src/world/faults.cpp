@@ -99,6 +99,19 @@ std::optional<FaultSpec> FaultBook::take(FaultKind kind, ServiceId service, int6
   });
 }
 
+void FaultBook::fingerprint(Hasher& hasher) const {
+  for (const Buckets& buckets : buckets_) {
+    hasher.add(static_cast<uint64_t>(buckets.size()));
+    for (const auto& [transfer, list] : buckets) {
+      hasher.add(transfer).add(static_cast<uint64_t>(list.size()));
+      for (const Armed& armed : list) {
+        hasher.add(describe_fault(armed.spec)).add_signed(armed.spec.restart_after_ms);
+        hasher.add_signed(armed.occurrences_left).add_signed(armed.times_left);
+      }
+    }
+  }
+}
+
 std::vector<std::string> FaultBook::unfired() const {
   std::vector<const Armed*> never_fired;
   for (const Buckets& buckets : buckets_) {

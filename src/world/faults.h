@@ -11,6 +11,7 @@
 
 #include "domain/message.h"
 #include "domain/scenario.h"
+#include "kernel/fingerprint.h"
 
 namespace inboxsim {
 
@@ -38,6 +39,9 @@ class FaultBook {
 
   // Faults armed but never fired, described, in the order they were armed.
   std::vector<std::string> unfired() const;
+
+  // What is still armed, and how far each has counted, for the explorer.
+  void fingerprint(Hasher& hasher) const;
 
  private:
   struct Armed {

@@ -24,6 +24,11 @@ class PublicationLog {
   // `by_operator`: an operator's copy is not a first publication a later fault may copy.
   bool record(const MessagePtr& message, bool by_operator);
 
+  // The ids published so far (what decides whether a publish is the first), for the explorer.
+  const std::set<std::pair<MessageType, std::string>>& published_ids() const {
+    return published_ids_;
+  }
+
   // The first publications a `duplicate` fault with this match may copy, in publication order.
   const std::vector<MessagePtr>& candidates(const Match& match) const;
 

@@ -42,6 +42,17 @@ class RowLocks {
 
   bool empty() const { return locks_.empty(); }
 
+  // Every held lock: its key, then its owner and its waiters in queue order.
+  std::vector<std::pair<std::string, std::vector<uint64_t>>> snapshot() const {
+    std::vector<std::pair<std::string, std::vector<uint64_t>>> out;
+    for (const auto& [key, lock] : locks_) {
+      std::vector<uint64_t> holders{lock.owner};
+      holders.insert(holders.end(), lock.waiters.begin(), lock.waiters.end());
+      out.emplace_back(key, std::move(holders));
+    }
+    return out;
+  }
+
  private:
   struct Lock {
     uint64_t owner = 0;

@@ -19,10 +19,12 @@ class World::InstanceHost final : public ServiceHost {
   void crash_point(CrashPoint point, const Message* message) override {
     world_.crash_point(instance_, point, message);
   }
-  Suspend between_steps(CrashPointSet points, const Message& message) override {
-    return world_.between_steps(instance_, points, message);
+  Suspend between_steps(CrashPointSet points, const Message& message, uint64_t resume) override {
+    return world_.between_steps(instance_, points, message, resume);
   }
-  Suspend lock_row(const std::string& key) override { return world_.lock_row(instance_, key); }
+  Suspend lock_row(const std::string& key, uint64_t resume) override {
+    return world_.lock_row(instance_, key, resume);
+  }
   void unlock_row(const std::string& key) override { world_.unlock_row(instance_, key); }
   PublishResult publish_and_confirm(const MessagePtr& message) override {
     return world_.publish_and_confirm(instance_, message);
@@ -80,7 +82,8 @@ World::World(const Scenario& scenario, const Config& config, const WorldOptions&
       publications_(options.keep_trace),
       checker_(scenario.accounts, config.transfer_notifications),
       broker_([this](TraceEvent event) { record(std::move(event)); }, config.broker_prefetch,
-              config.broker_delivery_limit, config.broker_queue_type == QueueType::quorum) {
+              config.broker_delivery_limit, config.broker_queue_type == QueueType::quorum),
+      explore_(options.explore) {
   INBOXSIM_ASSERT(config_.account_instances >= 1 && config_.account_instances <= kInstancesMax);
   INBOXSIM_ASSERT(config_.transfer_instances >= 1 && config_.transfer_instances <= kInstancesMax);
   // Every instance's connection is opened before any runs, so the vector never moves them.
@@ -95,6 +98,8 @@ World::World(const Scenario& scenario, const Config& config, const WorldOptions&
     event.kind = EventKind::violation;
     event.detail = std::string(invariant_name(violation.invariant)) + ": " + violation.detail;
     record(std::move(event));
+    // The explorer branches no further from a broken state: this order is a counterexample.
+    if (explore_.stop_at_frontier) explore_stop_ = true;
   };
 }
 
@@ -176,12 +181,16 @@ World::Instance& World::first_instance(ServiceId service) {
   INBOXSIM_ASSERT(false);
 }
 
-int64_t World::latency_ms() { return rng_.between(kLatencyMsMin, kLatencyMsMax); }
+// An exploration has no clock: the order of events is its choice, not a draw.
+int64_t World::latency_ms() {
+  if (explore_.enabled) return 0;
+  return rng_.between(kLatencyMsMin, kLatencyMsMax);
+}
 
 // No draw at all when the work time is off, so that a run without it keeps the interleaving
 // (and the trace) it had before handlers took time.
 int64_t World::work_ms() {
-  if (config_.work_ms_max == 0) return 0;
+  if (config_.work_ms_max == 0 || explore_.enabled) return 0;
   return rng_.between(config_.work_ms_min, config_.work_ms_max);
 }
 
@@ -219,7 +228,7 @@ void World::request_transfer(const TransferSpec& transfer) {
   for (int64_t waited = 0; !target; ++waited) {
     INBOXSIM_ASSERT(waited < kEventsPerRunMax);
     if (!step_once()) {
-      INBOXSIM_ASSERT(!halted_reason_.empty());
+      INBOXSIM_ASSERT(!halted_reason_.empty() || explore_stop_);
       return;  // the run has stopped at its bound: no client is served any more
     }
     target = available_instance(ServiceId::transfer);
@@ -281,23 +290,90 @@ void World::drop_index(IndexName index) {
 }
 
 bool World::step_once() {
-  if (scheduler_.empty() || !halted_reason_.empty()) return false;
-  const Job job = scheduler_.pop();
-  maybe_cleanup();
+  if (scheduler_.empty() || !halted_reason_.empty() || explore_stop_) return false;
+  if (!explore_.enabled) {
+    const Job job = scheduler_.pop();
+    maybe_cleanup();
+    dispatch(job);
+    return true;
+  }
+  const size_t enabled = scheduler_.size();
+  if (explore_.stop_at_frontier && enabled > 1 &&
+      explore_outcome_.consumed == explore_.schedule.choices.size()) {
+    explore_outcome_.at_frontier = true;
+    explore_outcome_.enabled = enabled;
+    explore_outcome_.state = fingerprint();
+    explore_stop_ = true;
+    return false;
+  }
+  const Job job = scheduler_.take(choose(enabled));
+  if (explore_stop_) return false;  // the schedule did not fit
   dispatch(job);
   return true;
 }
 
+uint32_t World::choose(size_t options) {
+  INBOXSIM_ASSERT(options >= 1);
+  if (options == 1) return 0;
+  std::vector<uint32_t>& choices = explore_.schedule.choices;
+  if (explore_outcome_.consumed < choices.size()) {
+    const uint32_t choice = choices[explore_outcome_.consumed++];
+    if (choice < options) return choice;
+    explore_outcome_.misfit = true;
+    explore_stop_ = true;
+    halted_reason_ = "the schedule does not fit this story: choice " +
+                     std::to_string(explore_outcome_.consumed) + " is " + std::to_string(choice) +
+                     ", but only " + std::to_string(options) + " options were there";
+    return 0;
+  }
+  if (explore_.stop_at_frontier) explore_outcome_.defaults.push_back(static_cast<uint32_t>(options));
+  return 0;
+}
+
+bool World::may_inject(FaultKind kind) const {
+  return explore_.enabled && explore_.schedule.fault_kinds[static_cast<size_t>(kind)] &&
+         explore_outcome_.faults_injected < explore_.schedule.faults && !explore_stop_;
+}
+
+std::optional<FaultSpec> World::take_fault(FaultKind kind, ServiceId service, int64_t instance,
+                                           const Message& message) {
+  if (auto fired = faults_.take(kind, service, instance, message)) return fired;
+  if (!may_inject(kind) || choose(2) == 0) return std::nullopt;
+  ++explore_outcome_.faults_injected;
+  FaultSpec fault;
+  fault.kind = kind;
+  fault.service = service;
+  if (instance > 0) fault.instance = instance;
+  fault.has_match = true;
+  fault.match.type = message.type;
+  fault.match.transfer = message.transfer;
+  return fault;
+}
+
+std::optional<FaultSpec> World::take_fault_at(FaultKind kind, ServiceId service,
+                                              int64_t instance, CrashPoint point,
+                                              const Message* message) {
+  if (auto fired = faults_.take_at(kind, service, instance, point, message)) return fired;
+  if (!may_inject(kind) || choose(2) == 0) return std::nullopt;
+  ++explore_outcome_.faults_injected;
+  FaultSpec fault;
+  fault.kind = kind;
+  fault.service = service;
+  fault.instance = instance;
+  fault.at = point;
+  return fault;
+}
+
 bool World::run_until_quiescent() {
   int64_t processed = 0;
-  while (!scheduler_.empty() && halted_reason_.empty()) {
+  while (!scheduler_.empty() && halted_reason_.empty() && !explore_stop_) {
     if (processed++ >= kEventsPerRunMax) {
       quiescent_ = false;
       return false;
     }
     step_once();
   }
-  quiescent_ = halted_reason_.empty();
+  quiescent_ = halted_reason_.empty() && !explore_stop_;
   return quiescent_;
 }
 
@@ -394,7 +470,7 @@ void World::on_deliver(const Job& job) {
     return;
   }
   const Message& message = *delivery.message;
-  if (faults_.take(FaultKind::drop_connection, instance.service, instance.number, message)) {
+  if (take_fault(FaultKind::drop_connection, instance.service, instance.number, message)) {
     reset_connection(delivery.consumer, "connection dropped");
     return;
   }
@@ -410,7 +486,7 @@ void World::start_handler(size_t instance_index, const Delivery& delivery, size_
   handler.instance = instance_index;
   handler.delivery = delivery;
   handler.attempt = attempt;
-  if (faults_.take(FaultKind::nack, instance.service, instance.number, *delivery.message)) {
+  if (take_fault(FaultKind::nack, instance.service, instance.number, *delivery.message)) {
     handler_faulted(std::move(handler), "transient failure (database busy)");
     return;
   }
@@ -498,6 +574,7 @@ void World::handler_faulted(ActiveHandler handler, std::string_view reason) {
   job.handler = id;
   ++handler.attempt;
   handler.task = Task<Outcome>();
+  handler.resume = 0;
   handlers_.emplace(id, std::move(handler));
   schedule(now_ms() + wait_ms, job);
 }
@@ -545,7 +622,7 @@ void World::send_ack(const ActiveHandler& handler) {
   const Delivery& delivery = handler.delivery;
   if (ack_void(delivery, "ack")) return;
   const Instance& instance = instances_[handler.instance];
-  if (faults_.take(FaultKind::drop_ack, instance.service, instance.number, *delivery.message)) {
+  if (take_fault(FaultKind::drop_ack, instance.service, instance.number, *delivery.message)) {
     TraceEvent event =
         delivery_event(EventKind::ack_lost, now_ms(), consumers_[delivery.consumer].participant,
                        participant::broker, delivery);
@@ -709,7 +786,7 @@ void World::pause(size_t index, int64_t ms, CrashPoint point, const Message& mes
 void World::crash_point(size_t index, CrashPoint point, const Message* message) {
   const Instance& instance = instances_[index];
   const auto fired =
-      faults_.take_at(FaultKind::crash, instance.service, instance.number, point, message);
+      take_fault_at(FaultKind::crash, instance.service, instance.number, point, message);
   if (!fired) return;
   instances_[index].restart_after_ms = fired->restart_after_ms;
   TraceEvent event;
@@ -776,9 +853,11 @@ void World::reset_connection(size_t consumer, std::string reason) {
 
 // ---- step boundaries and row locks -----------------------------------------------------------
 
-Suspend World::between_steps(size_t index, CrashPointSet points, const Message& message) {
+Suspend World::between_steps(size_t index, CrashPointSet points, const Message& message,
+                             uint64_t resume) {
   INBOXSIM_ASSERT(current_handler_ != 0);
   const Instance& instance = instances_[index];
+  handlers_.at(current_handler_).resume = resume;
   for (size_t point = 0; point < kCrashPointCount; ++point) {
     if (points.contains(static_cast<CrashPoint>(point))) {
       crash_point(index, static_cast<CrashPoint>(point), &message);
@@ -788,22 +867,24 @@ Suspend World::between_steps(size_t index, CrashPointSet points, const Message& 
     const auto at = static_cast<CrashPoint>(point);
     if (!points.contains(at)) continue;
     if (const auto fired =
-            faults_.take_at(FaultKind::pause, instance.service, instance.number, at, &message)) {
+            take_fault_at(FaultKind::pause, instance.service, instance.number, at, &message)) {
       pause(index, fired->ms, at, message);
       break;
     }
   }
   const int64_t work = work_ms();
   const int64_t start_ms = paused(instance) ? instance.paused_until_ms : now_ms();
-  if (start_ms + work == now_ms()) return Suspend{false};
+  // In an exploration every step is an event of its own: others may happen in between.
+  if (start_ms + work == now_ms() && !explore_.enabled) return Suspend{false};
   Job job = Job::of_instance(JobKind::resume, index);
   job.handler = current_handler_;
   schedule(start_ms + work, job);
   return Suspend{true};
 }
 
-Suspend World::lock_row(size_t index, const std::string& key) {
+Suspend World::lock_row(size_t index, const std::string& key, uint64_t resume) {
   INBOXSIM_ASSERT(current_handler_ != 0);
+  handlers_.at(current_handler_).resume = resume;
   const Instance& instance = instances_[index];
   RowLocks& locks = locks_of(instance.service);
   const std::optional<uint64_t> holder = locks.owner(key);
@@ -861,7 +942,7 @@ void World::pump() {
     int64_t delay_ms = latency_ms();
     const Instance& instance = instances_[consumers_[delivery.consumer].instance];
     if (const auto held =
-            faults_.take(FaultKind::delay, instance.service, instance.number, *delivery.message)) {
+            take_fault(FaultKind::delay, instance.service, instance.number, *delivery.message)) {
       delay_ms += held->ms;
     }
     Job job;
@@ -883,7 +964,7 @@ void World::publish(ServiceId publisher_service, std::string_view publisher,
   const bool first = publications_.record(message, by_operator);
   broker_.publish(message);
   if (first && !by_operator) {
-    while (faults_.take(FaultKind::duplicate, publisher_service, 0, *message)) {
+    while (take_fault(FaultKind::duplicate, publisher_service, 0, *message)) {
       fire_duplicate(message);
     }
   }
@@ -906,12 +987,12 @@ void World::publish_refused(std::string_view publisher, const Message& message) 
 
 PublishResult World::publish_and_confirm(size_t index, const MessagePtr& message) {
   const Instance& instance = instances_[index];
-  if (faults_.take(FaultKind::publish_nack, instance.service, instance.number, *message)) {
+  if (take_fault(FaultKind::publish_nack, instance.service, instance.number, *message)) {
     publish_refused(instance.names.service, *message);
     return PublishResult::nacked;
   }
   publish(instance.service, instance.names.service, message);
-  if (faults_.take(FaultKind::lose_confirm, instance.service, instance.number, *message)) {
+  if (take_fault(FaultKind::lose_confirm, instance.service, instance.number, *message)) {
     TraceEvent event =
         event_about(EventKind::confirm_lost, now_ms(), participant::broker, *message);
     event.target = instance.names.service;
@@ -929,14 +1010,14 @@ void World::relay_publish(size_t index, const MessagePtr& message, int64_t outbo
   Job job = Job::of_instance(JobKind::confirm, index, instance.incarnation);
   job.outbox_seq = outbox_seq;
   job.channel = instance.publish_channel;
-  if (faults_.take(FaultKind::publish_nack, ServiceId::transfer, instance.number, *message)) {
+  if (take_fault(FaultKind::publish_nack, ServiceId::transfer, instance.number, *message)) {
     publish_refused(instance.names.relay, *message);
     job.kind = JobKind::publish_nack;
     schedule(now_ms() + latency_ms(), job);
     return;
   }
   publish(ServiceId::transfer, instance.names.relay, message);
-  if (faults_.take(FaultKind::lose_confirm, ServiceId::transfer, instance.number, *message)) {
+  if (take_fault(FaultKind::lose_confirm, ServiceId::transfer, instance.number, *message)) {
     relay_channel_closed(index, *message);
     return;
   }
@@ -1002,7 +1083,7 @@ void World::schedule_relay_poll(size_t index) {
   Instance& instance = instances_[index];
   if (instance.relay_poll_scheduled || !instance.up) return;
   schedule_loop(index, JobKind::relay_poll, instance.relay_poll_scheduled,
-                rng_.between(kRelayPollMsMin, kRelayPollMsMax));
+                explore_.enabled ? 0 : rng_.between(kRelayPollMsMin, kRelayPollMsMax));
 }
 
 void World::schedule_account_outbox_sweep(size_t index) {
@@ -1049,6 +1130,112 @@ void World::record_cleanup(std::string_view service, int64_t deleted, std::strin
 }
 
 // ---- observation -----------------------------------------------------------------------------
+
+// Exploration's state identity (docs/model.md, "Exploration"). Everything that decides what can
+// happen next goes in; ids that only name things (delivery ids, handler ids, incarnations,
+// publishing channels) go in as what they point at or as "current or stale", so that two orders
+// that reach the same state by different paths meet. Sets with no order (pending events,
+// running handlers) go in sorted.
+Fingerprint World::fingerprint() {
+  Hasher hasher;
+  hasher.add_signed(now_ms()).add_signed(next_cleanup_ms_);
+  bool first[2] = {true, true};
+  for (Instance& instance : instances_) {
+    const size_t service = static_cast<size_t>(instance.service);
+    hasher.add(instance.up).add(instance.relay_poll_scheduled).add(instance.sweep_scheduled);
+    hasher.add_signed(instance.paused_until_ms).add_signed(instance.restart_after_ms);
+    if (instance.account) instance.account->fingerprint(hasher, first[service]);
+    if (instance.transfer) instance.transfer->fingerprint(hasher, first[service]);
+    first[service] = false;
+  }
+  broker_.fingerprint(hasher);
+  checker_.fingerprint(hasher);
+  faults_.fingerprint(hasher);
+  hasher.add_signed(explore_outcome_.faults_injected);
+  hasher.add(next_message_number_).add(static_cast<uint64_t>(next_request_instance_));
+  for (const auto& [type, id] : publications_.published_ids()) {
+    hasher.add(static_cast<uint64_t>(type)).add(id);
+  }
+  for (const ExternalSeenStore& store : seen_stores_) {
+    hasher.add(static_cast<uint64_t>(store.keys().size()));
+    for (const std::string& key : store.keys()) hasher.add(key);
+  }
+  for (const auto& [key, message] : awaiting_confirm_) {
+    hasher.add(static_cast<uint64_t>(key.first)).add_signed(key.second);
+    fingerprint_message(hasher, *message);
+  }
+  for (const RowLocks& locks : locks_) {
+    for (const auto& [key, holders] : locks.snapshot()) {
+      hasher.add(key);
+      for (const uint64_t handler : holders) hasher.add(fingerprint_handler(handler));
+    }
+  }
+  std::vector<Fingerprint> running;
+  for (const auto& [id, handler] : handlers_) running.push_back(fingerprint_handler(id));
+  std::sort(running.begin(), running.end());
+  hasher.add(static_cast<uint64_t>(running.size()));
+  for (const Fingerprint& print : running) hasher.add(print);
+  std::vector<Fingerprint> pending;
+  for (const Job& job : scheduler_.pending()) pending.push_back(fingerprint_job(job));
+  std::sort(pending.begin(), pending.end());
+  hasher.add(static_cast<uint64_t>(pending.size()));
+  for (const Fingerprint& print : pending) hasher.add(print);
+  return hasher.finish();
+}
+
+Fingerprint World::fingerprint_delivery(const Delivery& delivery) const {
+  Hasher hasher;
+  fingerprint_message(hasher, *delivery.message);
+  hasher.add(static_cast<uint64_t>(delivery.consumer)).add(delivery.channel);
+  hasher.add_signed(delivery.delivery_tag).add(delivery.redelivered);
+  hasher.add_signed(delivery.delivery_count).add_signed(delivery.attempts);
+  return hasher.finish();
+}
+
+Fingerprint World::fingerprint_handler(uint64_t id) const {
+  const auto found = handlers_.find(id);
+  if (found == handlers_.end()) return Fingerprint{};
+  const ActiveHandler& handler = found->second;
+  Hasher hasher;
+  hasher.add(static_cast<uint64_t>(handler.instance)).add(static_cast<uint64_t>(handler.attempt));
+  hasher.add(fingerprint_delivery(handler.delivery));
+  // A handler waiting for its retry has no task yet; a running one waits where `resume` says.
+  hasher.add(handler.task.valid()).add(handler.resume);
+  return hasher.finish();
+}
+
+Fingerprint World::fingerprint_job(const Job& job) const {
+  Hasher hasher;
+  hasher.add(static_cast<uint64_t>(job.kind)).add(static_cast<uint64_t>(job.instance));
+  const Instance& instance = instances_[job.instance];
+  // Voided by a crash since it was scheduled, or not; never the incarnation's number.
+  hasher.add_signed(job.incarnation == 0 ? 0 : job.incarnation == instance.incarnation ? 1 : 2);
+  switch (job.kind) {
+    case JobKind::deliver: {
+      const auto found = in_flight_.find(job.delivery_id);
+      INBOXSIM_ASSERT(found != in_flight_.end());
+      hasher.add(fingerprint_delivery(found->second));
+      break;
+    }
+    case JobKind::ack:
+    case JobKind::nack:
+      hasher.add(static_cast<uint64_t>(job.consumer)).add(job.channel).add_signed(job.delivery_tag);
+      break;
+    case JobKind::confirm:
+    case JobKind::publish_nack:
+      hasher.add(job.channel == instance.publish_channel).add_signed(job.outbox_seq);
+      break;
+    case JobKind::reconnect: hasher.add(static_cast<uint64_t>(job.consumer)); break;
+    case JobKind::resume:
+    case JobKind::retry: hasher.add(fingerprint_handler(job.handler)); break;
+    case JobKind::relay_poll:
+    case JobKind::account_sweep:
+    case JobKind::restart:
+    case JobKind::heartbeat_timeout:
+    case JobKind::pause_end: break;
+  }
+  return hasher.finish();
+}
 
 void World::record(TraceEvent event) {
   stats_.count(event);

@@ -20,6 +20,7 @@
 #include "check/checker.h"
 #include "domain/result.h"
 #include "domain/scenario.h"
+#include "kernel/fingerprint.h"
 #include "kernel/rng.h"
 #include "kernel/scheduler.h"
 #include "kernel/task.h"
@@ -36,11 +37,35 @@
 
 namespace inboxsim {
 
+// Exploration (DESIGN §8.3): every choice a run makes (which pending event happens next,
+// whether a fault strikes here) is taken from `schedule` and, past its end, is option 0: the
+// event scheduled first, no fault. There is no clock: every pending event may happen next,
+// network and work take no time, and each step of a handler is an event of its own.
+struct ExploreControl {
+  bool enabled = false;
+  Schedule schedule;  // the choices to follow, and the faults the run may inject
+  // The explorer's mode: stop at the first state past the schedule where several events may
+  // happen next (and at the first violation), so that it can branch there.
+  bool stop_at_frontier = false;
+};
+
+// Where an explored run stopped, for the explorer.
+struct ExploreOutcome {
+  size_t consumed = 0;             // schedule entries used
+  std::vector<uint32_t> defaults;  // past the schedule: each choice's option count (0 was taken)
+  bool misfit = false;             // a schedule entry named an option that was not there
+  bool at_frontier = false;        // stopped at a state where `enabled` events may happen next
+  size_t enabled = 0;
+  Fingerprint state;               // that state's fingerprint
+  int64_t faults_injected = 0;
+};
+
 struct WorldOptions {
   uint64_t seed = 1;
   std::string db_dir;     // empty: databases in memory
   std::string db_prefix;  // file name prefix inside db_dir
   bool keep_trace = true;
+  ExploreControl explore;
 };
 
 class World {
@@ -68,6 +93,16 @@ class World {
   RunResult finish();
 
   Trace& trace() { return trace_; }
+
+  // Exploration: whether the run stopped for the explorer, and where.
+  bool exploration_stopped() const { return explore_stop_; }
+  const ExploreOutcome& explore_outcome() const { return explore_outcome_; }
+  // True once a safety invariant is broken.
+  bool violated() const { return !checker_.violations().empty(); }
+  // The fingerprint of the state between two events: the databases' rows and schema, the
+  // broker's queues, what is on the wire, every instance and waiting handler, the locks, the
+  // fault book. Equal fingerprints, equal futures (docs/model.md, "Exploration").
+  Fingerprint fingerprint();
 
  private:
   class InstanceHost;
@@ -149,6 +184,7 @@ class World {
     Delivery delivery;
     Task<Outcome> task;
     size_t attempt = 0;  // 0 for the first, then one per retry
+    uint64_t resume = 0;  // where it waits and what it still needs (ServiceHost::between_steps)
   };
 
   // Wiring.
@@ -180,8 +216,9 @@ class World {
 
   // What the instances ask of the world (through InstanceHost).
   void crash_point(size_t instance, CrashPoint point, const Message* message);
-  Suspend between_steps(size_t instance, CrashPointSet points, const Message& message);
-  Suspend lock_row(size_t instance, const std::string& key);
+  Suspend between_steps(size_t instance, CrashPointSet points, const Message& message,
+                        uint64_t resume);
+  Suspend lock_row(size_t instance, const std::string& key, uint64_t resume);
   void unlock_row(size_t instance, const std::string& key);
   PublishResult publish_and_confirm(size_t instance, const MessagePtr& message);
   void relay_publish(size_t instance, const MessagePtr& message, int64_t outbox_seq);
@@ -198,6 +235,19 @@ class World {
   void close_instance_connections(size_t instance, const std::string& reason);
   template <typename Fn>
   void guarded(size_t instance, Fn&& fn);
+
+  // Exploration: the next choice among `options` (DESIGN §8.3).
+  uint32_t choose(size_t options);
+  // A scripted fault of `kind` that fires on this event, or, in an exploration with faults
+  // left, one the explorer chooses to inject here.
+  std::optional<FaultSpec> take_fault(FaultKind kind, ServiceId service, int64_t instance,
+                                      const Message& message);
+  std::optional<FaultSpec> take_fault_at(FaultKind kind, ServiceId service, int64_t instance,
+                                         CrashPoint point, const Message* message);
+  bool may_inject(FaultKind kind) const;
+  Fingerprint fingerprint_job(const Job& job) const;
+  Fingerprint fingerprint_handler(uint64_t handler) const;
+  Fingerprint fingerprint_delivery(const Delivery& delivery) const;
 
   // Acks, nacks and publishing.
   void send_ack(const ActiveHandler& handler);
@@ -266,6 +316,11 @@ class World {
   // on a classic queue): why, for the termination report.
   std::string halted_reason_;
   int64_t next_cleanup_ms_ = kCleanupIntervalMs;
+
+  // Exploration.
+  ExploreControl explore_;
+  ExploreOutcome explore_outcome_;
+  bool explore_stop_ = false;
 };
 
 }  // namespace inboxsim
