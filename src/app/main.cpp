@@ -16,6 +16,8 @@
 #include <vector>
 
 #include "app/cli_args.h"
+#include "app/cli_common.h"
+#include "app/explore_verb.h"
 #include "app/demo.h"
 #include "fuzz/campaign.h"
 #include "fuzz/matrix.h"
@@ -36,10 +38,6 @@
 namespace inboxsim {
 namespace {
 
-constexpr int kExitOk = 0;
-constexpr int kExitFailed = 1;
-constexpr int kExitBadInput = 2;
-constexpr int kExitInternal = 3;
 
 struct RunCommand {
   std::vector<std::string> files;
@@ -100,12 +98,6 @@ struct MatrixCommand {
   CampaignFlags campaign = campaign_flags("1..100");
 };
 
-// Reports bad input the way every verb does: one line on stderr, exit code 2.
-int bad_input(const std::string& message) {
-  std::cerr << "inboxsim: " << printable(message) << "\n";
-  return kExitBadInput;
-}
-
 bool use_color(const std::string& mode) {
   if (mode == "always") return true;
   if (mode == "never") return false;
@@ -122,47 +114,6 @@ std::string output_path(const std::string& path, const std::string& name, bool s
       original.parent_path() /
       (original.stem().string() + "-" + safe_file_stem(name) + original.extension().string());
   return renamed.string();
-}
-
-bool write_file(const std::string& path, const std::string& text) {
-  std::ofstream out(path, std::ios::binary);
-  out << text;
-  out.close();
-  if (!out) {
-    std::cerr << "inboxsim: cannot write " << printable(path) << "\n";
-    return false;
-  }
-  return true;
-}
-
-// Makes sure `dir` is a folder this process can write to (creating it if needed); returns exit
-// code 2, with a message naming the flag and the folder, when it is not.
-std::optional<int> prepare_output_dir(const std::string& flag, const std::string& dir) {
-  std::error_code error;
-  const auto status = std::filesystem::status(dir, error);
-  if (std::filesystem::exists(status) && !std::filesystem::is_directory(status)) {
-    return bad_input(flag + " " + dir + ": expected a folder (it is a file)");
-  }
-  std::filesystem::create_directories(dir, error);
-  if (error) return bad_input(flag + " " + dir + ": cannot create the folder: " + error.message());
-  if (access(dir.c_str(), W_OK | X_OK) != 0) {
-    return bad_input(flag + " " + dir + ": the folder is not writable");
-  }
-  return std::nullopt;
-}
-
-// Applies --set KEY=VALUE overrides to a config; returns exit code 2 on the first bad one.
-std::optional<int> apply_sets(const std::vector<std::string>& sets, Config& config) {
-  for (const std::string& assignment : sets) {
-    const size_t equals = assignment.find('=');
-    if (equals == std::string::npos || equals == 0) {
-      return bad_input("--set " + assignment + ": expected KEY=VALUE");
-    }
-    const std::string expected =
-        config_set_text(config, assignment.substr(0, equals), assignment.substr(equals + 1));
-    if (!expected.empty()) return bad_input("--set " + assignment + ": expected " + expected);
-  }
-  return std::nullopt;
 }
 
 // Parses every file and applies --set; the first problem found ends the command with exit 2
@@ -479,11 +430,13 @@ int main_guarded(int argc, char** argv) {
   FuzzCommand fuzz;
   MatrixCommand matrix;
   DemoCommand demo;
+  ExploreCommand explore;
   CLI::App* run_app = add_run_verb(app, run);
   CLI::App* list_app = add_list_verb(app, list);
   CLI::App* fuzz_app = add_fuzz_verb(app, fuzz);
   CLI::App* matrix_app = add_matrix_verb(app, matrix);
   CLI::App* demo_app = add_demo_verb(app, demo);
+  CLI::App* explore_app = add_explore_verb(app, explore);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& error) {
@@ -504,6 +457,8 @@ int main_guarded(int argc, char** argv) {
     code = fuzz_command(fuzz);
   else if (app.got_subcommand(matrix_app))
     code = matrix_command(matrix);
+  else if (app.got_subcommand(explore_app))
+    code = explore_command(explore);
   // Every write is checked: output that never arrived is a failure (`--json > /dev/full`).
   std::cout.flush();
   if (!std::cout) {

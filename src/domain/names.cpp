@@ -35,6 +35,10 @@ constexpr std::array<std::string_view, kEntryTypeCount> kEntryTypeNames = {"DEBI
 
 std::string_view fault_kind_name(FaultKind kind) { return name_of(kFaultKindNames, kind); }
 
+std::optional<FaultKind> parse_fault_kind(std::string_view name) {
+  return parse_name<FaultKind>(kFaultKindNames, name);
+}
+
 // `delay` and `pause` are made of time, which an exploration does not have.
 bool explorable_fault_kind(FaultKind kind) {
   return kind != FaultKind::delay && kind != FaultKind::pause;

@@ -36,6 +36,7 @@ enum class FaultKind : uint8_t {
 
 inline constexpr size_t kFaultKindCount = 9;
 std::string_view fault_kind_name(FaultKind kind);
+std::optional<FaultKind> parse_fault_kind(std::string_view name);
 
 // Selects events by message type, transfer and occurrence. Empty fields match anything.
 struct Match {

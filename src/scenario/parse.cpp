@@ -21,6 +21,7 @@
 
 #include "domain/participants.h"
 #include "kernel/text.h"
+#include "scenario/runner.h"
 
 namespace inboxsim {
 
@@ -701,8 +702,49 @@ Expect parse_expect(const Node& node, const Context& context) {
 
 // ---- The whole file -----------------------------------------------------------------------------
 
-constexpr std::array<std::string_view, 9> kTopKeys = {
-    "name", "title", "description", "lesson", "seed", "config", "accounts", "steps", "expect"};
+constexpr std::array<std::string_view, 10> kTopKeys = {
+    "name",     "title", "description", "lesson", "seed",    "config",
+    "accounts", "steps", "expect",      "schedule"};
+
+constexpr std::array<std::string_view, 3> kScheduleKeys = {"faults", "fault_kinds", "choices"};
+constexpr int64_t kScheduleFaultsMax = 16;
+constexpr int64_t kChoiceMax = 65535;
+
+// An explored order (DESIGN §8.3): {"faults": K, "fault_kinds": [...], "choices": [...]}.
+Schedule parse_schedule(const Node& node) {
+  as_object(node, "a schedule: an object with \"faults\", \"fault_kinds\" and \"choices\"");
+  check_keys(node, kScheduleKeys, "unknown key");
+  Schedule schedule;
+  if (const Node faults = field(node, "faults"); faults.value != nullptr) {
+    schedule.faults = as_integer(faults, 0, kScheduleFaultsMax);
+  }
+  std::string kinds;
+  for (size_t kind = 0; kind < kFaultKindCount; ++kind) {
+    if (!explorable_fault_kind(static_cast<FaultKind>(kind))) continue;
+    if (!kinds.empty()) kinds += ", ";
+    kinds += fault_kind_name(static_cast<FaultKind>(kind));
+  }
+  if (const Node list = field(node, "fault_kinds"); list.value != nullptr) {
+    if (!list.value->is_array()) expect_failed(list, "an array of fault kinds (" + kinds + ")");
+    for (size_t i = 0; i < list.value->size(); ++i) {
+      const Node item{&(*list.value)[i], child_pointer(list.pointer, i)};
+      const FaultKind kind = as_choice(item, parse_fault_kind, kinds);
+      if (!explorable_fault_kind(kind)) expect_failed(item, "one of " + kinds);
+      schedule.fault_kinds[static_cast<size_t>(kind)] = true;
+    }
+  }
+  const Node choices = field(node, "choices");
+  if (choices.value == nullptr || !choices.value->is_array()) {
+    expect_failed(choices, "an array of choices (integers from 0 to " +
+                               std::to_string(kChoiceMax) + ")");
+  }
+  schedule.choices.reserve(choices.value->size());
+  for (size_t i = 0; i < choices.value->size(); ++i) {
+    const Node item{&(*choices.value)[i], child_pointer(choices.pointer, i)};
+    schedule.choices.push_back(static_cast<uint32_t>(as_integer(item, 0, kChoiceMax)));
+  }
+  return schedule;
+}
 
 std::string optional_string(const Node& object, std::string_view key, std::string fallback) {
   const Node node = field(object, key);
@@ -742,6 +784,12 @@ Scenario parse_root(const json& root, const std::string& file_label) {
     scenario.expect = parse_expect(expect, context);
   }
   scenario.accounts = std::move(context.accounts);
+  if (const Node schedule = field(node, "schedule"); schedule.value != nullptr) {
+    scenario.schedule = parse_schedule(schedule);
+    if (const std::optional<Refusal> refusal = clockless_refusal(scenario)) {
+      fail(refusal->pointer, "expected " + refusal->expected + " (this file has a schedule)");
+    }
+  }
   return scenario;
 }
 

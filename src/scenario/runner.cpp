@@ -43,7 +43,28 @@ std::string describe_step(const Step& step) {
   INBOXSIM_ASSERT(false);
 }
 
-namespace {
+std::optional<Refusal> clockless_refusal(const Scenario& scenario) {
+  for (size_t index = 0; index < scenario.steps.size(); ++index) {
+    const Step& step = scenario.steps[index];
+    const std::string where = "/steps/" + std::to_string(index);
+    if (step.kind == StepKind::advance || (step.kind == StepKind::run && !step.until_quiescent)) {
+      return Refusal{where, "no timed step (" + describe_step(step) +
+                                "): an explored order has no clock; use {\"run\": {\"until\": "
+                                "\"quiescent\"}}"};
+    }
+    if (step.kind == StepKind::fault && !explorable_fault_kind(step.fault.kind)) {
+      return Refusal{where + "/fault/kind",
+                     "no `" + std::string(fault_kind_name(step.fault.kind)) +
+                         "` fault: an explored order has no clock"};
+    }
+  }
+  if (scenario.config.work_ms_max > 0) {
+    return Refusal{"/config/consumer.work_ms",
+                   "0..0: an explored order has no clock (every step of a handler is an event "
+                   "of its own already)"};
+  }
+  return std::nullopt;
+}
 
 void play_step(World& world, const Step& step) {
   switch (step.kind) {
@@ -62,6 +83,8 @@ void play_step(World& world, const Step& step) {
   }
   INBOXSIM_ASSERT(false);
 }
+
+namespace {
 
 void expect_equal(RunResult& result, std::string what, int64_t expected, int64_t actual) {
   result.expectations.push_back(ExpectationResult{
@@ -155,6 +178,11 @@ RunResult run_scenario(const Scenario& scenario, const RunOptions& options) {
   WorldOptions world_options;
   world_options.seed = options.seed.value_or(scenario.seed);
   world_options.keep_trace = options.keep_trace;
+  if (scenario.schedule) {
+    // An explored order (DESIGN §8.3): its choices, then option 0 to the end.
+    world_options.explore.enabled = true;
+    world_options.explore.schedule = *scenario.schedule;
+  }
   if (!options.db_dir.empty()) {
     std::filesystem::create_directories(options.db_dir);
     world_options.db_dir = options.db_dir;

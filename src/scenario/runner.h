@@ -21,8 +21,21 @@ struct RunOptions {
   std::function<void()> after_step;
 };
 
+class World;
+
+// Plays one step of a scenario in `world`.
+void play_step(World& world, const Step& step);
+
 // Plays `scenario` and returns what happened, expectations evaluated.
 RunResult run_scenario(const Scenario& scenario, const RunOptions& options);
+
+// Why a story cannot run without a clock (explored, or replayed from a `schedule`): where in
+// the file (a JSON pointer) and what is expected there. Nothing when it can.
+struct Refusal {
+  std::string pointer;
+  std::string expected;
+};
+std::optional<Refusal> clockless_refusal(const Scenario& scenario);
 
 // Returns one line describing a step ("transfer t1: alice -> bob 2500").
 std::string describe_step(const Step& step);

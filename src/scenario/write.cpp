@@ -138,6 +138,17 @@ ordered_json scenario_to_json(const Scenario& scenario) {
   ordered_json& steps = out["steps"] = ordered_json::array();
   for (const Step& step : scenario.steps) steps.push_back(step_to_json(step));
   out["expect"] = expect_to_json(scenario.expect);
+  if (scenario.schedule) {
+    ordered_json& schedule = out["schedule"];
+    schedule["faults"] = scenario.schedule->faults;
+    ordered_json& kinds = schedule["fault_kinds"] = ordered_json::array();
+    for (size_t kind = 0; kind < kFaultKindCount; ++kind) {
+      if (scenario.schedule->fault_kinds[kind]) {
+        kinds.push_back(fault_kind_name(static_cast<FaultKind>(kind)));
+      }
+    }
+    schedule["choices"] = scenario.schedule->choices;
+  }
   return out;
 }
 

@@ -97,8 +97,8 @@ class World {
   // Exploration: whether the run stopped for the explorer, and where.
   bool exploration_stopped() const { return explore_stop_; }
   const ExploreOutcome& explore_outcome() const { return explore_outcome_; }
-  // True once a safety invariant is broken.
-  bool violated() const { return !checker_.violations().empty(); }
+  // The invariants found broken so far (safety ones, during the run).
+  const std::vector<Violation>& violations() const { return checker_.violations(); }
   // The fingerprint of the state between two events: the databases' rows and schema, the
   // broker's queues, what is on the wire, every instance and waiting handler, the locks, the
   // fault book. Equal fingerprints, equal futures (docs/model.md, "Exploration").

@@ -1,0 +1,68 @@
+// `inboxsim explore` (DESIGN §8.3): every order of the events that can happen next in a
+// scenario's story, and every placement of up to K faults, explored breadth-first over the
+// services' real SQLite transactions, identical states explored once.
+//
+// The search is stateless in the sense of VeriSoft and CHESS: a state is never copied. It is
+// reached again by replaying the choices that led to it (a Schedule) in a fresh World; the world
+// stops at the first state past the schedule where a choice remains and hands back that
+// state's fingerprint. Replays cost time, not memory; a visited set of fingerprints stops the
+// search from exploring any state twice. docs/model.md ("Exploration") says what the search
+// covers, which reductions it makes and why they lose no violating order.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "domain/result.h"
+#include "domain/scenario.h"
+
+namespace inboxsim {
+
+struct ExploreSettings {
+  int64_t faults = 2;  // K: faults injected in one order, beyond the story's own
+  std::array<bool, kFaultKindCount> fault_kinds{};  // the kinds injected (explorable ones only)
+  int64_t max_states = 2'000'000;                  // stop (complete = false) past this many
+  int64_t jobs = 1;
+  // Called now and then with the counters so far (a terminal's progress line).
+  std::function<void(int64_t states, int64_t transitions, int64_t frontier, int64_t depth)>
+      progress;
+};
+
+// The fault kinds explored when none are named: every kind that needs no clock.
+std::array<bool, kFaultKindCount> default_explore_fault_kinds();
+
+struct ExploreCounterexample {
+  Invariant invariant = Invariant::conservation;
+  std::string detail;
+  Scenario scenario;  // the story with its `schedule`: `inboxsim run` replays it
+  size_t choices = 0;
+  std::string path;  // where it was written, when it was
+};
+
+struct ExploreResult {
+  std::string file;
+  std::string name;
+  int64_t states = 0;       // distinct states (fingerprints) reached
+  int64_t transitions = 0;  // choices followed (edges of the state graph explored)
+  int64_t revisits = 0;     // choices that led to a state already explored
+  int64_t leaves = 0;       // distinct states where the story had ended, nothing pending
+  int64_t replays = 0;      // worlds built to reach states
+  int64_t max_depth = 0;    // the longest schedule explored, in choices
+  bool complete = false;    // false when --max-states stopped it
+  int64_t faults = 0;
+  std::array<bool, kFaultKindCount> fault_kinds{};
+  // One per invariant found broken, the shortest schedule first found for it, in the order
+  // found. Empty: no order of this story with at most `faults` faults breaks an invariant
+  // (when complete).
+  std::vector<ExploreCounterexample> counterexamples;
+  int64_t wall_ms = 0;
+};
+
+// Explores `scenario`. REQUIRES: !clockless_refusal(scenario) (scenario/runner.h).
+ExploreResult explore(const Scenario& scenario, const ExploreSettings& settings);
+
+}  // namespace inboxsim

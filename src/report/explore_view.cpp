@@ -1,0 +1,79 @@
+#include "report/explore_view.h"
+
+#include <ostream>
+#include <string>
+
+#include "kernel/text.h"
+
+namespace inboxsim {
+
+namespace {
+
+std::string kinds_text(const ExploreResult& result) {
+  std::string kinds;
+  for (size_t kind = 0; kind < kFaultKindCount; ++kind) {
+    if (!result.fault_kinds[kind]) continue;
+    if (!kinds.empty()) kinds += ", ";
+    kinds += fault_kind_name(static_cast<FaultKind>(kind));
+  }
+  return kinds.empty() ? std::string("none") : kinds;
+}
+
+}  // namespace
+
+nlohmann::ordered_json explore_json(const ExploreResult& result) {
+  nlohmann::ordered_json out;
+  out["scenario"] = result.name;
+  out["faults"] = result.faults;
+  nlohmann::ordered_json& kinds = out["fault_kinds"] = nlohmann::ordered_json::array();
+  for (size_t kind = 0; kind < kFaultKindCount; ++kind) {
+    if (result.fault_kinds[kind]) kinds.push_back(fault_kind_name(static_cast<FaultKind>(kind)));
+  }
+  out["states"] = result.states;
+  out["transitions"] = result.transitions;
+  out["revisits"] = result.revisits;
+  out["leaves"] = result.leaves;
+  out["replays"] = result.replays;
+  out["max_depth"] = result.max_depth;
+  out["complete"] = result.complete;
+  nlohmann::ordered_json& violations = out["violations"] = nlohmann::ordered_json::array();
+  nlohmann::ordered_json& paths = out["counterexamples"] = nlohmann::ordered_json::array();
+  for (const ExploreCounterexample& cx : result.counterexamples) {
+    nlohmann::ordered_json violation;
+    violation["invariant"] = invariant_name(cx.invariant);
+    violation["detail"] = cx.detail;
+    violation["choices"] = cx.choices;
+    if (!cx.path.empty()) violation["counterexample"] = cx.path;
+    violations.push_back(std::move(violation));
+    if (!cx.path.empty()) paths.push_back(cx.path);
+  }
+  out["wall_ms"] = result.wall_ms;
+  return out;
+}
+
+void print_explore(std::ostream& out, const ExploreResult& result) {
+  out << printable(result.name) << ": explored every order of its story with at most "
+      << result.faults << " fault(s) (" << kinds_text(result) << ")\n";
+  out << "  " << result.states << " distinct states (" << result.leaves << " final), "
+      << result.transitions << " transitions, " << result.revisits
+      << " of them to a state already explored; longest schedule " << result.max_depth
+      << " choices; " << result.wall_ms << " ms\n";
+  for (const ExploreCounterexample& cx : result.counterexamples) {
+    out << "  BROKEN " << invariant_name(cx.invariant) << ": " << printable(cx.detail) << "\n";
+    out << "    shortest order found: " << cx.choices << " choices";
+    if (!cx.path.empty()) out << "; replay: inboxsim run " << printable(cx.path);
+    out << "\n";
+  }
+  if (!result.counterexamples.empty()) {
+    out << "VIOLATED: " << result.counterexamples.size()
+        << " invariant(s) broken by some order of this story\n";
+  } else if (result.complete) {
+    out << "PROVEN: no order of this story with at most " << result.faults
+        << " fault(s) of these kinds breaks an invariant\n";
+  } else {
+    out << "INCOMPLETE: --max-states stopped the search after " << result.states
+        << " states; no violation among them\n";
+  }
+}
+
+}  // namespace inboxsim
