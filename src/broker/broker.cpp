@@ -96,6 +96,7 @@ const std::string& Broker::queue_name(size_t queue) const {
 void Broker::park(size_t queue, MessagePtr message) {
   Queue& parking = queues_[queue];
   INBOXSIM_ASSERT(parking.role != QueueRole::work);
+  touch(queue);
   parking.ready.push_back(Queued{std::move(message), next_position_++, 0, 0, false});
   ++parked_totals_[parking.name];
 }
@@ -114,6 +115,8 @@ std::vector<MessagePtr> Broker::redrive(size_t queue) {
   std::vector<MessagePtr> moved;
   std::deque<Queued> messages;
   messages.swap(parking.ready);
+  touch(queue);
+  touch(parking.source);
   Queue& source = queues_[parking.source];
   for (Queued& queued : messages) {
     moved.push_back(queued.message);
@@ -158,6 +161,7 @@ size_t Broker::publish(const MessagePtr& message) {
     const bool bound = std::any_of(queue.patterns.begin(), queue.patterns.end(),
                                    [&](const std::string& p) { return topic_matches(p, key); });
     if (!bound) continue;
+    touch(static_cast<size_t>(&queue - queues_.data()));
     queue.ready.push_back(Queued{message, next_position_++, 0, 0, false});
     ++routed;
   }
@@ -171,9 +175,23 @@ void Broker::pump(std::vector<Delivery>& out) {
     while (!queue.ready.empty()) {
       const std::optional<size_t> consumer = next_ready_consumer(queue);
       if (!consumer) break;
+      touch(static_cast<size_t>(&queue - queues_.data()));
       deliver(*consumer, out);
     }
   }
+}
+
+bool Broker::dispatchable() const {
+  for (const Queue& queue : queues_) {
+    if (queue.role != QueueRole::work || queue.ready.empty()) continue;
+    for (const size_t index : queue.consumers) {
+      const Consumer& consumer = consumers_[index];
+      if (consumer.connected && static_cast<int64_t>(consumer.unacked.size()) < prefetch_) {
+        return true;
+      }
+    }
+  }
+  return false;
 }
 
 std::optional<size_t> Broker::next_ready_consumer(Queue& queue) {
@@ -203,6 +221,7 @@ void Broker::deliver(size_t consumer_index, std::vector<Delivery>& out) {
 bool Broker::channel_open(size_t consumer, uint64_t channel) const {
   INBOXSIM_ASSERT(consumer < consumers_.size());
   const Consumer& c = consumers_[consumer];
+  touch(c.queue);
   return c.connected && c.channel == channel;
 }
 
@@ -237,6 +256,7 @@ std::optional<Delivery> Broker::nack(size_t consumer, uint64_t channel, int64_t 
 void Broker::close_connection(size_t consumer, int64_t now_ms, std::string_view reason) {
   INBOXSIM_ASSERT(consumer < consumers_.size());
   Consumer& c = consumers_[consumer];
+  touch(c.queue);
   if (!c.connected) return;
   c.connected = false;
   ++c.channel;
@@ -252,11 +272,13 @@ void Broker::open_connection(size_t consumer) {
   INBOXSIM_ASSERT(consumer < consumers_.size());
   Consumer& c = consumers_[consumer];
   INBOXSIM_ASSERT(c.unacked.empty());
+  touch(c.queue);
   c.connected = true;
 }
 
 bool Broker::connected(size_t consumer) const {
   INBOXSIM_ASSERT(consumer < consumers_.size());
+  touch(consumers_[consumer].queue);
   return consumers_[consumer].connected;
 }
 

@@ -17,6 +17,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "domain/message.h"
@@ -119,6 +120,14 @@ class Broker {
 
   size_t consumer_count() const { return consumers_.size(); }
 
+  // The queues (by index, as bits) whose messages, consumers or channels were read or changed
+  // since the last call, which clears them: the explorer's footprint of an event.
+  uint64_t take_touched() { return std::exchange(touched_, 0); }
+
+  // True when some work queue has a ready message and a consumer that could take it: never
+  // after pump() (the explorer relies on it, and checks it).
+  bool dispatchable() const;
+
   // Every queue's messages in order, every consumer's connection, channel, next tag and unacked
   // deliveries, the round-robin cursors: what decides the broker's future, for the explorer.
   void fingerprint(Hasher& hasher) const;
@@ -162,7 +171,10 @@ class Broker {
   void record(EventKind kind, const Queued& queued, std::string_view queue, std::string detail,
               int64_t now_ms);
 
+  void touch(size_t queue) const { touched_ |= uint64_t{1} << (queue % 64); }
+
   std::function<void(TraceEvent)> record_;
+  mutable uint64_t touched_ = 0;
   int64_t prefetch_;
   int64_t delivery_limit_;
   bool quorum_;

@@ -5,7 +5,8 @@
 #include <chrono>
 #include <map>
 #include <thread>
-#include <unordered_set>
+#include <iterator>
+#include <unordered_map>
 
 #include "kernel/assert.h"
 #include "scenario/runner.h"
@@ -22,6 +23,46 @@ constexpr int64_t kJobsMax = 256;
 // (an index among the events pending, or a fault's yes/no); 16 bits keep a million nodes
 // cheap.
 using Choices = std::vector<uint16_t>;
+
+constexpr int64_t kNoParent = -1;
+
+// A node: the choices that reach it, and the state its last choice was taken at (an index
+// into the parents table), or kNoParent when its last choice injected a fault.
+struct Node {
+  Choices choices;
+  int64_t parent = kNoParent;
+};
+
+// An event taken at some state, with everything it read or changed until the next choice.
+// `unknown`: it ended the story or broke an invariant before a footprint was closed, so it
+// is taken to touch everything.
+struct Sleeper {
+  Fingerprint job;
+  std::vector<uint64_t> footprint;
+  bool unknown = false;
+};
+
+bool independent(const Sleeper& a, const Sleeper& b) {
+  if (a.unknown || b.unknown) return false;
+  auto x = a.footprint.begin();
+  auto y = b.footprint.begin();
+  while (x != a.footprint.end() && y != b.footprint.end()) {
+    if (*x == *y) return false;
+    if (*x < *y) {
+      ++x;
+    } else {
+      ++y;
+    }
+  }
+  return true;
+}
+
+// A state whose events are being explored: what was asleep there, and the events already
+// taken from it (each puts to sleep, in the later siblings, what it is independent of).
+struct Parent {
+  std::vector<Sleeper> sleep;
+  std::vector<Sleeper> done;
+};
 
 struct FingerprintHash {
   size_t operator()(const Fingerprint& print) const { return static_cast<size_t>(print.low); }
@@ -132,15 +173,38 @@ ExploreResult explore(const Scenario& scenario, const ExploreSettings& settings)
   // Breadth-first by schedule length: a level's nodes are replayed in parallel and their
   // results taken in node order, so the search (and which counterexample is found first) is
   // the same with any number of jobs.
-  std::map<size_t, std::vector<Choices>> levels;
-  levels[0].push_back(Choices{});
-  std::unordered_set<Fingerprint, FingerprintHash> visited;
+  std::map<size_t, std::vector<Node>> levels;
+  levels[0].push_back(Node{Choices{}, kNoParent});
+  std::vector<Parent> parents;
+  // Each state explored, with the events asleep at it (sleep sets, docs/model.md).
+  std::unordered_map<Fingerprint, std::vector<Fingerprint>, FingerprintHash> visited;
   std::vector<bool> found(kInvariantCount, false);
   bool stopped = false;
+
+  // Queues the events of state `at` (reached by `path`) that are not asleep, as children
+  // that share one Parent entry holding the state's sleep set.
+  const auto expand = [&](const Choices& path, const NodeRun& at,
+                          std::vector<Sleeper> sleep, const std::vector<Fingerprint>* only) {
+    const auto parent = static_cast<int64_t>(parents.size());
+    parents.push_back(Parent{std::move(sleep), {}});
+    for (size_t option = 0; option < at.outcome.enabled; ++option) {
+      const Fingerprint& job = at.outcome.enabled_jobs[option];
+      if (only != nullptr && std::find(only->begin(), only->end(), job) == only->end()) continue;
+      const std::vector<Sleeper>& asleep = parents[static_cast<size_t>(parent)].sleep;
+      if (std::any_of(asleep.begin(), asleep.end(),
+                      [&](const Sleeper& sleeper) { return sleeper.job == job; })) {
+        continue;
+      }
+      Choices next = path;
+      next.push_back(static_cast<uint16_t>(option));
+      levels[next.size()].push_back(Node{std::move(next), parent});
+    }
+  };
+
   while (!levels.empty() && !stopped) {
     auto level = levels.begin();
     const size_t length = level->first;
-    std::vector<Choices> nodes = std::move(level->second);
+    std::vector<Node> nodes = std::move(level->second);
     levels.erase(level);
     result.max_depth = std::max<int64_t>(result.max_depth, static_cast<int64_t>(length));
     // Large levels go in batches, so progress is visible and --max-states stops early.
@@ -148,26 +212,41 @@ ExploreResult explore(const Scenario& scenario, const ExploreSettings& settings)
     for (size_t first = 0; first < nodes.size() && !stopped; first += kBatch) {
       const size_t count = std::min(kBatch, nodes.size() - first);
       std::vector<NodeRun> runs(count);
-      parallel_for(count, settings.jobs,
-                   [&](size_t i) { runs[i] = run_node(scenario, nodes[first + i], settings); });
+      parallel_for(count, settings.jobs, [&](size_t i) {
+        runs[i] = run_node(scenario, nodes[first + i].choices, settings);
+      });
       result.replays += static_cast<int64_t>(count);
       for (size_t i = 0; i < count; ++i) {
-        const Choices& node = nodes[first + i];
+        const Node& node = nodes[first + i];
         const NodeRun& run = runs[i];
         ++result.transitions;
-        // The choices this replay made past the node, each option 0: their other options are
-        // nodes of their own.
-        Choices path = node;
+        // The choices this replay made past the node, each option 0: their other options (a
+        // fault injected) are nodes of their own, with nothing asleep.
+        Choices path = node.choices;
         for (const uint32_t options : run.outcome.defaults) {
           INBOXSIM_ASSERT(options <= 0xffff);
           for (uint32_t option = 1; option < options; ++option) {
             Choices branch = path;
             branch.push_back(static_cast<uint16_t>(option));
-            levels[branch.size()].push_back(std::move(branch));
+            levels[branch.size()].push_back(Node{std::move(branch), kNoParent});
           }
           path.push_back(0);
         }
         result.max_depth = std::max<int64_t>(result.max_depth, static_cast<int64_t>(path.size()));
+        // This node's event, taken at its parent's state after the siblings before it: what
+        // stays asleep after it (every sleeper whose footprint its own does not meet).
+        std::vector<Sleeper> sleep;
+        if (node.parent != kNoParent && run.outcome.recorded) {
+          Parent& parent = parents[static_cast<size_t>(node.parent)];
+          const Sleeper self{run.outcome.transition, run.outcome.footprint,
+                             !run.outcome.at_frontier};
+          for (const std::vector<Sleeper>* list : {&parent.sleep, &parent.done}) {
+            for (const Sleeper& sleeper : *list) {
+              if (independent(sleeper, self)) sleep.push_back(sleeper);
+            }
+          }
+          parent.done.push_back(self);
+        }
         if (!run.violations.empty()) {
           for (const Violation& violation : run.violations) {
             const auto invariant = static_cast<size_t>(violation.invariant);
@@ -187,8 +266,24 @@ ExploreResult explore(const Scenario& scenario, const ExploreSettings& settings)
           continue;  // a broken state is a counterexample, not a place to go on from
         }
         const Fingerprint state = run.ended ? run.leaf_state : run.outcome.state;
-        if (!visited.insert(state).second) {
+        std::vector<Fingerprint> asleep;
+        for (const Sleeper& sleeper : sleep) asleep.push_back(sleeper.job);
+        std::sort(asleep.begin(), asleep.end());
+        const auto [entry, fresh] = visited.try_emplace(state, asleep);
+        if (!fresh) {
           ++result.revisits;
+          // Reached again with fewer events asleep: those asleep the first time but awake now
+          // were never explored from here. Explore them, and remember only what slept both
+          // times (Godefroid's state caching with sleep sets).
+          std::vector<Fingerprint> missed;
+          std::set_difference(entry->second.begin(), entry->second.end(), asleep.begin(),
+                              asleep.end(), std::back_inserter(missed));
+          if (missed.empty() || run.ended) continue;
+          std::vector<Fingerprint> both;
+          std::set_intersection(entry->second.begin(), entry->second.end(), asleep.begin(),
+                                asleep.end(), std::back_inserter(both));
+          entry->second = std::move(both);
+          expand(path, run, std::move(sleep), &missed);
           continue;
         }
         ++result.states;
@@ -197,11 +292,7 @@ ExploreResult explore(const Scenario& scenario, const ExploreSettings& settings)
         } else {
           INBOXSIM_ASSERT(run.outcome.at_frontier);
           INBOXSIM_ASSERT(run.outcome.enabled <= 0xffff);
-          for (size_t option = 0; option < run.outcome.enabled; ++option) {
-            Choices next = path;
-            next.push_back(static_cast<uint16_t>(option));
-            levels[next.size()].push_back(std::move(next));
-          }
+          expand(path, run, std::move(sleep), nullptr);
         }
         if (result.states >= settings.max_states) stopped = true;
       }

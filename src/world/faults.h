@@ -40,6 +40,13 @@ class FaultBook {
   // Faults armed but never fired, described, in the order they were armed.
   std::vector<std::string> unfired() const;
 
+  bool empty() const {
+    for (const Buckets& buckets : buckets_) {
+      if (!buckets.empty()) return false;
+    }
+    return true;
+  }
+
   // What is still armed, and how far each has counted, for the explorer.
   void fingerprint(Hasher& hasher) const;
 

@@ -298,18 +298,50 @@ bool World::step_once() {
     return true;
   }
   const size_t enabled = scheduler_.size();
-  if (explore_.stop_at_frontier && enabled > 1 &&
-      explore_outcome_.consumed == explore_.schedule.choices.size()) {
+  const size_t scheduled = explore_.schedule.choices.size();
+  if (explore_.stop_at_frontier && enabled > 1 && explore_outcome_.consumed == scheduled) {
     explore_outcome_.at_frontier = true;
     explore_outcome_.enabled = enabled;
     explore_outcome_.state = fingerprint();
+    for (const Job& job : scheduler_.pending()) {
+      explore_outcome_.enabled_jobs.push_back(fingerprint_job(job));
+    }
+    if (recording_) {
+      std::vector<uint64_t>& footprint = explore_outcome_.footprint;
+      const uint64_t queues = broker_.take_touched();
+      for (uint64_t queue = 0; queue < 64; ++queue) {
+        if ((queues >> queue & 1) != 0) footprint.push_back((uint64_t{5} << 56) | queue);
+      }
+      std::sort(footprint.begin(), footprint.end());
+      footprint.erase(std::unique(footprint.begin(), footprint.end()), footprint.end());
+    }
     explore_stop_ = true;
     return false;
   }
-  const Job job = scheduler_.take(choose(enabled));
+  const bool last_choice = enabled > 1 && explore_outcome_.consumed + 1 == scheduled;
+  const size_t option = choose(enabled);
   if (explore_stop_) return false;  // the schedule did not fit
+  if (last_choice && explore_.stop_at_frontier) {
+    // The node's own event: from here on, everything read or changed is its footprint.
+    explore_outcome_.recorded = true;
+    explore_outcome_.transition = fingerprint_job(scheduler_.pending()[option]);
+    recording_ = true;
+    broker_.take_touched();
+  }
+  const Job job = scheduler_.take(option);
   dispatch(job);
+  // The footprint leaves out the queues a pump did not dispatch from; that is sound only
+  // because nothing is ever left dispatchable after an event.
+  INBOXSIM_ASSERT(!broker_.dispatchable());
   return true;
+}
+
+void World::touch_instance(size_t instance) {
+  touch((uint64_t{1} << 56) | instance);
+}
+
+void World::touch_database(ServiceId service) {
+  touch((uint64_t{2} << 56) | static_cast<uint64_t>(service));
 }
 
 uint32_t World::choose(size_t options) {
@@ -337,6 +369,7 @@ bool World::may_inject(FaultKind kind) const {
 
 std::optional<FaultSpec> World::take_fault(FaultKind kind, ServiceId service, int64_t instance,
                                            const Message& message) {
+  if (!faults_.empty()) touch(uint64_t{4} << 56);
   if (auto fired = faults_.take(kind, service, instance, message)) return fired;
   if (!may_inject(kind) || choose(2) == 0) return std::nullopt;
   ++explore_outcome_.faults_injected;
@@ -353,6 +386,7 @@ std::optional<FaultSpec> World::take_fault(FaultKind kind, ServiceId service, in
 std::optional<FaultSpec> World::take_fault_at(FaultKind kind, ServiceId service,
                                               int64_t instance, CrashPoint point,
                                               const Message* message) {
+  if (!faults_.empty()) touch(uint64_t{4} << 56);
   if (auto fired = faults_.take_at(kind, service, instance, point, message)) return fired;
   if (!may_inject(kind) || choose(2) == 0) return std::nullopt;
   ++explore_outcome_.faults_injected;
@@ -406,6 +440,17 @@ void World::advance(int64_t ms) {
 // ---- the event loop --------------------------------------------------------------------------
 
 void World::dispatch(const Job& job) {
+  if (recording_) {
+    const bool on_consumer =
+        job.kind == JobKind::deliver || job.kind == JobKind::ack || job.kind == JobKind::nack;
+    const size_t instance = on_consumer ? consumers_[job.consumer].instance : job.instance;
+    touch_instance(instance);
+    // Every event that runs service code may read or change the service's database, its row
+    // locks and its seen-set (all one resource here).
+    if (job.kind != JobKind::ack && job.kind != JobKind::nack && job.kind != JobKind::reconnect) {
+      touch_database(instances_[instance].service);
+    }
+  }
   if (deferred_by_pause(job)) return;
   switch (job.kind) {
     case JobKind::deliver: on_deliver(job); return;
@@ -961,6 +1006,9 @@ void World::publish(ServiceId publisher_service, std::string_view publisher,
   event.detail = std::string(routing_key(message->type));
   record(std::move(event));
   const bool by_operator = publisher == participant::operator_;
+  if (recording_) {
+    touch((uint64_t{3} << 56) | (Hasher().add(message->message_id).finish().low >> 8));
+  }
   const bool first = publications_.record(message, by_operator);
   broker_.publish(message);
   if (first && !by_operator) {
@@ -1080,6 +1128,7 @@ void World::schedule_loop(size_t index, JobKind kind, bool& pending, int64_t del
 }
 
 void World::schedule_relay_poll(size_t index) {
+  touch_instance(index);
   Instance& instance = instances_[index];
   if (instance.relay_poll_scheduled || !instance.up) return;
   schedule_loop(index, JobKind::relay_poll, instance.relay_poll_scheduled,

@@ -57,7 +57,15 @@ struct ExploreOutcome {
   bool at_frontier = false;        // stopped at a state where `enabled` events may happen next
   size_t enabled = 0;
   Fingerprint state;               // that state's fingerprint
+  std::vector<Fingerprint> enabled_jobs;  // what each option there is (fingerprint_job)
   int64_t faults_injected = 0;
+  // The last schedule entry chose an event (not a fault): that event (`transition`) and what
+  // it and every event after it read or changed (`footprint`, sorted resource ids: each
+  // service's database, each instance, each broker queue, each message id's publication
+  // record, the fault book). Two events whose footprints are disjoint commute.
+  bool recorded = false;
+  Fingerprint transition;
+  std::vector<uint64_t> footprint;
 };
 
 struct WorldOptions {
@@ -318,9 +326,15 @@ class World {
   int64_t next_cleanup_ms_ = kCleanupIntervalMs;
 
   // Exploration.
+  void touch(uint64_t resource) {
+    if (recording_) explore_outcome_.footprint.push_back(resource);
+  }
+  void touch_instance(size_t instance);
+  void touch_database(ServiceId service);
   ExploreControl explore_;
   ExploreOutcome explore_outcome_;
   bool explore_stop_ = false;
+  bool recording_ = false;
 };
 
 }  // namespace inboxsim
