@@ -236,7 +236,7 @@ ExploreResult explore(const Scenario& scenario, const ExploreSettings& settings)
         // This node's event, taken at its parent's state after the siblings before it: what
         // stays asleep after it (every sleeper whose footprint its own does not meet).
         std::vector<Sleeper> sleep;
-        if (node.parent != kNoParent && run.outcome.recorded) {
+        if (settings.sleep_sets && node.parent != kNoParent && run.outcome.recorded) {
           Parent& parent = parents[static_cast<size_t>(node.parent)];
           const Sleeper self{run.outcome.transition, run.outcome.footprint,
                              !run.outcome.at_frontier};

@@ -27,6 +27,9 @@ struct ExploreSettings {
   std::array<bool, kFaultKindCount> fault_kinds{};  // the kinds injected (explorable ones only)
   int64_t max_states = 2'000'000;                  // stop (complete = false) past this many
   int64_t jobs = 1;
+  // Sleep sets on (the default) or off: off explores every transition of every state, which
+  // the tests use to check that sleep sets lose no state.
+  bool sleep_sets = true;
   // Called now and then with the counters so far (a terminal's progress line).
   std::function<void(int64_t states, int64_t transitions, int64_t frontier, int64_t depth)>
       progress;

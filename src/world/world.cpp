@@ -855,6 +855,12 @@ void World::crashed(size_t index) {
   instance.paused_until_ms = -1;
   instance.relay_poll_scheduled = false;
   instance.sweep_scheduled = false;
+  // The relay's publishing channel dies with the process: a confirm still on its way belongs
+  // to a channel that no longer exists, and the new incarnation publishes again (found by
+  // `inboxsim explore`: a late confirm of the old channel used to take the new one's place).
+  ++instance.publish_channel;
+  std::erase_if(awaiting_confirm_,
+                [index](const auto& entry) { return entry.first.first == index; });
   std::vector<uint64_t> dying;
   for (const auto& [id, handler] : handlers_) {
     if (handler.instance == index) dying.push_back(id);
