@@ -294,7 +294,10 @@ ExploreResult explore(const Scenario& scenario, const ExploreSettings& settings)
           INBOXSIM_ASSERT(run.outcome.enabled <= 0xffff);
           expand(path, run, std::move(sleep), nullptr);
         }
-        if (result.states >= settings.max_states) stopped = true;
+        if (result.states >= settings.max_states) {
+          stopped = true;
+          break;
+        }
       }
       if (settings.progress) {
         int64_t frontier = static_cast<int64_t>(nodes.size() - first - count);

@@ -1,0 +1,163 @@
+// `inboxsim explore` (issue 10, DESIGN §8.3): the search reaches every state, its reductions
+// lose none, what it reports does not depend on --jobs, and every counterexample it writes is
+// replayed by `run` to the violation it was found for.
+#include <algorithm>
+#include <catch2/catch.hpp>
+#include <string>
+
+#include "fuzz/explore.h"
+#include "scenario/parse.h"
+#include "scenario/runner.h"
+#include "scenario/write.h"
+
+namespace inboxsim {
+namespace {
+
+Scenario library_scenario(const std::string& file) {
+  ParseResult parsed = parse_scenario_file(std::string(INBOXSIM_SOURCE_DIR "/scenarios/") + file);
+  REQUIRE(parsed.scenario.has_value());
+  return std::move(*parsed.scenario);
+}
+
+ExploreSettings settings_with(int64_t faults, std::initializer_list<FaultKind> kinds) {
+  ExploreSettings settings;
+  settings.faults = faults;
+  for (const FaultKind kind : kinds) settings.fault_kinds[static_cast<size_t>(kind)] = true;
+  return settings;
+}
+
+bool breaks(const ExploreResult& result, Invariant invariant) {
+  return std::any_of(result.counterexamples.begin(), result.counterexamples.end(),
+                     [&](const ExploreCounterexample& cx) { return cx.invariant == invariant; });
+}
+
+// The counterexample as a user meets it: written, parsed back, run.
+RunResult replay(const ExploreCounterexample& cx) {
+  const std::string text = scenario_to_json(cx.scenario).dump(2);
+  ParseResult parsed = parse_scenario_text(text, "counterexample.json");
+  REQUIRE(parsed.scenario.has_value());
+  REQUIRE(parsed.scenario->schedule.has_value());
+  RunOptions options;
+  options.keep_trace = false;
+  return run_scenario(*parsed.scenario, options);
+}
+
+TEST_CASE("explore proves the rejected transfer for every order of its events", "[explore]") {
+  const Scenario scenario = library_scenario("02-insufficient-funds.json");
+  const ExploreResult result = explore(scenario, settings_with(0, {}));
+  CHECK(result.complete);
+  CHECK(result.counterexamples.empty());
+  // The relay's confirm, the acks and the handlers' steps interleave: many states, one end.
+  CHECK(result.states > 20);
+  CHECK(result.leaves == 1);
+  CHECK(result.transitions >= result.states);
+}
+
+TEST_CASE("explore reports the same search with any number of jobs", "[explore]") {
+  const Scenario scenario = library_scenario("02-insufficient-funds.json");
+  ExploreSettings one = settings_with(0, {});
+  ExploreSettings four = one;
+  four.jobs = 4;
+  const ExploreResult a = explore(scenario, one);
+  const ExploreResult b = explore(scenario, four);
+  CHECK(a.states == b.states);
+  CHECK(a.transitions == b.transitions);
+  CHECK(a.revisits == b.revisits);
+  CHECK(a.leaves == b.leaves);
+  CHECK(a.max_depth == b.max_depth);
+}
+
+TEST_CASE("sleep sets explore fewer transitions and lose no state", "[explore]") {
+  const Scenario scenario = library_scenario("02-insufficient-funds.json");
+  ExploreSettings with = settings_with(0, {});
+  ExploreSettings without = with;
+  without.sleep_sets = false;
+  const ExploreResult reduced = explore(scenario, with);
+  const ExploreResult full = explore(scenario, without);
+  CHECK(reduced.states == full.states);
+  CHECK(reduced.leaves == full.leaves);
+  CHECK(reduced.transitions < full.transitions);
+}
+
+TEST_CASE("--max-states stops the search and says it is incomplete", "[explore]") {
+  const Scenario scenario = library_scenario("02-insufficient-funds.json");
+  ExploreSettings settings = settings_with(0, {});
+  settings.max_states = 5;
+  const ExploreResult result = explore(scenario, settings);
+  CHECK_FALSE(result.complete);
+  CHECK(result.states == 5);
+}
+
+TEST_CASE("a schedule that does not fit its story is reported, not followed", "[explore]") {
+  Scenario scenario = library_scenario("02-insufficient-funds.json");
+  scenario.schedule = Schedule{};
+  scenario.schedule->choices = {60000};
+  RunOptions options;
+  options.keep_trace = false;
+  const RunResult result = run_scenario(scenario, options);
+  REQUIRE_FALSE(result.violations.empty());
+  CHECK(result.violations.back().invariant == Invariant::termination);
+  CHECK_THAT(result.violations.back().detail, Catch::Contains("the schedule does not fit"));
+}
+
+TEST_CASE("stories that need a clock cannot be explored", "[explore]") {
+  const Scenario timed = library_scenario("14-window-too-short.json");
+  const std::optional<Refusal> refusal = clockless_refusal(timed);
+  REQUIRE(refusal.has_value());
+  CHECK_THAT(refusal->pointer, Catch::StartsWith("/steps/"));
+  CHECK_FALSE(clockless_refusal(library_scenario("01-happy-path.json")).has_value());
+}
+
+// ---- longer: run as the ctest entry explore_long ----------------------------------------------
+
+TEST_CASE("with its defences off, a duplicate by hand is found to debit twice; run replays it",
+          "[.explore_long]") {
+  Scenario scenario = library_scenario("05-duplicate-by-hand.json");
+  REQUIRE(config_set_text(scenario.config, "account.inbox", "none").empty());
+  REQUIRE(config_set_text(scenario.config, "account.ledger_unique", "false").empty());
+  const ExploreResult result = explore(scenario, settings_with(0, {}));
+  REQUIRE(breaks(result, Invariant::single_effect));
+  for (const ExploreCounterexample& cx : result.counterexamples) {
+    INFO(invariant_name(cx.invariant));
+    const RunResult run = replay(cx);
+    CHECK_FALSE(run.passed);
+    CHECK(std::any_of(run.violations.begin(), run.violations.end(),
+                      [&](const Violation& v) { return v.invariant == cx.invariant; }));
+  }
+}
+
+TEST_CASE("with every defence on, the same story is proven for every order", "[.explore_long]") {
+  const Scenario scenario = library_scenario("05-duplicate-by-hand.json");
+  const ExploreResult result = explore(scenario, settings_with(0, {}));
+  CHECK(result.complete);
+  CHECK(result.counterexamples.empty());
+}
+
+TEST_CASE("sleep sets lose no state of the happy path", "[.explore_long]") {
+  const Scenario scenario = library_scenario("01-happy-path.json");
+  ExploreSettings with = settings_with(0, {});
+  with.jobs = 2;
+  ExploreSettings without = with;
+  without.sleep_sets = false;
+  const ExploreResult reduced = explore(scenario, with);
+  const ExploreResult full = explore(scenario, without);
+  CHECK(reduced.states == full.states);
+  CHECK(reduced.leaves == full.leaves);
+  CHECK(reduced.transitions < full.transitions);
+}
+
+// Found by the explorer: a relay that died after publishing left a confirm of its dead channel
+// on the way, which used to take the place of the new incarnation's confirm, so the row stayed
+// unsent forever. Every order with one crash now settles.
+TEST_CASE("a late confirm of a crashed relay's channel is void: every crash order settles",
+          "[.explore_long]") {
+  const Scenario scenario = library_scenario("02-insufficient-funds.json");
+  ExploreSettings settings = settings_with(1, {FaultKind::crash});
+  settings.jobs = 2;
+  const ExploreResult result = explore(scenario, settings);
+  CHECK(result.complete);
+  CHECK_FALSE(breaks(result, Invariant::termination));
+}
+
+}  // namespace
+}  // namespace inboxsim
