@@ -206,5 +206,42 @@ check "a title with an escape code runs" test $? -eq 0
 check "the escape code is shown, not sent to the terminal" \
   python3 -c 'import sys; t=open(sys.argv[1],"rb").read(); assert b"\x1b[31m alert" not in t and b"\\x1B[31m alert" in t' "$work/title.txt"
 
+# explore (DESIGN §8.3): 0 when proven, 1 with a counterexample that run replays, 2 on bad input.
+rejected=scenarios/02-insufficient-funds.json
+"$bin" explore "$rejected" --faults 0 --json --out "$work/explored" >"$work/explore.json"
+check "explore exits 0 when no order breaks an invariant" test $? -eq 0
+check "the explore --json object has the contract fields" python3 - "$work/explore.json" <<'PY'
+import json, sys
+result = json.load(open(sys.argv[1]))
+for key in ["states", "transitions", "max_depth", "complete", "violations", "counterexamples",
+            "wall_ms"]:
+    assert key in result, key
+assert result["complete"] is True and result["violations"] == [] and result["states"] > 20
+PY
+python3 - "$rejected" "$work/dup.json" <<'PY'
+import json, sys
+scenario = json.load(open(sys.argv[1]))
+scenario["name"] = "rejected-twice"
+scenario["accounts"] = {"alice": 10000, "bob": 0}
+scenario["config"] = {"account.inbox": "none", "account.ledger_unique": False}
+scenario["steps"].insert(1, {"fault": {"kind": "duplicate",
+                                      "match": {"type": "Transfer.Requested", "transfer": "t1"}}})
+scenario.pop("expect", None)
+json.dump(scenario, open(sys.argv[2], "w"))
+PY
+"$bin" explore "$work/dup.json" --faults 0 --out "$work/explored" >"$work/explore.txt"
+check "explore exits 1 when some order breaks an invariant" test $? -eq 1
+check "and names the replay command" grep -q "replay: inboxsim run $work/explored/rejected-twice-explored-" "$work/explore.txt"
+cx=$(ls "$work"/explored/rejected-twice-explored-*.json | head -n 1)
+"$bin" run "$cx" --quiet >"$work/replayed.txt"
+check "run replays the counterexample to its violation (exit 1)" test $? -eq 1
+check "the counterexample carries its schedule" python3 -c "import json,sys; assert json.load(open(sys.argv[1]))['schedule']['choices']" "$cx"
+"$bin" explore "$rejected" --fault-kinds crash,pause >/dev/null 2>"$work/err"
+check "explore refuses a fault kind that needs a clock (exit 2)" test $? -eq 2
+check "and lists the kinds it takes" grep -q "crash,drop_ack,drop_connection,nack,duplicate" "$work/err"
+"$bin" explore scenarios/14-window-too-short.json >/dev/null 2>"$work/err"
+check "explore refuses a timed story (exit 2)" test $? -eq 2
+check "and names the step" grep -q "pointer: /steps/" "$work/err"
+
 echo "$passed passed, $failed failed"
 test "$failed" -eq 0

@@ -115,7 +115,10 @@ TEST_CASE("with its defences off, a duplicate by hand is found to debit twice; r
   Scenario scenario = library_scenario("05-duplicate-by-hand.json");
   REQUIRE(config_set_text(scenario.config, "account.inbox", "none").empty());
   REQUIRE(config_set_text(scenario.config, "account.ledger_unique", "false").empty());
-  const ExploreResult result = explore(scenario, settings_with(0, {}));
+  ExploreSettings settings = settings_with(0, {});
+  settings.keep_going = true;
+  settings.jobs = 2;
+  const ExploreResult result = explore(scenario, settings);
   REQUIRE(breaks(result, Invariant::single_effect));
   for (const ExploreCounterexample& cx : result.counterexamples) {
     INFO(invariant_name(cx.invariant));

@@ -121,6 +121,9 @@ CLI::App* add_explore_verb(CLI::App& app, ExploreCommand& command) {
   verb->add_option("--jobs", command.jobs, "Worker threads")
       ->check(CLI::Range(int64_t{1}, int64_t{256}));
   verb->add_option("--set", command.sets, "Override a config key: KEY=VALUE (repeatable)");
+  verb->add_flag("--continue", command.keep_going,
+                 "Go on after the first violation: the shortest order for every invariant that "
+                 "breaks");
   verb->add_flag("--json", command.json, "Print one JSON object (an array for several files)");
   verb->add_option("--out", command.out_dir,
                    "Where counterexamples go (default ./counterexamples)");
@@ -163,6 +166,7 @@ int explore_command(const ExploreCommand& command) {
     settings.fault_kinds = *kinds;
     settings.max_states = command.max_states;
     settings.jobs = command.jobs;
+    settings.keep_going = command.keep_going;
     std::optional<Progress> progress;
     if (tty) {
       progress.emplace(scenario.name);

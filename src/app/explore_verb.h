@@ -17,6 +17,7 @@ struct ExploreCommand {
   int64_t jobs = 1;
   std::vector<std::string> sets;
   bool json = false;
+  bool keep_going = false;
   std::string out_dir = "counterexamples";
 };
 

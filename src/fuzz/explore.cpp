@@ -299,6 +299,7 @@ ExploreResult explore(const Scenario& scenario, const ExploreSettings& settings)
           break;
         }
       }
+      if (!settings.keep_going && !result.counterexamples.empty()) stopped = true;
       if (settings.progress) {
         int64_t frontier = static_cast<int64_t>(nodes.size() - first - count);
         for (const auto& [depth, waiting] : levels) frontier += static_cast<int64_t>(waiting.size());

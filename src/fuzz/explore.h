@@ -30,6 +30,9 @@ struct ExploreSettings {
   // Sleep sets on (the default) or off: off explores every transition of every state, which
   // the tests use to check that sleep sets lose no state.
   bool sleep_sets = true;
+  // Go on after the first violation, to find the shortest order for every invariant that
+  // breaks (TLC's -continue); by default the search ends with the batch that found the first.
+  bool keep_going = false;
   // Called now and then with the counters so far (a terminal's progress line).
   std::function<void(int64_t states, int64_t transitions, int64_t frontier, int64_t depth)>
       progress;

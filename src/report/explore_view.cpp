@@ -66,7 +66,8 @@ void print_explore(std::ostream& out, const ExploreResult& result) {
   }
   if (!result.counterexamples.empty()) {
     out << "VIOLATED: " << result.counterexamples.size()
-        << " invariant(s) broken by some order of this story\n";
+        << " invariant(s) broken by some order of this story"
+        << (result.complete ? "" : " (the search stopped there; --continue goes on)") << "\n";
   } else if (result.complete) {
     out << "PROVEN: no order of this story with at most " << result.faults
         << " fault(s) of these kinds breaks an invariant\n";
