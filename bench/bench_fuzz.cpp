@@ -6,7 +6,8 @@
 // and outbox delivered) and the transfer-service saga step (processed_messages, saga update,
 // outbox row), each in its own transaction, prepared once, in memory as the fuzzer runs them.
 //
-// It also times the large inputs of tests/test_parse.cpp and tests/test_report.cpp, which
+// It also times `inboxsim explore` (states per second; how far the issue's reference
+// configuration gets in a budget of states), and the large inputs of tests/test_parse.cpp and tests/test_report.cpp, which
 // assert only the result: parsing stays linear in the size of a scenario file, and so does
 // building the --json object.
 //
@@ -20,6 +21,7 @@
 #include <string>
 
 #include "fuzz/campaign.h"
+#include "fuzz/explore.h"
 #include "report/json_output.h"
 #include "scenario/parse.h"
 
@@ -183,6 +185,52 @@ void time_large_inputs() {
   }
 }
 
+// Times `inboxsim explore` (issue 10): distinct states per second on one core, and how far the
+// issue's reference configuration (2 accounts, 2 transfers, 2 instances per service, K = 2,
+// every explorable fault kind) gets in a fixed budget of states.
+void time_exploration() {
+  const std::string story = R"({"name": "two-transfers", "accounts": {"alice": 10000, "bob": 0},
+    "steps": [{"transfer": {"id": "t1", "from": "alice", "to": "bob", "amount": 2500}},
+              {"transfer": {"id": "t2", "from": "bob", "to": "alice", "amount": 100}}]})";
+  inboxsim::ParseResult parsed = inboxsim::parse_scenario_text(story, "two-transfers.json");
+  inboxsim::ParseResult happy = inboxsim::parse_scenario_file(
+      std::string(INBOXSIM_SOURCE_DIR) + "/scenarios/01-happy-path.json");
+  if (!parsed.scenario || !happy.scenario) {
+    std::printf("explore: the stories did not parse\n");
+    return;
+  }
+  for (const int64_t jobs : {1, 2}) {
+    inboxsim::ExploreSettings settings;
+    settings.faults = 0;
+    settings.jobs = jobs;
+    const auto start = Clock::now();
+    const inboxsim::ExploreResult result = inboxsim::explore(*happy.scenario, settings);
+    const double elapsed = seconds_since(start);
+    std::printf("explore 01-happy-path, K=0, --jobs %lld: %lld states, %lld transitions in "
+                "%.2f s: %.0f states/s, %.0f replays/s%s\n",
+                static_cast<long long>(jobs), static_cast<long long>(result.states),
+                static_cast<long long>(result.transitions), elapsed,
+                static_cast<double>(result.states) / elapsed,
+                static_cast<double>(result.replays) / elapsed, result.complete ? "" : " (incomplete)");
+  }
+  inboxsim::Scenario reference = *parsed.scenario;
+  reference.config.account_instances = 2;
+  reference.config.transfer_instances = 2;
+  inboxsim::ExploreSettings settings;
+  settings.faults = 2;
+  settings.fault_kinds = inboxsim::default_explore_fault_kinds();
+  settings.jobs = 2;
+  settings.max_states = 20'000;
+  const auto start = Clock::now();
+  const inboxsim::ExploreResult result = inboxsim::explore(reference, settings);
+  const double elapsed = seconds_since(start);
+  std::printf("explore 2 accounts, 2 transfers, 2+2 instances, K=2, --jobs 2: %lld states "
+              "(budget %lld) in %.1f s, depth %lld, %s\n",
+              static_cast<long long>(result.states), static_cast<long long>(settings.max_states),
+              elapsed, static_cast<long long>(result.max_depth),
+              result.complete ? "complete" : "incomplete");
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -225,5 +273,6 @@ int main(int argc, char** argv) {
   std::printf("ratio                 %.2f (DESIGN §7 asks for at least 0.5)\n",
               transactions_per_second / bare);
   time_large_inputs();
+  time_exploration();
   return 0;
 }
