@@ -79,7 +79,7 @@ TEST_CASE("sleep sets explore fewer transitions and lose no state", "[explore]")
   CHECK(reduced.transitions < full.transitions);
 }
 
-TEST_CASE("--max-states stops the search and says it is incomplete", "[explore]") {
+TEST_CASE("the search stops at --max-states and says it is incomplete", "[explore]") {
   const Scenario scenario = library_scenario("02-insufficient-funds.json");
   ExploreSettings settings = settings_with(0, {});
   settings.max_states = 5;
