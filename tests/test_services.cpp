@@ -27,6 +27,7 @@ struct FakeHost final : ServiceHost {
   InstanceNames instance_names{participant::account_service, participant::relay,
                                participant::notifications};
   std::vector<std::string> locks_taken;
+  Coverage coverage;
 
   int64_t now_ms() const override { return now; }
   const InstanceNames& names() const override { return instance_names; }
@@ -59,6 +60,7 @@ struct FakeHost final : ServiceHost {
     relay_seqs.push_back(seq);
   }
   void record(TraceEvent event) override { events.push_back(std::move(event)); }
+  void reached(Probe probe) override { ++coverage[probe]; }
   void committed(const CommitRecord& record) override {
     commits.push_back(record);
     // As the World does: what a transaction noted reaches the trace only once it committed.

@@ -94,6 +94,7 @@ struct FuzzCommand {
   std::string junit_path;
   int64_t shrink_max = 3;
   int64_t stop_after = 0;
+  std::vector<std::string> require_coverage;  // probe names, as typed
 };
 
 struct MatrixCommand {
@@ -314,6 +315,14 @@ int fuzz_command(const FuzzCommand& command) {
   options.shrink_max = command.shrink_max;
   options.stop_after = command.stop_after;
   options.progress = isatty(STDERR_FILENO) != 0;
+  for (const std::string& name : command.require_coverage) {
+    const std::optional<Probe> probe = parse_probe(name);
+    if (!probe) {
+      return bad_input("--require-coverage " + name + ": expected probe names separated by " +
+                       "commas, from: " + std::string(probe_names_text()));
+    }
+    options.required_coverage.push_back(*probe);
+  }
   if (!options.out_dir.empty()) {
     if (auto failed = prepare_output_dir("--out", options.out_dir)) return *failed;
   }
@@ -330,7 +339,15 @@ int fuzz_command(const FuzzCommand& command) {
   for (const std::string& path : result.write_errors)
     std::cerr << "inboxsim: cannot write " << printable(path) << "\n";
   if (!result.write_errors.empty()) return kExitBadInput;
-  return result.failures.empty() ? kExitOk : kExitFailed;
+  if (!result.coverage_missing.empty()) {
+    std::string names;
+    for (const Probe probe : result.coverage_missing) {
+      names += (names.empty() ? "" : ", ") + std::string(probe_name(probe));
+    }
+    std::cerr << "inboxsim: --require-coverage: never reached in " << result.seeds
+              << " seeds: " << names << "\n";
+  }
+  return result.failures.empty() && result.coverage_missing.empty() ? kExitOk : kExitFailed;
 }
 
 int matrix_command(const MatrixCommand& command) {
@@ -440,6 +457,12 @@ CLI::App* add_fuzz_verb(CLI::App& app, FuzzCommand& command) {
       ->add_option("--stop-after", command.stop_after,
                    "Stop after this many failing seeds (default 0: run them all)")
       ->check(CLI::Range(int64_t{0}, int64_t{1000000}));
+  fuzz_app
+      ->add_option("--require-coverage", command.require_coverage,
+                   "Exit 1 unless every one of these coverage probes was reached "
+                   "(NAME,...; see docs/coverage.md): " +
+                       std::string(probe_names_text()))
+      ->delimiter(',');
   return fuzz_app;
 }
 

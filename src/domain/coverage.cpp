@@ -1,0 +1,67 @@
+#include "domain/coverage.h"
+
+#include <string>
+
+#include "kernel/enum_names.h"
+
+namespace inboxsim {
+
+namespace {
+
+// The names a dedupe probe carries are the config values of the mode that catches it
+// (account.inbox, transfer.dedupe), so a reader can go from one to the other.
+constexpr std::array<std::string_view, kProbeCount> kProbeNames = {
+    "dedupe.masstransit",
+    "dedupe.masstransit_resend",
+    "dedupe.marten_precheck",
+    "dedupe.marten_backstop",
+    "dedupe.account_external_before",
+    "dedupe.account_external_after",
+    "dedupe.processed_messages",
+    "dedupe.transfer_external_before",
+    "dedupe.transfer_external_after",
+    "masstransit.inbox_key",
+    "masstransit.row_lock",
+    "ledger.key_rejected",
+    "saga.illegal_transition",
+    "saga.compensation",
+    "redelivery.after_commit",
+    "republish.same_id",
+    "ack.lost",
+    "ack.void",
+    "confirm.lost",
+    "publish.nacked",
+    "consumer.retry",
+    "consumer.nack",
+    "consumer.error_queued",
+    "broker.dead_lettered",
+    "operator.redrive",
+    "retention.cleanup",
+};
+
+}  // namespace
+
+std::string_view probe_name(Probe probe) { return name_of(kProbeNames, probe); }
+
+std::optional<Probe> parse_probe(std::string_view name) {
+  return parse_name<Probe>(kProbeNames, name);
+}
+
+std::string_view probe_names_text() {
+  static const std::string text = [] {
+    std::string out;
+    for (const std::string_view name : kProbeNames) {
+      if (!out.empty()) out += ", ";
+      out += name;
+    }
+    return out;
+  }();
+  return text;
+}
+
+Coverage& Coverage::operator+=(const Coverage& other) {
+  for (size_t index = 0; index < kProbeCount; ++index) counts[index] += other.counts[index];
+  return *this;
+}
+
+}  // namespace inboxsim
