@@ -30,9 +30,9 @@ enum class Probe : uint8_t {
   dedupe_transfer_external_before,  // transfer-service's seen-set (marked before the commit)
   dedupe_transfer_external_after,   // transfer-service's seen-set (marked after the commit)
   // Races between instances.
-  masstransit_inbox_key,   // the inbox_state key rejected a second row: two first deliveries
-  masstransit_row_lock,    // a handler waited for the inbox row lock another one held
-  ledger_key_rejected,     // the ledger's (transfer_id, type) index rejected a second entry
+  masstransit_inbox_key,  // the inbox_state key rejected a second row: two first deliveries
+  masstransit_row_lock,   // a handler waited for the inbox row lock another one held
+  ledger_key_rejected,    // the ledger's (transfer_id, type) index rejected a second entry
   // The saga.
   saga_illegal_transition,  // the state machine refused a transition
   saga_compensation,        // a refund was committed (the saga compensates a failed credit)
@@ -44,12 +44,12 @@ enum class Probe : uint8_t {
   confirm_lost,             // a publisher confirm never arrived
   publish_nacked,           // the broker refused a publish
   // Fault paths.
-  consumer_retry,        // account.retry ran a faulted handler again
-  consumer_nack,         // a handler nacked its delivery, which the broker requeues
-  consumer_error_queued, // a message moved to account-service_error after its retries
-  broker_dead_lettered,  // a quorum queue dead-lettered a message past its delivery limit
-  operator_redrive,      // an operator moved a message back from an error or dead-letter queue
-  retention_cleanup,     // retention cleanup deleted dedupe records (inbox window, TTL)
+  consumer_retry,         // account.retry ran a faulted handler again
+  consumer_nack,          // a handler nacked its delivery, which the broker requeues
+  consumer_error_queued,  // a message moved to account-service_error after its retries
+  broker_dead_lettered,   // a quorum queue dead-lettered a message past its delivery limit
+  operator_redrive,       // an operator moved a message back from an error or dead-letter queue
+  retention_cleanup,      // retention cleanup deleted dedupe records (inbox window, TTL)
 };
 
 inline constexpr size_t kProbeCount = 26;

@@ -59,8 +59,8 @@ struct CampaignResult {
   std::vector<SeedOutcome> failures;            // in seed order
   std::vector<Counterexample> counterexamples;  // in seed order
   Stats stats;
-  Coverage coverage;        // each probe's count, summed over the seeds run
-  Coverage coverage_seeds;  // for each probe, how many seeds reached it at least once
+  Coverage coverage;                    // each probe's count, summed over the seeds run
+  Coverage coverage_seeds;              // for each probe, how many seeds reached it at least once
   std::vector<Probe> coverage_missing;  // required probes that no seed reached, in probe order
   int64_t wall_ms = 0;
   std::vector<Invariant> violated;        // every invariant any seed broke, sorted
