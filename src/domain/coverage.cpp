@@ -1,5 +1,6 @@
 #include "domain/coverage.h"
 
+#include <algorithm>
 #include <string>
 
 #include "kernel/enum_names.h"
@@ -38,6 +39,12 @@ constexpr std::array<std::string_view, kProbeCount> kProbeNames = {
     "operator.redrive",
     "retention.cleanup",
 };
+
+// The count names the last probe, and every probe has a name (std::array would pad a short
+// list with empty ones).
+static_assert(static_cast<size_t>(Probe::retention_cleanup) + 1 == kProbeCount);
+static_assert(std::none_of(kProbeNames.begin(), kProbeNames.end(),
+                           [](std::string_view name) { return name.empty(); }));
 
 }  // namespace
 

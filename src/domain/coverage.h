@@ -7,7 +7,8 @@
 // each probe means and where it is counted.
 //
 // The order of the enum is the order of every report (`coverage` in --json lists every probe,
-// zeros included), so appending is safe and reordering changes the output.
+// zeros included), so appending is safe (with its name in coverage.cpp, whose static_assert
+// names the last probe) and reordering changes the output.
 #pragma once
 
 #include <array>
