@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -321,7 +322,10 @@ int fuzz_command(const FuzzCommand& command) {
       return bad_input("--require-coverage " + name + ": expected probe names separated by " +
                        "commas, from: " + std::string(probe_names_text()));
     }
-    options.required_coverage.push_back(*probe);
+    const std::vector<Probe>& required = options.required_coverage;
+    if (std::find(required.begin(), required.end(), *probe) == required.end()) {
+      options.required_coverage.push_back(*probe);
+    }
   }
   if (!options.out_dir.empty()) {
     if (auto failed = prepare_output_dir("--out", options.out_dir)) return *failed;
@@ -340,12 +344,8 @@ int fuzz_command(const FuzzCommand& command) {
     std::cerr << "inboxsim: cannot write " << printable(path) << "\n";
   if (!result.write_errors.empty()) return kExitBadInput;
   if (!result.coverage_missing.empty()) {
-    std::string names;
-    for (const Probe probe : result.coverage_missing) {
-      names += (names.empty() ? "" : ", ") + std::string(probe_name(probe));
-    }
     std::cerr << "inboxsim: --require-coverage: never reached in " << result.seeds
-              << " seeds: " << names << "\n";
+              << " seeds: " << probes_text(result.coverage_missing) << "\n";
   }
   return result.failures.empty() && result.coverage_missing.empty() ? kExitOk : kExitFailed;
 }

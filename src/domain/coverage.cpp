@@ -56,13 +56,19 @@ std::optional<Probe> parse_probe(std::string_view name) {
 
 std::string_view probe_names_text() {
   static const std::string text = [] {
-    std::string out;
-    for (const std::string_view name : kProbeNames) {
-      if (!out.empty()) out += ", ";
-      out += name;
-    }
-    return out;
+    std::vector<Probe> every;
+    for (size_t index = 0; index < kProbeCount; ++index) every.push_back(static_cast<Probe>(index));
+    return probes_text(every);
   }();
+  return text;
+}
+
+std::string probes_text(const std::vector<Probe>& probes) {
+  std::string text;
+  for (const Probe probe : probes) {
+    if (!text.empty()) text += ", ";
+    text += probe_name(probe);
+  }
   return text;
 }
 

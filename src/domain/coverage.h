@@ -14,7 +14,9 @@
 #include <array>
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <string_view>
+#include <vector>
 
 namespace inboxsim {
 
@@ -63,6 +65,9 @@ std::optional<Probe> parse_probe(std::string_view name);
 
 // Returns the names of every probe, in report order, separated by ", " (for error messages).
 std::string_view probe_names_text();
+
+// Returns the names of `probes`, in the order given, separated by ", ".
+std::string probes_text(const std::vector<Probe>& probes);
 
 // True for the probes that count a duplicate caught by a dedupe mechanism.
 constexpr bool is_dedupe_probe(Probe probe) {

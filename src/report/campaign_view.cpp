@@ -26,15 +26,6 @@ std::string pad(std::string text, size_t width) {
   return text;
 }
 
-std::string probes_text(const std::vector<Probe>& probes) {
-  std::string text;
-  for (const Probe probe : probes) {
-    if (!text.empty()) text += ", ";
-    text += probe_name(probe);
-  }
-  return text;
-}
-
 nlohmann::ordered_json probes_json(const std::vector<Probe>& probes) {
   nlohmann::ordered_json out = nlohmann::ordered_json::array();
   for (const Probe probe : probes) out.push_back(probe_name(probe));
