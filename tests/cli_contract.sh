@@ -158,6 +158,44 @@ check "its HTML report shows the violation" grep -q "VIOLATED\|violated" "$work/
 check "its Mermaid diagram is written" grep -q '^sequenceDiagram' "$work/cx.mmd"
 check "its trace records a violation" grep -q '"kind":"violation"' "$work/cx.jsonl"
 
+# Coverage probes (docs/coverage.md): run and fuzz --json list every probe, in one order (the
+# same for any --jobs: tests/test_coverage.cpp); --require-coverage turns a probe never reached into exit 1, and an unknown
+# name into exit 2. (One Python check for all the JSON: each start of Python costs a second on a
+# loaded machine.)
+"$bin" run scenarios/30-marten-backstop.json --json >"$work/backstop.json"
+"$bin" fuzz --seeds 1..10 --out "" --json >"$work/cov1.json"
+"$bin" fuzz --seeds 1..10 --out "" --json --require-coverage dedupe.marten_backstop >"$work/req.json" 2>/dev/null
+check "run and fuzz --json report coverage: every probe in one order, and what is missing" python3 -c '
+import json, sys
+run, one, required = (json.load(open(f)) for f in sys.argv[1:])
+coverage = run["coverage"]
+assert list(coverage) == list(one["coverage"]) == list(one["coverage_seeds"]), list(coverage)
+assert len(coverage) >= 20 and all(isinstance(v, int) for v in coverage.values())
+assert coverage["dedupe.marten_backstop"] == 1 and coverage["dedupe.marten_precheck"] == 0
+assert one["coverage"]["dedupe.masstransit"] > 0 and one["coverage"]["dedupe.marten_backstop"] == 0
+assert one["coverage_required"] == one["coverage_missing"] == []
+assert required["failures"] == 0
+assert required["coverage_required"] == required["coverage_missing"] == ["dedupe.marten_backstop"]
+' "$work/backstop.json" "$work/cov1.json" "$work/req.json"
+"$bin" fuzz --seeds 1..10 --out "" --require-coverage dedupe.masstransit,republish.same_id \
+  >"$work/req-ok.txt" 2>&1
+check "--require-coverage exits 0 when every named probe was reached" test $? -eq 0
+check "and the summary says PASS" grep -q "^PASS  fuzz: 10 seeds" "$work/req-ok.txt"
+"$bin" fuzz --seeds 1..10 --out "" --require-coverage dedupe.masstransit \
+  --require-coverage dedupe.marten_backstop,dedupe.marten_precheck >"$work/req.txt" 2>"$work/err"
+check "--require-coverage exits 1 when a named probe was never reached" test $? -eq 1
+check "stderr names the probes never reached" \
+  grep -q -- "--require-coverage: never reached in 10 seeds: dedupe.marten_precheck, dedupe.marten_backstop" "$work/err"
+check "so does the summary" \
+  grep -q "^FAIL  coverage: never reached dedupe.marten_precheck, dedupe.marten_backstop" "$work/req.txt"
+check "the summary lists what was never reached" grep -q "^  never reached: .*dedupe.marten_backstop" "$work/req.txt"
+"$bin" fuzz --seeds 1..3 --out "" --require-coverage dedupe.masstransit,dedupe.redis >/dev/null 2>"$work/err"
+check "an unknown probe name exits 2" test $? -eq 2
+check "and names the flag, the name and the valid names" \
+  grep -q -- "--require-coverage dedupe.redis: expected probe names separated by commas, from: dedupe.masstransit, .*dedupe.marten_backstop" "$work/err"
+"$bin" fuzz --help >"$work/help.txt"
+check "fuzz --help documents --require-coverage" grep -q -- "--require-coverage" "$work/help.txt"
+
 # Hostile input and places: what the tool does when the file, the flag or the disk is wrong.
 touch "$work/a-file"
 "$bin" run "$happy" --quiet --db-dir "$work/a-file/db" >/dev/null 2>"$work/err"

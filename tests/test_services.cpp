@@ -27,6 +27,7 @@ struct FakeHost final : ServiceHost {
   InstanceNames instance_names{participant::account_service, participant::relay,
                                participant::notifications};
   std::vector<std::string> locks_taken;
+  Coverage coverage;
 
   int64_t now_ms() const override { return now; }
   const InstanceNames& names() const override { return instance_names; }
@@ -59,6 +60,7 @@ struct FakeHost final : ServiceHost {
     relay_seqs.push_back(seq);
   }
   void record(TraceEvent event) override { events.push_back(std::move(event)); }
+  void reached(Probe probe) override { ++coverage[probe]; }
   void committed(const CommitRecord& record) override {
     commits.push_back(record);
     // As the World does: what a transaction noted reaches the trace only once it committed.
@@ -159,9 +161,12 @@ TEST_CASE("account-service: without the inbox a redelivery hits the ledger index
   AccountService service = make_service<AccountService>(host, config);
   service.open_accounts({{"alice", {10000, false}}, {"bob", {0, false}}});
   REQUIRE(run(service.handle(kRequested)) == Outcome::ack);
+  REQUIRE(host.coverage[Probe::ledger_key_rejected] == 0);
   REQUIRE_THROWS_AS(run(service.handle(kRequested)), ConsumerFault);
   REQUIRE(entries(service, EntryType::debit) == 1);
   REQUIRE(service.balances()["alice"] == 7500);
+  // The fault names its cause only in prose, so the service reports the probe itself.
+  REQUIRE(host.coverage[Probe::ledger_key_rejected] == 1);
 }
 
 TEST_CASE("account-service: with neither inbox nor ledger index, a duplicate debits twice",
@@ -192,6 +197,10 @@ TEST_CASE("account-service: the Marten inbox document dedupes in the event-appen
   REQUIRE(run(service.handle(kRequested)) == Outcome::ack);
   REQUIRE(entries(service, EntryType::debit) == 1);
   REQUIRE(host.dedupe_hits() == 1);
+  // The pre-check caught it (sequential copies never reach the backstop).
+  Coverage expected;
+  expected[Probe::dedupe_marten_precheck] = 1;
+  REQUIRE(host.coverage == expected);
 }
 
 TEST_CASE("account-service: insufficient funds and a closed destination are rejected",

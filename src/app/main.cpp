@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -92,6 +93,7 @@ struct FuzzCommand {
   std::string junit_path;
   int64_t shrink_max = 3;
   int64_t stop_after = 0;
+  std::vector<std::string> require_coverage;  // probe names, as typed
 };
 
 struct MatrixCommand {
@@ -265,6 +267,17 @@ int fuzz_command(const FuzzCommand& command) {
   options.shrink_max = command.shrink_max;
   options.stop_after = command.stop_after;
   options.progress = isatty(STDERR_FILENO) != 0;
+  for (const std::string& name : command.require_coverage) {
+    const std::optional<Probe> probe = parse_probe(name);
+    if (!probe) {
+      return bad_input("--require-coverage " + name + ": expected probe names separated by " +
+                       "commas, from: " + std::string(probe_names_text()));
+    }
+    const std::vector<Probe>& required = options.required_coverage;
+    if (std::find(required.begin(), required.end(), *probe) == required.end()) {
+      options.required_coverage.push_back(*probe);
+    }
+  }
   if (!options.out_dir.empty()) {
     if (auto failed = prepare_output_dir("--out", options.out_dir)) return *failed;
   }
@@ -281,7 +294,11 @@ int fuzz_command(const FuzzCommand& command) {
   for (const std::string& path : result.write_errors)
     std::cerr << "inboxsim: cannot write " << printable(path) << "\n";
   if (!result.write_errors.empty()) return kExitBadInput;
-  return result.failures.empty() ? kExitOk : kExitFailed;
+  if (!result.coverage_missing.empty()) {
+    std::cerr << "inboxsim: --require-coverage: never reached in " << result.seeds
+              << " seeds: " << probes_text(result.coverage_missing) << "\n";
+  }
+  return result.failures.empty() && result.coverage_missing.empty() ? kExitOk : kExitFailed;
 }
 
 int matrix_command(const MatrixCommand& command) {
@@ -391,6 +408,12 @@ CLI::App* add_fuzz_verb(CLI::App& app, FuzzCommand& command) {
       ->add_option("--stop-after", command.stop_after,
                    "Stop after this many failing seeds (default 0: run them all)")
       ->check(CLI::Range(int64_t{0}, int64_t{1000000}));
+  fuzz_app
+      ->add_option("--require-coverage", command.require_coverage,
+                   "Exit 1 unless every one of these coverage probes was reached "
+                   "(NAME,...; see docs/coverage.md): " +
+                       std::string(probe_names_text()))
+      ->delimiter(',');
   return fuzz_app;
 }
 

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "domain/coverage.h"
 #include "domain/scenario.h"
 #include "kernel/trace.h"
 
@@ -62,6 +63,7 @@ struct RunResult {
   int64_t virtual_ms = 0;
   Stats stats;
   std::map<ServiceId, int64_t> dedupe_hits;      // per service
+  Coverage coverage;                             // how often each probe was reached (§8.3)
   std::map<MessageType, int64_t> published_ids;  // distinct message ids per type
   std::map<MessageType, int64_t> sends;          // publish operations per type
   // Messages moved into each dead-letter and error queue over the run, by queue name.

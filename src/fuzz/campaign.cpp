@@ -39,6 +39,7 @@ SeedOutcome run_seed(uint64_t seed, const GeneratorOptions& generator) {
   outcome.seed = seed;
   outcome.drawn = generated.drawn;
   outcome.stats = result.stats;
+  outcome.coverage = result.coverage;
   for (const Violation& violation : result.violations)
     outcome.violated.push_back(violation.invariant);
   std::sort(outcome.violated.begin(), outcome.violated.end());
@@ -198,6 +199,10 @@ CampaignResult run_campaign(const CampaignOptions& options, std::ostream* progre
     const SeedOutcome& outcome = outcomes[index];
     ++result.seeds;
     result.stats += outcome.stats;
+    result.coverage += outcome.coverage;
+    for (size_t probe = 0; probe < kProbeCount; ++probe) {
+      if (outcome.coverage.counts[probe] > 0) ++result.coverage_seeds.counts[probe];
+    }
     if (outcome.failed()) {
       result.failures.push_back(outcome);
       for (const Invariant invariant : outcome.violated) result.violated.push_back(invariant);
@@ -207,6 +212,13 @@ CampaignResult run_campaign(const CampaignOptions& options, std::ostream* progre
   std::sort(result.violated.begin(), result.violated.end());
   result.violated.erase(std::unique(result.violated.begin(), result.violated.end()),
                         result.violated.end());
+  for (const Probe probe : options.required_coverage) {
+    if (result.coverage[probe] == 0) result.coverage_missing.push_back(probe);
+  }
+  std::sort(result.coverage_missing.begin(), result.coverage_missing.end());
+  result.coverage_missing.erase(
+      std::unique(result.coverage_missing.begin(), result.coverage_missing.end()),
+      result.coverage_missing.end());
   progress.maybe_print(static_cast<size_t>(result.seeds), result.failures.size(), true);
 
   // Shrink the lowest failing seeds, in parallel, then write them in seed order.

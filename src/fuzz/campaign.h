@@ -29,6 +29,9 @@ struct CampaignOptions {
   int64_t shrink_max = 3;                   // failing seeds shrunk and saved, lowest seeds first
   int64_t stop_after = 0;  // stop after this many failing seeds (0: run every seed)
   bool progress = false;   // a live progress line on `progress_stream`
+  // Probes the campaign must reach (fuzz --require-coverage): each one never reached is
+  // reported in CampaignResult::coverage_missing.
+  std::vector<Probe> required_coverage;
 };
 
 struct SeedOutcome {
@@ -36,6 +39,7 @@ struct SeedOutcome {
   std::vector<Invariant> violated;  // sorted
   DrawnOptions drawn;
   Stats stats;
+  Coverage coverage;
   bool failed() const { return !violated.empty(); }
 };
 
@@ -55,6 +59,9 @@ struct CampaignResult {
   std::vector<SeedOutcome> failures;            // in seed order
   std::vector<Counterexample> counterexamples;  // in seed order
   Stats stats;
+  Coverage coverage;                    // each probe's count, summed over the seeds run
+  Coverage coverage_seeds;              // for each probe, how many seeds reached it at least once
+  std::vector<Probe> coverage_missing;  // required probes that no seed reached, in probe order
   int64_t wall_ms = 0;
   std::vector<Invariant> violated;        // every invariant any seed broke, sorted
   std::vector<std::string> write_errors;  // counterexample files that could not be written

@@ -1,9 +1,10 @@
 #include "report/campaign_view.h"
 
+#include <algorithm>
 #include <ostream>
 
 #include "report/html.h"         // escape_html, also right for XML text and attributes
-#include "report/json_output.h"  // stats_json
+#include "report/json_output.h"  // stats_json, coverage_json
 
 namespace inboxsim {
 
@@ -25,6 +26,33 @@ std::string pad(std::string text, size_t width) {
   return text;
 }
 
+nlohmann::ordered_json probes_json(const std::vector<Probe>& probes) {
+  nlohmann::ordered_json out = nlohmann::ordered_json::array();
+  for (const Probe probe : probes) out.push_back(probe_name(probe));
+  return out;
+}
+
+// The coverage block of the summary: each probe reached, how often and in how many seeds, in
+// the probes' order; then the probes never reached.
+void print_coverage(std::ostream& out, const CampaignResult& result) {
+  std::vector<Probe> unreached;
+  size_t width = 0;
+  for (size_t index = 0; index < kProbeCount; ++index) {
+    width = std::max(width, probe_name(static_cast<Probe>(index)).size());
+  }
+  out << "coverage:\n";
+  for (size_t index = 0; index < kProbeCount; ++index) {
+    const auto probe = static_cast<Probe>(index);
+    if (result.coverage[probe] == 0) {
+      unreached.push_back(probe);
+      continue;
+    }
+    out << "  " << pad(std::string(probe_name(probe)), width + 2) << result.coverage[probe]
+        << " times in " << result.coverage_seeds[probe] << " seed(s)\n";
+  }
+  out << "  never reached: " << (unreached.empty() ? "none" : probes_text(unreached)) << "\n";
+}
+
 }  // namespace
 
 nlohmann::ordered_json campaign_json(const CampaignOptions& options, const CampaignResult& result) {
@@ -40,11 +68,15 @@ nlohmann::ordered_json campaign_json(const CampaignOptions& options, const Campa
   }
   out["counterexamples"] = paths;
   out["stats"] = stats_json(result.stats);
+  out["coverage"] = coverage_json(result.coverage);
   out["wall_ms"] = result.wall_ms;
   // Extensions: what broke, and under which options.
   nlohmann::ordered_json violated = nlohmann::ordered_json::array();
   for (const Invariant invariant : result.violated) violated.push_back(invariant_name(invariant));
   out["violated"] = violated;
+  out["coverage_seeds"] = coverage_json(result.coverage_seeds);
+  out["coverage_required"] = probes_json(options.required_coverage);
+  out["coverage_missing"] = probes_json(result.coverage_missing);
   out["workload"] = workload_name(options.generator.workload);
   out["swarm"] = options.generator.swarm;
   out["config"] = config_diff_json(options.generator.config);
@@ -107,8 +139,14 @@ void print_campaign(std::ostream& out, const CampaignOptions& options,
         << "\n";
     if (!cx.path.empty()) out << "  replay: inboxsim run " << cx.path << "\n";
   }
+  print_coverage(out, result);
+  if (!result.coverage_missing.empty()) {
+    out << "FAIL  coverage: never reached " << probes_text(result.coverage_missing)
+        << " (--require-coverage)\n";
+  }
   const nlohmann::ordered_json config = config_diff_json(options.generator.config);
-  out << (result.failures.empty() ? "PASS" : "FAIL") << "  fuzz: " << result.seeds << " seeds, "
+  const bool passed = result.failures.empty() && result.coverage_missing.empty();
+  out << (passed ? "PASS" : "FAIL") << "  fuzz: " << result.seeds << " seeds, "
       << result.failures.size() << " failing (workload "
       << workload_name(options.generator.workload) << (options.generator.swarm ? ", swarm" : "")
       << ", config " << (config.empty() ? std::string("default") : config.dump()) << ")\n";

@@ -13,14 +13,16 @@
 namespace inboxsim {
 
 // The campaign as DESIGN §5 JSON: seeds, failures, failed_seeds, counterexamples, stats,
-// wall_ms (and, as extensions, the violated invariants and the config under test).
+// coverage (§8.3), wall_ms (and, as extensions, the violated invariants, how many seeds reached
+// each probe, the probes required and those of them never reached, and the config under test).
 nlohmann::ordered_json campaign_json(const CampaignOptions& options, const CampaignResult& result);
 
 // A JUnit XML report: one test case per seed, a failure for each failing one.
 std::string campaign_junit(const CampaignOptions& options, const CampaignResult& result);
 
 // The human summary printed on stdout: failing seeds with the options they drew, each
-// counterexample with its replay command, and a verdict line.
+// counterexample with its replay command, the probes reached (how often, in how many seeds) and
+// those never reached, and a verdict line (FAIL also when a required probe was never reached).
 void print_campaign(std::ostream& out, const CampaignOptions& options,
                     const CampaignResult& result);
 

@@ -17,6 +17,15 @@ nlohmann::ordered_json stats_json(const Stats& stats) {
   return out;
 }
 
+nlohmann::ordered_json coverage_json(const Coverage& coverage) {
+  nlohmann::ordered_json out = nlohmann::ordered_json::object();
+  for (size_t index = 0; index < kProbeCount; ++index) {
+    const auto probe = static_cast<Probe>(index);
+    out[std::string(probe_name(probe))] = coverage[probe];
+  }
+  return out;
+}
+
 namespace {
 
 // An object built from a map whose keys are already unique and in order: appended straight to
@@ -45,6 +54,7 @@ nlohmann::ordered_json run_result_json(const RunResult& result) {
   out["trace_hash"] = result.trace_hash;
   out["virtual_ms"] = result.virtual_ms;
   out["stats"] = stats_json(result.stats);
+  out["coverage"] = coverage_json(result.coverage);
   out["balances"] = object_from(result.balances, as_is, as_is);
   out["transfers"] =
       object_from(result.transfers, as_is, [](SagaState state) { return saga_state_name(state); });

@@ -14,6 +14,10 @@ nlohmann::ordered_json run_result_json(const RunResult& result);
 
 nlohmann::ordered_json stats_json(const Stats& stats);
 
+// Returns `coverage` (DESIGN §8.3): every probe's name with its count, zeros included, in the
+// probes' fixed order.
+nlohmann::ordered_json coverage_json(const Coverage& coverage);
+
 // Returns the canonical trace: one JSON object per line, each line ending in '\n'.
 std::string trace_jsonl(const RunResult& result);
 

@@ -253,7 +253,7 @@ Task<Outcome> AccountService::handle_masstransit(MessagePtr message_ptr) {
     }
     if (!inbox->delivered) {
       if (!reported) {
-        dedupe_hit(me(), message,
+        dedupe_hit(Probe::dedupe_masstransit_resend, me(), message,
                    "inbox: message " + message.message_id +
                        " already consumed but its outbox not delivered: re-sending the stored "
                        "messages with their stored ids");
@@ -271,7 +271,7 @@ Task<Outcome> AccountService::handle_masstransit(MessagePtr message_ptr) {
     host_.unlock_row(lock_key);
     if (!reported) {
       dedupe_hit(
-          me(), message,
+          Probe::dedupe_masstransit, me(), message,
           "inbox: message " + message.message_id + " already consumed, acked without effect");
     }
     co_return Outcome::ack;
@@ -310,6 +310,7 @@ void AccountService::inbox_insert(const Message& message) {
     insert->exec();
   } catch (const SQLite::Exception& error) {
     if (!is_unique_violation(error)) throw;
+    host_.reached(Probe::masstransit_inbox_key);
     throw ConsumerFault{
         "inbox_state key (message_id, consumer_id) rejected a second row: a concurrent delivery "
         "inserted it first"};
@@ -449,14 +450,17 @@ bool AccountService::already_seen(const Message& message) {
       StatementUse find(statements_->document_find);
       find->bind(1, message.message_id);
       if (!find->executeStep()) return false;
-      dedupe_hit(me(), message,
+      dedupe_hit(Probe::dedupe_marten_precheck, me(), message,
                  "marten inbox: document " + message.message_id + " exists, acked without effect");
       return true;
     }
     case AccountInbox::external_before:
     case AccountInbox::external_after:
       if (!host_.seen_store().contains(seen_key(message))) return false;
-      dedupe_hit(me(), message,
+      dedupe_hit(config_.account_inbox == AccountInbox::external_before
+                     ? Probe::dedupe_account_external_before
+                     : Probe::dedupe_account_external_after,
+                 me(), message,
                  "external seen-set: message " + message.message_id +
                      " already marked, acked without effect");
       return true;
@@ -475,7 +479,7 @@ bool AccountService::commit_business(const Message& message) {
       insert_document(message);
     } catch (const SQLite::Exception& error) {
       if (!is_unique_violation(error)) throw;
-      dedupe_hit(me(), message,
+      dedupe_hit(Probe::dedupe_marten_backstop, me(), message,
                  "marten inbox: message " + message.message_id +
                      " was stored meanwhile by a concurrent delivery: the document's primary key "
                      "rejected it (the backstop), rolled back, acked without effect");
@@ -598,6 +602,7 @@ void AccountService::apply_entry(const Message& message, EntryType type, const s
     insert->exec();
   } catch (const SQLite::Exception& error) {
     if (!is_unique_violation(error)) throw;
+    host_.reached(Probe::ledger_key_rejected);
     throw ConsumerFault{"ledger unique index (transfer_id, type) rejected a second entry"};
   }
   int64_t balance = 0;

@@ -11,6 +11,7 @@
 #include <string_view>
 
 #include "domain/commit.h"
+#include "domain/coverage.h"
 #include "domain/crash.h"
 #include "domain/message.h"
 #include "kernel/task.h"
@@ -89,6 +90,10 @@ class ServiceHost {
   virtual void relay_publish(const MessagePtr& message, int64_t outbox_seq) = 0;
 
   virtual void record(TraceEvent event) = 0;
+
+  // Counts a coverage probe (DESIGN §8.3) that no trace event names on its own: which
+  // mechanism caught a duplicate, which unique index rejected a row. It changes nothing else.
+  virtual void reached(Probe probe) = 0;
 
   // Reports a committed transaction.
   virtual void committed(const CommitRecord& record) = 0;

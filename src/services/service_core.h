@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "domain/config.h"
+#include "kernel/assert.h"
 #include "kernel/fingerprint.h"
 #include "services/host.h"
 #include "services/sql.h"
@@ -140,8 +141,14 @@ class ServiceCore {
 
   void crash_point(CrashPoint point, const Message& message) { host_.crash_point(point, &message); }
 
-  // A delivery acked without running the business change: traced at once.
-  void dedupe_hit(std::string_view participant, const Message& message, std::string detail) {
+  // A delivery acked without running the business change: traced at once. The event names the
+  // service, not which of its mechanisms caught the duplicate (Marten has two), so the caller
+  // names it for the coverage probes.
+  // REQUIRES: caught_by is a dedupe probe.
+  void dedupe_hit(Probe caught_by, std::string_view participant, const Message& message,
+                  std::string detail) {
+    INBOXSIM_ASSERT(is_dedupe_probe(caught_by));
+    host_.reached(caught_by);
     TraceEvent event = event_about(EventKind::dedupe_hit, host_.now_ms(), participant, message);
     event.detail = std::move(detail);
     host_.record(std::move(event));

@@ -196,7 +196,10 @@ bool TransferService::already_seen(const Message& message, std::string_view cons
   const bool external = config_.transfer_dedupe == TransferDedupe::external_before ||
                         config_.transfer_dedupe == TransferDedupe::external_after;
   if (!external || !host_.seen_store().contains(key)) return false;
-  dedupe_hit(participant_of(consumer), message,
+  dedupe_hit(config_.transfer_dedupe == TransferDedupe::external_before
+                 ? Probe::dedupe_transfer_external_before
+                 : Probe::dedupe_transfer_external_after,
+             participant_of(consumer), message,
              "external seen-set: message " + message.message_id + " already marked");
   return true;
 }
@@ -254,7 +257,7 @@ bool TransferService::claim_message(const Message& message, std::string_view con
   } catch (const SQLite::Exception& error) {
     if (!is_unique_violation(error)) throw;
   }
-  dedupe_hit(participant_of(consumer), message,
+  dedupe_hit(Probe::dedupe_processed_messages, participant_of(consumer), message,
              "processed_messages: duplicate key " + message.message_id +
                  ", transaction rolled back, acked without effect");
   return false;

@@ -33,6 +33,7 @@ class World::InstanceHost final : public ServiceHost {
     world_.relay_publish(instance_, message, outbox_seq);
   }
   void record(TraceEvent event) override { world_.record(std::move(event)); }
+  void reached(Probe probe) override { world_.coverage_.reach(probe); }
   void committed(const CommitRecord& record) override { world_.committed(record); }
   void schedule_relay_poll() override { world_.schedule_relay_poll(instance_); }
   void schedule_account_outbox_sweep() override { world_.schedule_account_outbox_sweep(instance_); }
@@ -79,6 +80,7 @@ World::World(const Scenario& scenario, const Config& config, const WorldOptions&
       accounts_(scenario.accounts),
       rng_(options.seed),
       trace_(options.keep_trace),
+      coverage_(config_),
       publications_(options.keep_trace),
       checker_(scenario.accounts, config.transfer_notifications),
       broker_([this](TraceEvent event) { record(std::move(event)); }, config.broker_prefetch,
@@ -1016,6 +1018,7 @@ void World::publish(ServiceId publisher_service, std::string_view publisher,
     touch((uint64_t{3} << 56) | (Hasher().add(message->message_id).finish().low >> 8));
   }
   const bool first = publications_.record(message, by_operator);
+  if (!first && !by_operator) coverage_.reach(Probe::republish_same_id);
   broker_.publish(message);
   if (first && !by_operator) {
     while (take_fault(FaultKind::duplicate, publisher_service, 0, *message)) {
@@ -1294,11 +1297,13 @@ Fingerprint World::fingerprint_job(const Job& job) const {
 
 void World::record(TraceEvent event) {
   stats_.count(event);
+  coverage_.count(event);
   trace_.record(std::move(event));
 }
 
 void World::committed(const CommitRecord& record_in) {
   stats_.count_transaction();
+  coverage_.count_commit(record_in);
   for (const TraceEvent& event : record_in.events) record(event);
   checker_.on_commit(record_in, now_ms());
   if (record_in.service != ServiceId::transfer || !record_in.outbox_written) return;
@@ -1336,6 +1341,7 @@ RunResult World::finish() {
   result.virtual_ms = now_ms();
   result.stats = stats_.stats();
   result.dedupe_hits = stats_.dedupe_hits();
+  result.coverage = coverage_.coverage();
   result.published_ids = publications_.published_counts();
   result.sends = publications_.sends();
   result.dead_letter_queues = broker_.parked_totals();

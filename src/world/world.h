@@ -29,6 +29,7 @@
 #include "services/host.h"
 #include "services/sql.h"
 #include "services/transfer_service.h"
+#include "world/coverage_recorder.h"
 #include "world/faults.h"
 #include "world/limits.h"
 #include "world/publication_log.h"
@@ -293,6 +294,7 @@ class World {
   Scheduler<Job> scheduler_;
   Trace trace_;
   StatsRecorder stats_;
+  CoverageRecorder coverage_;
   PublicationLog publications_;
   Checker checker_;
   std::map<std::string, int64_t> transfer_amounts_;
