@@ -252,7 +252,7 @@ check "the explore --json object has the contract fields" python3 - "$work/explo
 import json, sys
 result = json.load(open(sys.argv[1]))
 for key in ["states", "transitions", "max_depth", "complete", "violations", "counterexamples",
-            "wall_ms"]:
+            "coverage", "wall_ms"]:
     assert key in result, key
 assert result["complete"] is True and result["violations"] == [] and result["states"] > 20
 PY

@@ -149,6 +149,22 @@ TEST_CASE("sleep sets lose no state of the happy path", "[.explore_long]") {
   CHECK(reduced.transitions < full.transitions);
 }
 
+TEST_CASE("explore reports the probes its orders reached", "[.explore_long]") {
+  const Scenario scenario = library_scenario("02-insufficient-funds.json");
+  const ExploreResult quiet = explore(scenario, settings_with(0, {}));
+  CHECK(quiet.coverage == Coverage{});
+  ExploreSettings settings = settings_with(1, {FaultKind::duplicate});
+  settings.jobs = 2;
+  const ExploreResult duplicated = explore(scenario, settings);
+  CHECK(duplicated.complete);
+  // A copy of Transfer.Requested meets the MassTransit inbox; some orders race two first
+  // deliveries into its key, and a copy arriving later finds the row consumed.
+  CHECK(duplicated.coverage[Probe::dedupe_masstransit] > 0);
+  CHECK(duplicated.coverage[Probe::masstransit_inbox_key] > 0);
+  CHECK(duplicated.coverage[Probe::masstransit_row_lock] > 0);
+  CHECK(duplicated.coverage[Probe::dedupe_marten_precheck] == 0);
+}
+
 // Found by the explorer: a relay that died after publishing left a confirm of its dead channel
 // on the way, which used to take the place of the new incarnation's confirm, so the row stayed
 // unsent forever. Every order with one crash now settles.

@@ -74,6 +74,7 @@ struct NodeRun {
   bool ended = false;  // the story ended with nothing pending (a leaf)
   Fingerprint leaf_state;
   std::vector<Violation> violations;
+  Coverage coverage;  // what the order reached on its way
 };
 
 Schedule schedule_of(const Choices& choices, const ExploreSettings& settings) {
@@ -111,6 +112,7 @@ NodeRun run_node(const Scenario& scenario, const Choices& choices,
     run.violations = world.violations();
   }
   run.outcome = world.explore_outcome();
+  run.coverage = world.coverage();
   INBOXSIM_ASSERT(!run.outcome.misfit);
   return run;
 }
@@ -247,7 +249,13 @@ ExploreResult explore(const Scenario& scenario, const ExploreSettings& settings)
           }
           parent.done.push_back(self);
         }
+        const auto count_coverage = [&] {
+          for (size_t probe = 0; probe < kProbeCount; ++probe) {
+            if (run.coverage.counts[probe] > 0) ++result.coverage.counts[probe];
+          }
+        };
         if (!run.violations.empty()) {
+          count_coverage();
           for (const Violation& violation : run.violations) {
             const auto invariant = static_cast<size_t>(violation.invariant);
             if (found[invariant]) continue;
@@ -287,6 +295,7 @@ ExploreResult explore(const Scenario& scenario, const ExploreSettings& settings)
           continue;
         }
         ++result.states;
+        count_coverage();
         if (run.ended) {
           ++result.leaves;
         } else {

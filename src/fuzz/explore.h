@@ -65,6 +65,9 @@ struct ExploreResult {
   // found. Empty: no order of this story with at most `faults` faults breaks an invariant
   // (when complete).
   std::vector<ExploreCounterexample> counterexamples;
+  // Per probe, how many of the states explored (and orders that broke an invariant) were
+  // reached through an order that reached the probe.
+  Coverage coverage;
   int64_t wall_ms = 0;
 };
 

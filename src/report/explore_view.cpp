@@ -4,6 +4,7 @@
 #include <string>
 
 #include "kernel/text.h"
+#include "report/json_output.h"
 
 namespace inboxsim {
 
@@ -47,6 +48,7 @@ nlohmann::ordered_json explore_json(const ExploreResult& result) {
     violations.push_back(std::move(violation));
     if (!cx.path.empty()) paths.push_back(cx.path);
   }
+  out["coverage"] = coverage_json(result.coverage);
   out["wall_ms"] = result.wall_ms;
   return out;
 }

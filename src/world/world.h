@@ -106,6 +106,8 @@ class World {
   // Exploration: whether the run stopped for the explorer, and where.
   bool exploration_stopped() const { return explore_stop_; }
   const ExploreOutcome& explore_outcome() const { return explore_outcome_; }
+  // The coverage probes reached so far.
+  const Coverage& coverage() const { return coverage_.coverage(); }
   // The invariants found broken so far (safety ones, during the run).
   const std::vector<Violation>& violations() const { return checker_.violations(); }
   // The fingerprint of the state between two events: the databases' rows and schema, the
