@@ -59,7 +59,7 @@ _inboxsim() {
   # "--color=al" arrives as "--color" "=" "al" (bash breaks words at "=").
   if [[ $cur == = ]]; then
     cur=""
-  elif [[ $prev == = && COMP_CWORD -ge 2 ]]; then
+  elif [[ $prev == = ]] && ((COMP_CWORD >= 2)); then
     prev=${COMP_WORDS[COMP_CWORD - 2]}
   fi
   local verb="" i

@@ -55,7 +55,7 @@ same() {  # same WHAT EXPECTED ACTUAL: equal, or the difference shown
 help=$("$bin" --help)
 verbs=$(help_verbs <<<"$help")
 check "inboxsim --help lists the five verbs" test "$(wc -w <<<"$verbs")" -eq 5
-expected=$(printf '%s\n' $verbs $(help_options <<<"$help") | sort)
+expected=$({ echo "$verbs"; help_options <<<"$help"; } | sort)
 check "inboxsim <TAB> offers every verb and global option" \
   same "verbs and global options" "$expected" "$(complete_line "")"
 

@@ -42,7 +42,7 @@ library_count=$(wc -l <<<"$library_files")
 
 # Prints the package names of a Depends field, one per line ("libc6 (>= 2.34), libx | liby").
 depends_names() {
-  tr ',|' '\n\n' <<<"$1" | sed -E 's/\(.*\)//; s/^ +//; s/ +$//' | grep -v '^$' | sort -u
+  tr ',|' '\n' <<<"$1" | sed -E 's/\(.*\)//; s/^ +//; s/ +$//' | grep -v '^$' | sort -u
 }
 
 # Prints the Debian package that provides each shared library BINARY needs, one per line.
