@@ -529,7 +529,7 @@ void describe_program(CLI::App& app) {
   app.set_help_all_flag("--help-all", "Print the help of every verb and exit");
   app.footer(
       "Exit status:\n"
-      "  0  every expectation met (fuzz, matrix: no failing seed with every defence on)\n"
+      "  0  every expectation met; fuzz: no seed failed; matrix: no failure with all defences on\n"
       "  1  an expectation failed or a violation was found\n"
       "  2  bad input or usage: the message says what was expected, and where\n"
       "  3  internal error\n"
