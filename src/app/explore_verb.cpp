@@ -113,8 +113,9 @@ CLI::App* add_explore_verb(CLI::App& app, ExploreCommand& command) {
                    "K: faults injected in one order, beyond the story's own (default 2)")
       ->check(CLI::Range(int64_t{0}, kFaultsMax));
   verb->add_option("--fault-kinds", command.fault_kinds,
-                   "Comma-separated kinds to inject (default: " + explorable_kinds() +
-                       "), or none");
+                   "Comma-separated kinds to inject, or none (default: every kind that needs "
+                   "no clock: crash, drop_ack, drop_connection, nack, duplicate, lose_confirm, "
+                   "publish_nack)");
   verb->add_option("--max-states", command.max_states,
                    "Stop after this many distinct states (default 2000000)")
       ->check(CLI::Range(int64_t{1}, int64_t{1'000'000'000}));

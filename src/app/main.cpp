@@ -20,6 +20,7 @@
 #include "app/cli_common.h"
 #include "app/explore_verb.h"
 #include "app/demo.h"
+#include "app/library.h"
 #include "fuzz/campaign.h"
 #include "fuzz/matrix.h"
 #include "kernel/file_names.h"
@@ -186,18 +187,27 @@ int run_command(const RunCommand& command) {
   return all_passed ? kExitOk : kExitFailed;
 }
 
-std::string default_scenario_directory() {
-  if (std::filesystem::is_directory("scenarios")) return "scenarios";
-#ifdef INBOXSIM_SOURCE_DIR
-  return std::string(INBOXSIM_SOURCE_DIR) + "/scenarios";
-#else
-  return "scenarios";
-#endif
+// Finds the folder `list` or `demo` reads into `directory`: `chosen` when the user named one,
+// else the teaching library (app/library.h). Returns exit code 2, naming every place looked, when
+// there is none; `how_to_name` says how this verb names a folder.
+std::optional<int> scenario_directory(const std::string& chosen, const std::string& how_to_name,
+                                      std::string& directory) {
+  if (!chosen.empty()) {
+    directory = chosen;
+    return std::nullopt;
+  }
+  const std::vector<LibraryPlace> places = library_places(own_executable());
+  const std::optional<std::filesystem::path> found = first_library(places);
+  if (!found) return bad_input(library_not_found(places, how_to_name));
+  directory = found->string();
+  return std::nullopt;
 }
 
 int list_command(const ListCommand& command) {
-  const std::string directory =
-      command.directory.empty() ? default_scenario_directory() : command.directory;
+  std::string directory;
+  if (auto failed = scenario_directory(command.directory, "inboxsim list DIR", directory)) {
+    return *failed;
+  }
   std::error_code error;
   if (!std::filesystem::is_directory(directory, error)) {
     return bad_input(directory + ": expected a directory of scenario files");
@@ -339,8 +349,10 @@ int matrix_command(const MatrixCommand& command) {
 
 int demo_command(const DemoCommand& command) {
   DemoOptions options;
-  options.scenario_dir =
-      command.scenario_dir.empty() ? default_scenario_directory() : command.scenario_dir;
+  if (auto failed =
+          scenario_directory(command.scenario_dir, "--scenarios DIR", options.scenario_dir)) {
+    return *failed;
+  }
   options.out_dir = command.out_dir;
   options.only = command.only;
   options.run.narrator.color = use_color(command.color);
@@ -353,7 +365,7 @@ int demo_command(const DemoCommand& command) {
 // Declares `run` and its options, filled into `command`.
 CLI::App* add_run_verb(CLI::App& app, RunCommand& command) {
   CLI::App* run_app = app.add_subcommand("run", "Run scenario files, narrated, and check them.");
-  run_app->add_option("FILE", command.files, "Scenario files (JSON, DESIGN §6)")->required();
+  run_app->add_option("FILE", command.files, "Scenario files (JSON)")->required();
   run_app->add_option("--seed", command.seed_text,
                       "Seed for the run, 0 to 2^53 (default: the scenario's seed)");
   run_app->add_flag("--json", command.json, "Print one JSON object (an array for several files)");
@@ -372,7 +384,9 @@ CLI::App* add_run_verb(CLI::App& app, RunCommand& command) {
 // Declares `list` and its options, filled into `command`.
 CLI::App* add_list_verb(CLI::App& app, ListCommand& command) {
   CLI::App* list_app = app.add_subcommand("list", "List the scenarios with their titles.");
-  list_app->add_option("DIR", command.directory, "Scenario folder (default: ./scenarios)");
+  list_app->add_option("DIR", command.directory,
+                       "Scenario folder (default: the library beside the binary, else "
+                       "./scenarios)");
   return list_app;
 }
 
@@ -434,7 +448,8 @@ CLI::App* add_demo_verb(CLI::App& app, DemoCommand& command) {
                        "Only the scenarios whose name starts with these (e.g. 04 09)");
   demo_app->add_option("--out", command.out_dir, "Where the HTML reports go (default: demo-out)");
   demo_app->add_option("--scenarios", command.scenario_dir,
-                       "The scenario folder (default: ./scenarios)");
+                       "The scenario folder (default: the library beside the binary, else "
+                       "./scenarios)");
   demo_app->add_option("--color", command.color, "Colours: auto, always or never")
       ->check(CLI::IsMember({"auto", "always", "never"}));
   demo_app->add_flag("--step", command.step, "Pause after each step until Enter");
@@ -442,10 +457,78 @@ CLI::App* add_demo_verb(CLI::App& app, DemoCommand& command) {
   return demo_app;
 }
 
+// The help's layout, made for reading and for help2man, which turns `--help-all` into the man
+// page: each verb's block opens with "VERB:" on a line of its own (a subsection of the manual),
+// short and long option names are separated by ", " (both set in bold), and the name column is
+// wide enough for every option with its type, so that no description loses its column.
+class HelpFormatter : public CLI::Formatter {
+ public:
+  HelpFormatter() { column_width(kNameColumnWidth); }
+
+  // CLI11's own version drops the blank lines, which would run each verb's description and its
+  // "Options:" heading into one paragraph of the manual.
+  std::string make_expanded(const CLI::App* verb) const override {
+    if (verb->get_name().empty()) return CLI::Formatter::make_expanded(verb);
+    const std::string body = make_description(verb) + make_positionals(verb) +
+                             make_groups(verb, CLI::AppFormatMode::Sub);
+    // A blank line parts the first verb from the "Subcommands:" heading; the others follow one.
+    const CLI::App* parent = verb->get_parent();
+    const bool first = parent != nullptr && parent->get_subcommands({}).front() == verb;
+    std::string text = (first ? "\n" : "") + verb->get_display_name(true) + ":\n";
+    std::istringstream lines(body);
+    for (std::string line; std::getline(lines, line);) {
+      text += line.empty() ? "\n" : "  " + line + "\n";
+    }
+    return text;
+  }
+
+  std::string make_option_name(const CLI::Option* option, bool is_positional) const override {
+    std::string name = CLI::Formatter::make_option_name(option, is_positional);
+    for (size_t comma = name.find(','); comma != std::string::npos;
+         comma = name.find(',', comma + 2)) {
+      name.insert(comma + 1, " ");
+    }
+    return name;
+  }
+
+ private:
+  // "--transfers INT:INT in [1 - 1000000]", the longest, indented by --help-all, and two spaces.
+  static constexpr size_t kNameColumnWidth = 42;
+};
+
+// The part of the help that is about the whole program. `--help-all` prints every verb's options
+// too: the man page is made from it at build time (help2man), so what it says is all the
+// manual says. Set after the verbs are declared, since each verb copies its parent's footer.
+void describe_program(CLI::App& app) {
+  app.set_help_all_flag("--help-all", "Print the help of every verb and exit");
+  app.footer(
+      "Exit status:\n"
+      "  0  every expectation met; fuzz: no seed failed; matrix: no failure with all defences on\n"
+      "  1  an expectation failed or a violation was found\n"
+      "  2  bad input or usage: the message says what was expected, and where\n"
+      "  3  internal error\n"
+      "\n"
+      "Environment:\n"
+      "  NO_COLOR  when set and not empty, no colours unless --color always\n"
+      "\n"
+      "Files:\n"
+      "  list and demo read the folder named by DIR or --scenarios; without one, the\n"
+      "  teaching library beside the binary (" +
+      std::string(kLibraryFromBinary) +
+      " from the binary's folder, so\n"
+      "  /usr/share/inboxsim/scenarios for /usr/bin/inboxsim), else ./scenarios. The\n"
+      "  teacher's guide is share/inboxsim/scenarios.md and the README and the docs are in\n"
+      "  share/doc/inboxsim/, under the same prefix.\n"
+      "\n"
+      "Run 'inboxsim VERB --help' for the options of one verb, 'inboxsim --help-all' for all.");
+}
+
 int main_guarded(int argc, char** argv) {
   CLI::App app{
       "inboxsim: a deterministic bank on an at-least-once broker, to watch and test "
       "the idempotent consumer (inbox) pattern."};
+  // Before the verbs are declared: each verb takes its parent's formatter.
+  app.formatter(std::make_shared<HelpFormatter>());
   app.set_version_flag("--version", std::string("inboxsim ") + INBOXSIM_VERSION);
   app.require_subcommand(1);
   RunCommand run;
@@ -460,6 +543,7 @@ int main_guarded(int argc, char** argv) {
   CLI::App* matrix_app = add_matrix_verb(app, matrix);
   CLI::App* demo_app = add_demo_verb(app, demo);
   CLI::App* explore_app = add_explore_verb(app, explore);
+  describe_program(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& error) {

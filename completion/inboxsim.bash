@@ -1,0 +1,106 @@
+# bash completion for inboxsim: the verbs, each verb's options, and the values they take.
+#
+# Installed as share/bash-completion/completions/inboxsim, where bash-completion loads it the
+# first time `inboxsim` is completed; `source` it by hand otherwise. It uses only bash's own
+# compgen, so it works without the bash-completion package too.
+#
+# Written by hand, so it can drift from the CLI: tests/completion_check.sh compares every list
+# here with `inboxsim --help` and `inboxsim VERB --help`, and fails on any difference.
+
+_inboxsim_verbs="run list fuzz matrix demo explore"
+_inboxsim_global_options="--help --version --help-all"
+_inboxsim_run_options="--help --seed --json --trace --html --mermaid --db-dir --quiet --step
+  --color --set"
+_inboxsim_list_options="--help"
+_inboxsim_campaign_options="--help --seeds --workload --swarm --set --jobs --out --json"
+_inboxsim_fuzz_options="$_inboxsim_campaign_options --transfers --accounts --shard --junit
+  --shrink --stop-after --require-coverage"
+_inboxsim_matrix_options="$_inboxsim_campaign_options"
+_inboxsim_demo_options="--help --out --scenarios --color --step --quiet"
+_inboxsim_explore_options="--help --faults --fault-kinds --max-states --jobs --set --continue
+  --json --out"
+
+# Completes the value of option $1 into COMPREPLY; returns 1 when $1 takes no value.
+_inboxsim_option_value() {
+  local option=$1 cur=$2
+  case $option in
+    --color) mapfile -t COMPREPLY < <(compgen -W "auto always never" -- "$cur") ;;
+    --workload) mapfile -t COMPREPLY < <(compgen -W "small standard large" -- "$cur") ;;
+    --trace | --html | --mermaid | --junit)
+      compopt -o filenames 2>/dev/null
+      mapfile -t COMPREPLY < <(compgen -f -- "$cur")
+      ;;
+    --db-dir | --out | --scenarios)
+      compopt -o filenames 2>/dev/null
+      mapfile -t COMPREPLY < <(compgen -d -- "$cur")
+      ;;
+    # Numbers, seed ranges, shards and KEY=VALUE: nothing to offer, and no file names either.
+    --fault-kinds)  # a comma-separated list: offer the kinds for the word being typed
+      local listed=""
+      [[ $cur == *,* ]] && listed="${cur%,*},"
+      mapfile -t COMPREPLY < <(compgen -P "$listed" -W "crash drop_ack drop_connection nack
+        duplicate lose_confirm publish_nack none" -- "${cur##*,}")
+      ;;
+    --require-coverage) COMPREPLY=() ;;  # probe names: `inboxsim fuzz --help` lists them
+    --seed | --seeds | --set | --jobs | --transfers | --accounts | --shard | --shrink | \
+      --stop-after | --faults | --max-states)
+      COMPREPLY=()
+      ;;
+    *) return 1 ;;
+  esac
+  return 0
+}
+
+# Completes the scenario names `demo` takes, from `inboxsim list` of the same binary and the
+# same --scenarios folder as the command line being typed.
+_inboxsim_scenario_names() {
+  local cur=$1 directory="" i
+  for ((i = 2; i < COMP_CWORD; i++)); do
+    [[ ${COMP_WORDS[i]} == --scenarios ]] && directory=${COMP_WORDS[i + 1]}
+  done
+  local names
+  names=$("${COMP_WORDS[0]}" list ${directory:+"$directory"} 2>/dev/null | cut -d ' ' -f 1)
+  mapfile -t COMPREPLY < <(compgen -W "$names" -- "$cur")
+}
+
+_inboxsim() {
+  local cur=${COMP_WORDS[COMP_CWORD]} prev=${COMP_WORDS[COMP_CWORD - 1]}
+  COMPREPLY=()
+  # "--color=al" arrives as "--color" "=" "al" (bash breaks words at "=").
+  if [[ $cur == = ]]; then
+    cur=""
+  elif [[ $prev == = ]] && ((COMP_CWORD >= 2)); then
+    prev=${COMP_WORDS[COMP_CWORD - 2]}
+  fi
+  local verb="" i
+  for ((i = 1; i < COMP_CWORD; i++)); do
+    if [[ " $_inboxsim_verbs " == *" ${COMP_WORDS[i]} "* ]]; then
+      verb=${COMP_WORDS[i]}
+      break
+    fi
+  done
+  _inboxsim_option_value "$prev" "$cur" && return 0
+  if [[ -z $verb ]]; then
+    mapfile -t COMPREPLY < <(compgen -W "$_inboxsim_verbs $_inboxsim_global_options" -- "$cur")
+    return 0
+  fi
+  if [[ $cur == -* ]]; then
+    local options_name="_inboxsim_${verb}_options"
+    mapfile -t COMPREPLY < <(compgen -W "${!options_name}" -- "$cur")
+    return 0
+  fi
+  case $verb in
+    run | explore)  # scenario files, and folders to find them in
+      compopt -o filenames 2>/dev/null
+      mapfile -t COMPREPLY < <(compgen -f -X '!*.json' -- "$cur"; compgen -d -- "$cur")
+      ;;
+    list)
+      compopt -o filenames 2>/dev/null
+      mapfile -t COMPREPLY < <(compgen -d -- "$cur")
+      ;;
+    demo) _inboxsim_scenario_names "$cur" ;;
+  esac
+  return 0
+}
+
+complete -F _inboxsim inboxsim
