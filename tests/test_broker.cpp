@@ -305,7 +305,7 @@ std::vector<std::pair<std::string, size_t>> after_settling_out_of_order(bool quo
   broker.pump(held);
   REQUIRE(routed(held) == std::vector<std::pair<std::string, size_t>>{
                               {"m-1", first}, {"m-2", second}, {"m-3", third}});
-  for (const size_t index : {2, 0, 1}) {
+  for (const size_t index : {size_t{2}, size_t{0}, size_t{1}}) {
     REQUIRE(broker.ack(held[index].consumer, held[index].channel, held[index].delivery_tag));
   }
   for (int i = 4; i <= 6; ++i) broker.publish(message("m-" + std::to_string(i)));
