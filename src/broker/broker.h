@@ -128,9 +128,12 @@ class Broker {
   std::optional<Delivery> reject(size_t consumer, uint64_t channel, int64_t delivery_tag,
                                  int64_t now_ms);
 
-  // Closes the consumer's connection: every unacked delivery goes back to the queue near its
-  // original position, flagged redelivered.
+  // Closes the consumer's connection: every unacked delivery goes back to the queue, in the
+  // order it was delivered, flagged redelivered (where: see the opening paragraph); the
+  // consumer leaves the queue's line.
   void close_connection(size_t consumer, int64_t now_ms, std::string_view reason);
+  // Reconnects the consumer: it consumes again, at the end of its queue's line.
+  // REQUIRES: it holds no unacked delivery.
   void open_connection(size_t consumer);
   bool connected(size_t consumer) const;
 
