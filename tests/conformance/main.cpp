@@ -158,16 +158,29 @@ std::optional<Endpoint> endpoint_of(const Options& options, std::string& skip_re
       skip_reason = "no broker: " + options.broker_file + " is missing (the rabbitmq_start test did not run)";
       return std::nullopt;
     }
-    if (!line.starts_with("port=")) {
+    if (line.starts_with("unavailable:")) {
       skip_reason = line;
       return std::nullopt;
+    }
+    // Installed but not started (rabbitmq_start failed): that is a failure, not a skip.
+    if (!line.starts_with("port=")) {
+      throw std::runtime_error("no broker: " + options.broker_file + " says \"" + line +
+                               "\" (see the rabbitmq_start test)");
     }
     address = "127.0.0.1:" + line.substr(5);
   }
   const size_t colon = address.rfind(':');
   Endpoint endpoint;
   endpoint.host = address.substr(0, colon);
-  endpoint.port = colon == std::string::npos ? 5672 : std::stoi(address.substr(colon + 1));
+  if (colon != std::string::npos) {
+    const std::string port = address.substr(colon + 1);
+    const bool digits = !port.empty() && port.size() <= 5 &&
+                        port.find_first_not_of("0123456789") == std::string::npos;
+    if (!digits || std::stoi(port) > 65535) {
+      throw std::invalid_argument("\"" + address + "\" is no HOST:PORT (a port from 0 to 65535)");
+    }
+    endpoint.port = std::stoi(port);
+  }
   return endpoint;
 }
 
@@ -210,7 +223,16 @@ void print_record(const Script& script, const Observations& real, const Observat
 
 int with_rabbitmq(const Options& options, bool recording) {
   std::string skip_reason;
-  const std::optional<Endpoint> endpoint = endpoint_of(options, skip_reason);
+  std::optional<Endpoint> endpoint;
+  try {
+    endpoint = endpoint_of(options, skip_reason);
+  } catch (const std::invalid_argument& error) {
+    std::cerr << "inboxsim_conformance: --url: " << error.what() << "\n";
+    return kExitUsage;
+  } catch (const std::exception& error) {
+    std::cout << "FAIL: " << error.what() << "\n";
+    return kExitFailed;
+  }
   if (!endpoint) {
     std::cout << "SKIPPED: " << skip_reason << "\n";
     return kExitSkipped;
