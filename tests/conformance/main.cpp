@@ -103,7 +103,6 @@ int report_mismatches(const Script& script, const std::vector<Column>& columns) 
   return mismatches;
 }
 
-const std::vector<std::string>& recorded(const Step& step) { return step.then; }
 const std::vector<std::string>& fake_expected(const Step& step) { return step.expected_of_fake(); }
 
 std::optional<Script> load(const std::string& path) {
@@ -146,6 +145,8 @@ int check_fake(const std::vector<std::string>& paths) {
 }
 
 #ifdef INBOXSIM_HAVE_RABBITMQ_C
+
+const std::vector<std::string>& recorded(const Step& step) { return step.then; }
 
 // The broker to use: --url HOST:PORT, or the file tests/conformance/broker.sh start writes
 // ("port=N", or "unavailable: why" where no broker could be started).
