@@ -96,7 +96,8 @@ const std::string& Broker::queue_name(size_t queue) const {
 void Broker::park(size_t queue, MessagePtr message, std::string reason) {
   Queue& parking = queues_[queue];
   INBOXSIM_ASSERT(parking.role != QueueRole::work);
-  parking.ready.push_back(Queued{std::move(message), next_position_++, 0, 0, false, std::move(reason)});
+  parking.ready.push_back(
+      Queued{std::move(message), next_position_++, 0, 0, false, std::move(reason)});
   ++parked_totals_[parking.name];
 }
 
@@ -204,8 +205,7 @@ void Broker::deliver(size_t consumer_index, std::vector<Delivery>& out) {
   Queued queued = std::move(source.front());
   source.pop_front();
   const int64_t tag = consumer.next_tag++;
-  out.push_back(Delivery{queued.message, consumer_index, consumer.channel, tag, queued.redelivered,
-                         queued.delivery_count, queued.attempts});
+  out.push_back(as_delivery(queued, consumer_index, consumer.channel, tag));
   consumer.unacked.emplace(tag, std::move(queued));
   // Back to the end of the line: a quorum queue's consumer only while it has room left, a
   // classic queue's until a delivery finds it full.
@@ -221,8 +221,14 @@ bool Broker::channel_open(size_t consumer, uint64_t channel) const {
   return c.connected && c.channel == channel;
 }
 
+Delivery Broker::as_delivery(const Queued& queued, size_t consumer, uint64_t channel,
+                             int64_t delivery_tag) {
+  return Delivery{queued.message,        consumer,       channel, delivery_tag, queued.redelivered,
+                  queued.delivery_count, queued.attempts};
+}
+
 std::optional<Broker::Queued> Broker::take_unacked(size_t consumer, uint64_t channel,
-                                                    int64_t delivery_tag) {
+                                                   int64_t delivery_tag) {
   if (!channel_open(consumer, channel)) return std::nullopt;
   Consumer& c = consumers_[consumer];
   auto found = c.unacked.find(delivery_tag);
@@ -238,16 +244,14 @@ std::optional<Broker::Queued> Broker::take_unacked(size_t consumer, uint64_t cha
 std::optional<Delivery> Broker::ack(size_t consumer, uint64_t channel, int64_t delivery_tag) {
   const std::optional<Queued> queued = take_unacked(consumer, channel, delivery_tag);
   if (!queued) return std::nullopt;
-  return Delivery{queued->message,        consumer,       channel, delivery_tag, queued->redelivered,
-                  queued->delivery_count, queued->attempts};
+  return as_delivery(*queued, consumer, channel, delivery_tag);
 }
 
 std::optional<Delivery> Broker::nack(size_t consumer, uint64_t channel, int64_t delivery_tag,
                                      int64_t now_ms) {
   std::optional<Queued> queued = take_unacked(consumer, channel, delivery_tag);
   if (!queued) return std::nullopt;
-  Delivery settled{queued->message,        consumer,       channel, delivery_tag, queued->redelivered,
-                   queued->delivery_count, queued->attempts};
+  const Delivery settled = as_delivery(*queued, consumer, channel, delivery_tag);
   requeue(consumers_[consumer], std::move(*queued), now_ms, "nack");
   return settled;
 }
@@ -256,8 +260,7 @@ std::optional<Delivery> Broker::reject(size_t consumer, uint64_t channel, int64_
                                        int64_t now_ms) {
   std::optional<Queued> queued = take_unacked(consumer, channel, delivery_tag);
   if (!queued) return std::nullopt;
-  Delivery settled{queued->message,        consumer,       channel, delivery_tag, queued->redelivered,
-                   queued->delivery_count, queued->attempts};
+  const Delivery settled = as_delivery(*queued, consumer, channel, delivery_tag);
   dead_letter(queues_[consumers_[consumer].queue], *queued, "rejected", now_ms);
   return settled;
 }
@@ -332,8 +335,8 @@ void Broker::requeue(Consumer& consumer, Queued queued, int64_t now_ms, std::str
 
 void Broker::dead_letter(Queue& queue, const Queued& queued, std::string reason, int64_t now_ms) {
   const size_t target = queue.dead_letter;
-  record(EventKind::dead_letter, queued, queue.name,
-         reason + ", moved to " + queues_[target].name, now_ms);
+  record(EventKind::dead_letter, queued, queue.name, reason + ", moved to " + queues_[target].name,
+         now_ms);
   park(target, queued.message, std::move(reason));
 }
 

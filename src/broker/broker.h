@@ -186,6 +186,8 @@ class Broker {
   void requeue(Consumer& consumer, Queued queued, int64_t now_ms, std::string_view reason);
   void park(size_t queue, MessagePtr message, std::string reason);
   void dead_letter(Queue& queue, const Queued& queued, std::string reason, int64_t now_ms);
+  static Delivery as_delivery(const Queued& queued, size_t consumer, uint64_t channel,
+                              int64_t delivery_tag);
   // Takes an unacked delivery off its consumer, or nothing if the channel closed meanwhile.
   // REQUIRES: an open channel holds `delivery_tag` unacked.
   std::optional<Queued> take_unacked(size_t consumer, uint64_t channel, int64_t delivery_tag);

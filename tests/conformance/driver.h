@@ -17,7 +17,8 @@ class Driver {
   // Performs the step and returns what the clients observed after it. `expected` (may be null)
   // is what the observations should be: a broker that answers asynchronously uses it only to
   // know when it may stop waiting, never to decide what it saw.
-  virtual std::vector<std::string> run(const Step& step, const std::vector<std::string>* expected) = 0;
+  virtual std::vector<std::string> run(const Step& step,
+                                       const std::vector<std::string>* expected) = 0;
 
   // Whatever the clients observe after the last step, when nothing more is expected.
   virtual std::vector<std::string> drain() = 0;

@@ -38,8 +38,7 @@ std::string delivery_line(const std::string& consumer, const Delivery& delivery)
 }  // namespace
 
 FakeDriver::FakeDriver(const BrokerSettings& settings)
-    : broker_([](TraceEvent) {}, settings.prefetch, delivery_limit_of(settings),
-              settings.quorum) {}
+    : broker_([](TraceEvent) {}, settings.prefetch, delivery_limit_of(settings), settings.quorum) {}
 
 std::vector<std::string> FakeDriver::run(const Step& step, const std::vector<std::string>*) {
   ++now_ms_;
@@ -128,7 +127,7 @@ void FakeDriver::settle(const Step& step) {
 // heartbeat timeout, and requeues its unacked deliveries.
 void FakeDriver::pause(const Step& step, std::vector<std::string>& observed) {
   const Consumer& paused = consumer(step);
-  if (paused.heartbeat_ms > 0 && step.ms > paused.heartbeat_ms) {
+  if (paused.heartbeat_ms > 0 && step.pause_ms > paused.heartbeat_ms) {
     close(step.subject);
     observed.push_back(step.subject + ": connection lost");
   }

@@ -25,8 +25,8 @@ class FakeDriver final : public Driver {
 
  private:
   struct Consumer {
-    size_t index = 0;          // the Broker's consumer
-    int64_t heartbeat_ms = 0;  // 0: no heartbeats
+    size_t index = 0;                            // the Broker's consumer
+    int64_t heartbeat_ms = 0;                    // 0: no heartbeats
     std::map<int64_t, uint64_t> channel_of_tag;  // unacked deliveries of the open channel
   };
 

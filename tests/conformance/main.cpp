@@ -89,10 +89,12 @@ int report_mismatches(const Script& script, const std::vector<Column>& columns) 
     }
     if (!wrong) continue;
     ++mismatches;
-    std::cout << "  " << (after_last ? "after the last step" : script.steps[index].pointer + " " +
-                                                                   describe(script.steps[index]))
+    std::cout << "  "
+              << (after_last ? "after the last step"
+                             : script.steps[index].pointer + " " + describe(script.steps[index]))
               << "\n";
-    if (!after_last) std::cout << "    RabbitMQ (recorded):  " << joined(script.steps[index].then) << "\n";
+    if (!after_last)
+      std::cout << "    RabbitMQ (recorded):  " << joined(script.steps[index].then) << "\n";
     if (!after_last && script.steps[index].fake_then) {
       std::cout << "    fake (declared):      " << joined(*script.steps[index].fake_then) << "\n";
     }
@@ -156,7 +158,8 @@ std::optional<Endpoint> endpoint_of(const Options& options, std::string& skip_re
     std::ifstream file(options.broker_file);
     std::string line;
     if (!file || !std::getline(file, line)) {
-      skip_reason = "no broker: " + options.broker_file + " is missing (the rabbitmq_start test did not run)";
+      skip_reason =
+          "no broker: " + options.broker_file + " is missing (the rabbitmq_start test did not run)";
       return std::nullopt;
     }
     if (line.starts_with("unavailable:")) {
@@ -199,8 +202,9 @@ int compare_with_rabbitmq(const Script& script, const Endpoint& endpoint) {
   std::cout << "---- " << script.name << ": " << script.steps.size() << " steps\n";
   // RabbitMQ must still do what the script recorded, and the fake what the script says of it:
   // together, the fake matches RabbitMQ except where a difference is declared.
-  const int mismatches = report_mismatches(
-      script, {{"RabbitMQ (now):        ", &real, recorded}, {"fake:                  ", &*fake, fake_expected}});
+  const int mismatches =
+      report_mismatches(script, {{"RabbitMQ (now):        ", &real, recorded},
+                                 {"fake:                  ", &*fake, fake_expected}});
   if (mismatches > 0) {
     std::cout << "FAIL " << script.name << "\n";
     return kExitFailed;
@@ -277,11 +281,17 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   Options options;
   CLI::App* fake = app.add_subcommand("fake", "Check the fake broker against the scripts");
-  fake->add_option("scripts", options.scripts, "Script files")->required()->check(CLI::ExistingFile);
-  CLI::App* rabbitmq = app.add_subcommand("rabbitmq", "Run the scripts on RabbitMQ and the fake, and compare");
-  CLI::App* record = app.add_subcommand("record", "Print what RabbitMQ and the fake observe, step by step");
+  fake->add_option("scripts", options.scripts, "Script files")
+      ->required()
+      ->check(CLI::ExistingFile);
+  CLI::App* rabbitmq =
+      app.add_subcommand("rabbitmq", "Run the scripts on RabbitMQ and the fake, and compare");
+  CLI::App* record =
+      app.add_subcommand("record", "Print what RabbitMQ and the fake observe, step by step");
   for (CLI::App* verb : {rabbitmq, record}) {
-    verb->add_option("scripts", options.scripts, "Script files")->required()->check(CLI::ExistingFile);
+    verb->add_option("scripts", options.scripts, "Script files")
+        ->required()
+        ->check(CLI::ExistingFile);
     auto* url = verb->add_option("--url", options.url, "The broker's HOST:PORT");
     auto* file = verb->add_option("--broker-file", options.broker_file,
                                   "The file tests/conformance/broker.sh start wrote");

@@ -52,13 +52,13 @@ void check(const amqp_rpc_reply_t& reply, const std::string& what) {
   }
   if (reply.reply.id == AMQP_CONNECTION_CLOSE_METHOD) {
     const auto* close = static_cast<amqp_connection_close_t*>(reply.reply.decoded);
-    throw std::runtime_error(what + ": connection closed by the broker: " +
-                             text_of(close->reply_text));
+    throw std::runtime_error(what +
+                             ": connection closed by the broker: " + text_of(close->reply_text));
   }
   if (reply.reply.id == AMQP_CHANNEL_CLOSE_METHOD) {
     const auto* close = static_cast<amqp_channel_close_t*>(reply.reply.decoded);
-    throw std::runtime_error(what + ": channel closed by the broker: " +
-                             text_of(close->reply_text));
+    throw std::runtime_error(what +
+                             ": channel closed by the broker: " + text_of(close->reply_text));
   }
   throw std::runtime_error(what + ": unexpected reply from the broker");
 }
@@ -134,7 +134,8 @@ std::string death_reason(const amqp_basic_properties_t& properties) {
     }
   }
   const amqp_field_value_t* deaths = header(properties, "x-death");
-  if (deaths == nullptr || deaths->kind != AMQP_FIELD_KIND_ARRAY || deaths->value.array.num_entries == 0) {
+  if (deaths == nullptr || deaths->kind != AMQP_FIELD_KIND_ARRAY ||
+      deaths->value.array.num_entries == 0) {
     return "no x-death";
   }
   const amqp_field_value_t& death = deaths->value.array.entries[0];
@@ -144,6 +145,19 @@ std::string death_reason(const amqp_basic_properties_t& properties) {
     if (text_of(entry.key) == "reason") return text_of(entry.value.value.bytes);
   }
   return "no reason";
+}
+
+// "c1: m1 tag=2 redelivered count=1", as script.h describes observations.
+std::string delivery_line(const std::string& consumer, const amqp_basic_deliver_t& deliver,
+                          const amqp_basic_properties_t& properties) {
+  std::string line =
+      consumer + ": " + message_id(properties) + " tag=" + std::to_string(deliver.delivery_tag);
+  if (deliver.redelivered != 0) line += " redelivered";
+  if (const amqp_field_value_t* count = header(properties, "x-delivery-count")) {
+    const std::optional<int64_t> value = integer_of(*count);
+    line += " count=" + (value ? std::to_string(*value) : std::string("?"));
+  }
+  return line;
 }
 
 }  // namespace
@@ -374,7 +388,8 @@ void RabbitmqDriver::settle(const Step& step) {
   if (step.op == Op::ack) {
     status = amqp_basic_ack(connection.state(), connection.channel(), tag, 0);
   } else if (step.op == Op::nack) {
-    status = amqp_basic_nack(connection.state(), connection.channel(), tag, 0, step.requeue ? 1 : 0);
+    status =
+        amqp_basic_nack(connection.state(), connection.channel(), tag, 0, step.requeue ? 1 : 0);
   } else {
     status = amqp_basic_reject(connection.state(), connection.channel(), tag, step.requeue ? 1 : 0);
   }
@@ -407,7 +422,7 @@ void RabbitmqDriver::reconnect(const Step& step) {
 // other connection is.
 void RabbitmqDriver::pause(const Step& step, std::vector<std::string>& observed) {
   consumer(step);
-  const auto until = Clock::now() + std::chrono::milliseconds(step.ms);
+  const auto until = Clock::now() + std::chrono::milliseconds(step.pause_ms);
   while (Clock::now() < until) {
     poll(observed, step.subject);
     std::this_thread::sleep_for(kPollInterval);
@@ -495,70 +510,88 @@ void RabbitmqDriver::wait(std::vector<std::string>& observed,
 }
 
 bool RabbitmqDriver::poll(std::vector<std::string>& observed, const std::string& skipped_consumer) {
+  bool arrived = poll_confirms(observed);
+  for (auto& [name, consumer] : consumers_) {
+    if (name != skipped_consumer)
+      arrived = poll_consumer(name, *consumer.connection, observed) || arrived;
+  }
+  return arrived;
+}
+
+// Confirms of the publisher's current channel (sequence numbers count per channel; those of a
+// closed channel are dropped, as a client library drops them).
+bool RabbitmqDriver::poll_confirms(std::vector<std::string>& observed) {
   bool arrived = false;
   amqp_frame_t frame;
-  // The publisher: confirms of the current channel (sequence numbers count per channel).
-  while (publisher_->next_frame(frame) == Connection::Read::frame) {
+  for (int frames = 0; frames < kQueueMessagesMax; ++frames) {
+    if (publisher_->next_frame(frame) != Connection::Read::frame) break;
     if (frame.frame_type != AMQP_FRAME_METHOD || frame.channel != publisher_->channel()) continue;
     const amqp_method_number_t method = frame.payload.method.id;
-    if (method != AMQP_BASIC_ACK_METHOD && method != AMQP_BASIC_NACK_METHOD) continue;
-    const bool ack = method == AMQP_BASIC_ACK_METHOD;
-    const uint64_t tag = ack ? static_cast<amqp_basic_ack_t*>(frame.payload.method.decoded)->delivery_tag
-                             : static_cast<amqp_basic_nack_t*>(frame.payload.method.decoded)->delivery_tag;
-    const bool multiple = ack ? static_cast<amqp_basic_ack_t*>(frame.payload.method.decoded)->multiple != 0
-                              : static_cast<amqp_basic_nack_t*>(frame.payload.method.decoded)->multiple != 0;
+    uint64_t tag = 0;
+    bool multiple = false;
+    if (method == AMQP_BASIC_ACK_METHOD) {
+      const auto* ack = static_cast<amqp_basic_ack_t*>(frame.payload.method.decoded);
+      tag = ack->delivery_tag;
+      multiple = ack->multiple != 0;
+    } else if (method == AMQP_BASIC_NACK_METHOD) {
+      const auto* nack = static_cast<amqp_basic_nack_t*>(frame.payload.method.decoded);
+      tag = nack->delivery_tag;
+      multiple = nack->multiple != 0;
+    } else {
+      continue;
+    }
+    const char* verdict = method == AMQP_BASIC_ACK_METHOD ? " ack" : " nack";
     for (auto it = unconfirmed_.begin(); it != unconfirmed_.end() && it->first <= tag;) {
       if (it->first != tag && !multiple) {
         ++it;
         continue;
       }
-      observed.push_back("publisher: " + it->second + (ack ? " ack" : " nack"));
+      observed.push_back("publisher: " + it->second + verdict);
       it = unconfirmed_.erase(it);
       arrived = true;
     }
   }
   if (!publisher_->open()) throw std::runtime_error("publisher: the broker closed its connection");
-  for (auto& [name, consumer] : consumers_) {
-    if (name == skipped_consumer) continue;
-    Connection& connection = *consumer.connection;
-    for (int frames = 0; frames < kQueueMessagesMax; ++frames) {
-      const Connection::Read read = connection.next_frame(frame);
-      if (read == Connection::Read::nothing) break;
-      arrived = true;
-      if (read == Connection::Read::lost) {
-        observed.push_back(name + ": connection lost");
-        break;
-      }
-      if (frame.frame_type != AMQP_FRAME_METHOD) continue;
-      if (frame.payload.method.id == AMQP_CHANNEL_CLOSE_METHOD) {
-        const auto* close = static_cast<amqp_channel_close_t*>(frame.payload.method.decoded);
-        throw std::runtime_error(name + ": channel closed by the broker: " + text_of(close->reply_text));
-      }
-      if (frame.payload.method.id != AMQP_BASIC_DELIVER_METHOD) continue;
-      const auto* deliver = static_cast<amqp_basic_deliver_t*>(frame.payload.method.decoded);
-      const uint64_t tag = deliver->delivery_tag;
-      const bool redelivered = deliver->redelivered != 0;
-      amqp_message_t message;
-      check(amqp_read_message(connection.state(), frame.channel, &message, 0), name + ": reading a delivery");
-      // A delivery for a channel closed meanwhile is void: the broker requeued it.
-      if (frame.channel == connection.channel() && connection.channel_open()) {
-        std::string line = name + ": " + message_id(message.properties) + " tag=" + std::to_string(tag);
-        if (redelivered) line += " redelivered";
-        if (const amqp_field_value_t* count = header(message.properties, "x-delivery-count")) {
-          const std::optional<int64_t> value = integer_of(*count);
-          line += " count=" + (value ? std::to_string(*value) : std::string("?"));
-        }
-        observed.push_back(line);
-      }
-      amqp_destroy_message(&message);
+  return arrived;
+}
+
+// Deliveries to one consumer, and the loss of its connection.
+bool RabbitmqDriver::poll_consumer(const std::string& name, Connection& connection,
+                                   std::vector<std::string>& observed) {
+  bool arrived = false;
+  amqp_frame_t frame;
+  for (int frames = 0; frames < kQueueMessagesMax; ++frames) {
+    const Connection::Read read = connection.next_frame(frame);
+    if (read == Connection::Read::nothing) break;
+    arrived = true;
+    if (read == Connection::Read::lost) {
+      observed.push_back(name + ": connection lost");
+      break;
     }
+    if (frame.frame_type != AMQP_FRAME_METHOD) continue;
+    if (frame.payload.method.id == AMQP_CHANNEL_CLOSE_METHOD) {
+      const auto* close = static_cast<amqp_channel_close_t*>(frame.payload.method.decoded);
+      throw std::runtime_error(name +
+                               ": channel closed by the broker: " + text_of(close->reply_text));
+    }
+    if (frame.payload.method.id != AMQP_BASIC_DELIVER_METHOD) continue;
+    const auto deliver = *static_cast<amqp_basic_deliver_t*>(frame.payload.method.decoded);
+    amqp_message_t message;
+    check(amqp_read_message(connection.state(), frame.channel, &message, 0),
+          name + ": reading a delivery");
+    // A delivery for a channel closed meanwhile is void: the broker requeued it.
+    if (frame.channel == connection.channel() && connection.channel_open()) {
+      observed.push_back(delivery_line(name, deliver, message.properties));
+    }
+    amqp_destroy_message(&message);
   }
   return arrived;
 }
 
 RabbitmqDriver::Consumer& RabbitmqDriver::consumer(const Step& step) {
   const auto found = consumers_.find(step.subject);
-  if (found == consumers_.end()) throw std::runtime_error(step.pointer + ": no consumer " + step.subject);
+  if (found == consumers_.end())
+    throw std::runtime_error(step.pointer + ": no consumer " + step.subject);
   return found->second;
 }
 

@@ -64,8 +64,12 @@ class RabbitmqDriver final : public Driver {
   // matches `expected` and a quiet period has passed, or until the deadline.
   void wait(std::vector<std::string>& observed, const std::vector<std::string>* expected,
             const std::string& inspected);
-  // Reads what has arrived on every open connection; returns true if anything did.
+  // Reads what has arrived on every open connection (but the skipped consumer's); returns true
+  // if anything did.
   bool poll(std::vector<std::string>& observed, const std::string& skipped_consumer);
+  bool poll_confirms(std::vector<std::string>& observed);
+  bool poll_consumer(const std::string& name, Connection& connection,
+                     std::vector<std::string>& observed);
   Consumer& consumer(const Step& step);
   std::string full_name(const std::string& name) const { return prefix_ + name; }
 

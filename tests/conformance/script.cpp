@@ -133,20 +133,22 @@ void parse_operands(const json& object, const std::string& pointer, Step& step) 
       if (has("rabbitmq_arguments")) {
         parse_arguments(object["rabbitmq_arguments"], pointer + "/rabbitmq_arguments", step);
         // The fake has no such arguments: the step must say how it stands in for them.
-        if (!object.contains("note")) fail(pointer + "/note", "why the fake needs no such argument");
+        if (!object.contains("note"))
+          fail(pointer + "/note", "why the fake needs no such argument");
       }
       return;
     case Op::consume:
       step.queue = text(member(object, "queue", pointer), pointer + "/queue");
       if (has("heartbeat_s")) {
-        step.heartbeat_s = integer(object["heartbeat_s"], pointer + "/heartbeat_s", 1,
-                                   kHeartbeatSecondsMax);
+        step.heartbeat_s =
+            integer(object["heartbeat_s"], pointer + "/heartbeat_s", 1, kHeartbeatSecondsMax);
       }
       return;
     case Op::publish:
       step.routing_key = text(member(object, "key", pointer), pointer + "/key");
       if (has("fake_fault")) {
-        if (object["fake_fault"] != "publish_nack") fail(pointer + "/fake_fault", "\"publish_nack\"");
+        if (object["fake_fault"] != "publish_nack")
+          fail(pointer + "/fake_fault", "\"publish_nack\"");
         // RabbitMQ refuses the publish for a reason of its own (a full queue); the step must
         // say what that reason is and which fault of the simulator stands in for it.
         if (!object.contains("note")) fail(pointer + "/note", "what makes RabbitMQ refuse it");
@@ -164,10 +166,11 @@ void parse_operands(const json& object, const std::string& pointer, Step& step) 
       if (has("requeue")) step.requeue = boolean(object["requeue"], pointer + "/requeue");
       return;
     case Op::close:
-      if (has("channel_only")) step.channel_only = boolean(object["channel_only"], pointer + "/channel_only");
+      if (has("channel_only"))
+        step.channel_only = boolean(object["channel_only"], pointer + "/channel_only");
       return;
     case Op::pause:
-      step.ms = integer(member(object, "ms", pointer), pointer + "/ms", 1, kPauseMsMax);
+      step.pause_ms = integer(member(object, "ms", pointer), pointer + "/ms", 1, kPauseMsMax);
       return;
     case Op::kill:
     case Op::reconnect:
@@ -191,7 +194,8 @@ Step parse_step(const json& object, const std::string& pointer) {
   std::set<std::string> allowed = keys_of(step.op);
   allowed.insert({op_name(step.op), "then", "fake_then", "difference", "note"});
   for (const auto& [key, value] : object.items()) {
-    if (allowed.count(key) == 0) fail(pointer + "/" + key, std::string("no such key for ") + op_name(step.op));
+    if (allowed.count(key) == 0)
+      fail(pointer + "/" + key, std::string("no such key for ") + op_name(step.op));
   }
   parse_operands(object, pointer, step);
   if (object.contains("then")) step.then = observations(object["then"], pointer + "/then");
@@ -216,13 +220,13 @@ BrokerSettings parse_broker(const json& object, const std::string& pointer) {
     }
   }
   const std::string type = text(member(object, "queue_type", pointer), pointer + "/queue_type");
-  if (type != "quorum" && type != "classic") fail(pointer + "/queue_type", "\"quorum\" or \"classic\"");
+  if (type != "quorum" && type != "classic")
+    fail(pointer + "/queue_type", "\"quorum\" or \"classic\"");
   settings.quorum = type == "quorum";
   if (object.contains("delivery_limit")) {
     const json& limit = object["delivery_limit"];
     if (!(limit.is_string() && limit == "none")) {
-      settings.delivery_limit =
-          integer(limit, pointer + "/delivery_limit", 1, kDeliveryLimitMax);
+      settings.delivery_limit = integer(limit, pointer + "/delivery_limit", 1, kDeliveryLimitMax);
     }
   } else if (settings.quorum) {
     fail(pointer + "/delivery_limit", "an integer, or \"none\" for a quorum queue without one");
@@ -230,7 +234,8 @@ BrokerSettings parse_broker(const json& object, const std::string& pointer) {
   if (!settings.quorum && settings.delivery_limit) {
     fail(pointer + "/delivery_limit", "no delivery limit on a classic queue");
   }
-  settings.prefetch = integer(member(object, "prefetch", pointer), pointer + "/prefetch", 1, kPrefetchMax);
+  settings.prefetch =
+      integer(member(object, "prefetch", pointer), pointer + "/prefetch", 1, kPrefetchMax);
   return settings;
 }
 

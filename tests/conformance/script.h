@@ -61,21 +61,21 @@ struct Step {
   // The queue (declare, inspect, redrive), the consumer (consume ... pause) or the message id
   // (publish) the operation is about.
   std::string subject;
-  std::vector<std::string> bindings;                  // declare: topic patterns
-  std::map<std::string, int64_t> rabbitmq_int_arguments;      // declare: given to RabbitMQ only
+  std::vector<std::string> bindings;                           // declare: topic patterns
+  std::map<std::string, int64_t> rabbitmq_int_arguments;       // declare: given to RabbitMQ only
   std::map<std::string, std::string> rabbitmq_text_arguments;  // (the fake has no such feature)
-  std::string queue;          // consume
-  int64_t heartbeat_s = 0;    // consume: 0 = no heartbeats
-  std::string routing_key;    // publish
+  std::string queue;                                           // consume
+  int64_t heartbeat_s = 0;                                     // consume: 0 = no heartbeats
+  std::string routing_key;                                     // publish
   bool fake_publish_nack = false;     // publish: the fake refuses it (its publish_nack fault)
   bool close_before_confirm = false;  // publish: the channel closes before the confirm is read
-  int64_t tag = 0;            // ack, nack, reject
-  bool requeue = true;        // nack, reject
-  bool channel_only = false;  // close: the channel, not the connection
-  int64_t ms = 0;             // pause
-  std::vector<std::string> then;                   // what RabbitMQ did
+  int64_t tag = 0;                    // ack, nack, reject
+  bool requeue = true;                // nack, reject
+  bool channel_only = false;          // close: the channel, not the connection
+  int64_t pause_ms = 0;               // pause: the script's "ms"
+  std::vector<std::string> then;      // what RabbitMQ did
   std::optional<std::vector<std::string>> fake_then;  // what the fake does instead, on purpose
-  std::string difference;                          // why (required with fake_then)
+  std::string difference;                             // why (required with fake_then)
 
   // The observations the fake must produce: `fake_then` where the script declares a
   // difference, `then` otherwise.
@@ -103,7 +103,6 @@ std::string observation_subject(const std::string& observation);
 
 // True when both lists hold the same observations subject by subject, in the same order within
 // each subject (the order between subjects is not observable).
-bool same_observations(const std::vector<std::string>& left,
-                       const std::vector<std::string>& right);
+bool same_observations(const std::vector<std::string>& left, const std::vector<std::string>& right);
 
 }  // namespace inboxsim::conformance
