@@ -1,8 +1,18 @@
 // A conformance script: broker operations and, after each, what RabbitMQ was seen to do.
 //
 // A script runs against the fake broker (src/broker) and against a real RabbitMQ, and the
-// observations are compared (tests/conformance/README in the project README, "Broker
-// conformance"). Each step is one operation of a client (declare, consume, publish, ack, nack,
+// observations are compared (the project README, "Broker conformance"). The file:
+//
+//   { "description": "...", "claims": ["docs/model.md, The broker: ..."],
+//     "broker": { "queue_type": "quorum" | "classic", "delivery_limit": N | "none",
+//                 "prefetch": N },
+//     "steps": [ { "declare": "account-service", "bind": ["transfers.#"] },
+//                { "consume": "c1", "queue": "account-service", "heartbeat_s": 1 },
+//                { "publish": "m1", "key": "transfers.transfer.requested",
+//                  "then": ["publisher: m1 ack", "c1: m1 tag=1"] },
+//                { "nack": "c1", "tag": 1, "requeue": true, "then": [...] }, ... ] }
+//
+// Each step is one operation of a client (declare, consume, publish, ack, nack,
 // reject, close, kill, reconnect, pause) or of an operator (inspect, redrive), followed by
 // `then`: the observations RabbitMQ produced after it, recorded from the real broker and
 // checked against it whenever one is available. Where the simulator differs on purpose, the
