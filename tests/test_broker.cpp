@@ -116,6 +116,7 @@ TEST_CASE(
   REQUIRE(parked.size() == 1);
   REQUIRE(parked[0].message->message_id == "m-1");
   REQUIRE(parked[0].queue == "account-service.dlq");
+  REQUIRE(parked[0].reason == "delivery_limit");
   REQUIRE(f.events.back().kind == EventKind::dead_letter);
   REQUIRE(f.events.back().detail.find("delivery_limit") != std::string::npos);
   REQUIRE(f.broker.ready_messages() == 0);
@@ -261,8 +262,10 @@ TEST_CASE("a consumer whose connection is closed is skipped until it reconnects"
   f.broker.open_connection(f.second);
   f.publish(4, 5);
   deliveries = f.pump();
+  // A reconnected consumer registers anew, at the end of the line (RabbitMQ does the same:
+  // tests/conformance/scripts/06-reconnect-joins-the-end-of-the-line.json).
   REQUIRE(routed(deliveries) ==
-          std::vector<std::pair<std::string, size_t>>{{"m-4", f.second}, {"m-5", f.first}});
+          std::vector<std::pair<std::string, size_t>>{{"m-4", f.first}, {"m-5", f.second}});
 }
 
 TEST_CASE("what a closed consumer had unacked goes to the other consumer, redelivered",
@@ -283,4 +286,122 @@ TEST_CASE("what a closed consumer had unacked goes to the other consumer, redeli
   REQUIRE(f.broker.ack(f.second, first[1].channel, first[1].delivery_tag).has_value());
   REQUIRE(f.broker.ready_messages() == 0);
   REQUIRE(f.broker.unacked_messages() == 0);
+}
+
+// ---- what the conformance scripts found (tests/conformance) ----------------------------------
+
+namespace {
+
+// Three consumers with a prefetch of one, each holding one delivery, settled in the order
+// third, first, second; then three more messages. Returns who got them.
+std::vector<std::pair<std::string, size_t>> after_settling_out_of_order(bool quorum) {
+  Broker broker([](TraceEvent) {}, /*prefetch=*/1, /*delivery_limit=*/20, quorum);
+  const size_t queue = broker.declare_queue("account-service", {"transfers.#"});
+  const size_t first = broker.add_consumer("account-service#1", queue);
+  const size_t second = broker.add_consumer("account-service#2", queue);
+  const size_t third = broker.add_consumer("account-service#3", queue);
+  for (int i = 1; i <= 3; ++i) broker.publish(message("m-" + std::to_string(i)));
+  std::vector<Delivery> held;
+  broker.pump(held);
+  REQUIRE(routed(held) == std::vector<std::pair<std::string, size_t>>{
+                              {"m-1", first}, {"m-2", second}, {"m-3", third}});
+  for (const size_t index : {size_t{2}, size_t{0}, size_t{1}}) {
+    REQUIRE(broker.ack(held[index].consumer, held[index].channel, held[index].delivery_tag));
+  }
+  for (int i = 4; i <= 6; ++i) broker.publish(message("m-" + std::to_string(i)));
+  std::vector<Delivery> next;
+  broker.pump(next);
+  return routed(next);
+}
+
+}  // namespace
+
+TEST_CASE("a quorum queue's consumers wait in line in the order they got room again",
+          "[broker][conformance]") {
+  // rabbit_fifo's service queue (script 04-quorum-consumers-line-up-by-room): the third consumer
+  // settled first, so it is served first.
+  REQUIRE(after_settling_out_of_order(/*quorum=*/true) ==
+          std::vector<std::pair<std::string, size_t>>{{"m-4", 2}, {"m-5", 0}, {"m-6", 1}});
+}
+
+TEST_CASE("a classic queue's consumers keep their turns while no delivery finds them full",
+          "[broker][conformance]") {
+  // rabbit_queue_consumers (script 05-classic-consumers-keep-their-turns): nobody was found
+  // full, so the rotation is the one of the first three deliveries.
+  REQUIRE(after_settling_out_of_order(/*quorum=*/false) ==
+          std::vector<std::pair<std::string, size_t>>{{"m-4", 0}, {"m-5", 1}, {"m-6", 2}});
+}
+
+namespace {
+
+// One consumer holding m-1 .. m-3 (prefetch 3) nacks m-2, then m-1, then its connection
+// closes with m-3 unacked. Returns the ids of the next three deliveries.
+std::vector<std::string> redeliveries_after_returns(bool quorum) {
+  Broker broker([](TraceEvent) {}, /*prefetch=*/3, /*delivery_limit=*/20, quorum);
+  const size_t queue = broker.declare_queue("transfer-service", {"accounts.#"});
+  const size_t consumer = broker.add_consumer("transfer-service", queue);
+  for (int i = 1; i <= 4; ++i) {
+    broker.publish(message("m-" + std::to_string(i), MessageType::account_debited));
+  }
+  std::vector<Delivery> out;
+  broker.pump(out);
+  REQUIRE(out.size() == 3);
+  REQUIRE(broker.nack(consumer, out[1].channel, out[1].delivery_tag, 1));  // m-2
+  std::vector<Delivery> after_m2;
+  broker.pump(after_m2);  // m-2 comes straight back (the only room is the one it left)
+  REQUIRE(after_m2.size() == 1);
+  REQUIRE(broker.nack(consumer, out[0].channel, out[0].delivery_tag, 2));  // m-1
+  std::vector<Delivery> after_m1;
+  broker.pump(after_m1);
+  REQUIRE(after_m1.size() == 1);
+  broker.close_connection(consumer, 3, "crash");  // m-3, m-2, m-1 unacked, in that order
+  broker.open_connection(consumer);
+  std::vector<Delivery> again;
+  broker.pump(again);
+  std::vector<std::string> ids;
+  for (const Delivery& delivery : again) ids.push_back(delivery.message->message_id);
+  return ids;
+}
+
+}  // namespace
+
+TEST_CASE("a quorum queue serves returned messages in the order they came back",
+          "[broker][conformance]") {
+  // rabbit_fifo's `returns` queue (script 11-quorum-returns-in-return-order): the closed
+  // channel returns its deliveries in the order it received them.
+  REQUIRE(redeliveries_after_returns(/*quorum=*/true) ==
+          std::vector<std::string>{"m-3", "m-2", "m-1"});
+}
+
+TEST_CASE("a classic queue puts returned messages back at their original positions",
+          "[broker][conformance]") {
+  REQUIRE(redeliveries_after_returns(/*quorum=*/false) ==
+          std::vector<std::string>{"m-1", "m-2", "m-3"});
+}
+
+TEST_CASE("a rejected delivery is dead-lettered with reason rejected, on either queue type",
+          "[broker][conformance]") {
+  for (const bool quorum : {true, false}) {
+    std::vector<TraceEvent> events;
+    Broker broker([&events](TraceEvent event) { events.push_back(std::move(event)); },
+                  /*prefetch=*/1, /*delivery_limit=*/20, quorum);
+    const size_t queue = broker.declare_queue("account-service", {"transfers.#"});
+    const size_t consumer = broker.add_consumer("account-service", queue);
+    broker.publish(message("m-1"));
+    broker.publish(message("m-2"));
+    std::vector<Delivery> out;
+    broker.pump(out);
+    REQUIRE(out.size() == 1);
+    REQUIRE(broker.reject(consumer, out[0].channel, out[0].delivery_tag, 1));
+    const std::vector<ParkedMessage> parked = broker.parked();
+    REQUIRE(parked.size() == 1);
+    REQUIRE(parked[0].message->message_id == "m-1");
+    REQUIRE(parked[0].queue == "account-service.dlq");
+    REQUIRE(parked[0].reason == "rejected");
+    REQUIRE(events.back().kind == EventKind::dead_letter);
+    std::vector<Delivery> next;
+    broker.pump(next);  // the consumer has room again: m-2 comes
+    REQUIRE(next.size() == 1);
+    REQUIRE(next[0].message->message_id == "m-2");
+  }
 }

@@ -42,7 +42,9 @@ TraceEvent message(int64_t t, EventKind kind, std::string_view from, std::string
   e.transfer = "t1";
   e.delivery_tag = tag;
   e.redelivered = redelivered;
-  e.delivery_count = tag == 0 ? 0 : (redelivered ? 2 : 1);
+  // A first delivery carries no x-delivery-count (the broker's count 0); this redelivery is
+  // the message's third delivery.
+  e.delivery_count = redelivered ? 2 : 0;
   return e;
 }
 
@@ -309,6 +311,23 @@ TEST_CASE("html shows the story and embeds every event", "[report][html]") {
   CHECK(occurrences(page, "<g class=\"ev ") == run.events.size());
   CHECK(contains(page, "REDELIVERED #2"));
   CHECK(contains(page, "CRASH at after_commit"));
+}
+
+TEST_CASE("reports show no x-delivery-count where RabbitMQ sends none", "[report][conformance]") {
+  // A first delivery carries no x-delivery-count header, and a classic queue never sends one
+  // (tests/conformance/scripts 09 and 10).
+  RunResult run = sample_run();
+  CHECK(contains(render_html(run), "x-delivery-count: none (a first delivery"));
+  CHECK_FALSE(contains(render_html(run), "x-delivery-count: 0"));
+  for (TraceEvent& event : run.events) {
+    if (event.kind == EventKind::deliver && event.redelivered) event.delivery_count = 0;
+  }
+  const std::string page = render_html(run);
+  CHECK(contains(page, "REDELIVERED · "));
+  CHECK_FALSE(contains(page, "REDELIVERED #0"));
+  const std::string diagram = render_mermaid(run);
+  CHECK(contains(diagram, " REDELIVERED"));
+  CHECK_FALSE(contains(diagram, "(delivery 0)"));
 }
 
 TEST_CASE("html escapes event text in markup and in the embedded JSON", "[report][html]") {

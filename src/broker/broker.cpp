@@ -93,18 +93,19 @@ const std::string& Broker::queue_name(size_t queue) const {
   return queues_[queue].name;
 }
 
-void Broker::park(size_t queue, MessagePtr message) {
+void Broker::park(size_t queue, MessagePtr message, std::string reason) {
   Queue& parking = queues_[queue];
   INBOXSIM_ASSERT(parking.role != QueueRole::work);
   touch(queue);
-  parking.ready.push_back(Queued{std::move(message), next_position_++, 0, 0, false});
+  parking.ready.push_back(
+      Queued{std::move(message), next_position_++, 0, 0, false, std::move(reason)});
   ++parked_totals_[parking.name];
 }
 
 const std::string& Broker::move_to_error_queue(size_t queue, const MessagePtr& message) {
   INBOXSIM_ASSERT(queue < queues_.size());
   INBOXSIM_ASSERT(queues_[queue].role == QueueRole::error);
-  park(queue, message);
+  park(queue, message, "");
   return queues_[queue].name;
 }
 
@@ -120,7 +121,7 @@ std::vector<MessagePtr> Broker::redrive(size_t queue) {
   Queue& source = queues_[parking.source];
   for (Queued& queued : messages) {
     moved.push_back(queued.message);
-    source.ready.push_back(Queued{std::move(queued.message), next_position_++, 0, 0, false});
+    source.ready.push_back(Queued{std::move(queued.message), next_position_++, 0, 0, false, ""});
   }
   return moved;
 }
@@ -138,7 +139,7 @@ std::vector<ParkedMessage> Broker::parked() const {
   for (const Queue& queue : queues_) {
     if (queue.role == QueueRole::work) continue;
     for (const Queued& queued : queue.ready)
-      out.push_back(ParkedMessage{queued.message, queue.name});
+      out.push_back(ParkedMessage{queued.message, queue.name, queued.dead_letter_reason});
   }
   return out;
 }
@@ -149,8 +150,15 @@ size_t Broker::add_consumer(std::string_view name, size_t queue) {
   consumer.name = std::string(name);
   consumer.queue = queue;
   consumers_.push_back(std::move(consumer));
-  queues_[queue].consumers.push_back(consumers_.size() - 1);
+  join_line(consumers_.size() - 1);
   return consumers_.size() - 1;
+}
+
+void Broker::join_line(size_t consumer_index) {
+  Consumer& consumer = consumers_[consumer_index];
+  if (consumer.in_line || !consumer.connected || !has_room(consumer)) return;
+  consumer.in_line = true;
+  queues_[consumer.queue].line.push_back(consumer_index);
 }
 
 size_t Broker::publish(const MessagePtr& message) {
@@ -162,7 +170,7 @@ size_t Broker::publish(const MessagePtr& message) {
                                    [&](const std::string& p) { return topic_matches(p, key); });
     if (!bound) continue;
     touch(static_cast<size_t>(&queue - queues_.data()));
-    queue.ready.push_back(Queued{message, next_position_++, 0, 0, false});
+    queue.ready.push_back(Queued{message, next_position_++, 0, 0, false, ""});
     ++routed;
   }
   return routed;
@@ -171,8 +179,8 @@ size_t Broker::publish(const MessagePtr& message) {
 void Broker::pump(std::vector<Delivery>& out) {
   for (Queue& queue : queues_) {
     if (queue.role != QueueRole::work) continue;
-    // Each delivery takes one ready message, so the loop is bounded by the queue's length.
-    while (!queue.ready.empty()) {
+    // Each delivery takes one waiting message, so the loop is bounded by the queue's length.
+    while (!queue.returned.empty() || !queue.ready.empty()) {
       const std::optional<size_t> consumer = next_ready_consumer(queue);
       if (!consumer) break;
       touch(static_cast<size_t>(&queue - queues_.data()));
@@ -183,26 +191,26 @@ void Broker::pump(std::vector<Delivery>& out) {
 
 bool Broker::dispatchable() const {
   for (const Queue& queue : queues_) {
-    if (queue.role != QueueRole::work || queue.ready.empty()) continue;
-    for (const size_t index : queue.consumers) {
+    if (queue.role != QueueRole::work) continue;
+    if (queue.ready.empty() && queue.returned.empty()) continue;
+    for (const size_t index : queue.line) {
       const Consumer& consumer = consumers_[index];
-      if (consumer.connected && static_cast<int64_t>(consumer.unacked.size()) < prefetch_) {
-        return true;
-      }
+      if (consumer.connected && has_room(consumer)) return true;
     }
   }
   return false;
 }
 
+// Each pass takes a consumer out of the line, so the loop is bounded by the line's length.
 std::optional<size_t> Broker::next_ready_consumer(Queue& queue) {
-  const size_t count = queue.consumers.size();
-  for (size_t tried = 0; tried < count; ++tried) {
-    const size_t slot = (queue.next_consumer + tried) % count;
-    const Consumer& consumer = consumers_[queue.consumers[slot]];
-    if (consumer.connected && static_cast<int64_t>(consumer.unacked.size()) < prefetch_) {
-      queue.next_consumer = (slot + 1) % count;
-      return queue.consumers[slot];
-    }
+  while (!queue.line.empty()) {
+    const size_t index = queue.line.front();
+    queue.line.pop_front();
+    Consumer& consumer = consumers_[index];
+    consumer.in_line = false;
+    // A classic queue finds out only now that a consumer is full, and drops it from the
+    // rotation until it has room again; a quorum queue's line never holds a full one.
+    if (consumer.connected && has_room(consumer)) return index;
   }
   return std::nullopt;
 }
@@ -210,12 +218,18 @@ std::optional<size_t> Broker::next_ready_consumer(Queue& queue) {
 void Broker::deliver(size_t consumer_index, std::vector<Delivery>& out) {
   Consumer& consumer = consumers_[consumer_index];
   Queue& queue = queues_[consumer.queue];
-  Queued queued = std::move(queue.ready.front());
-  queue.ready.pop_front();
+  std::deque<Queued>& source = queue.returned.empty() ? queue.ready : queue.returned;
+  Queued queued = std::move(source.front());
+  source.pop_front();
   const int64_t tag = consumer.next_tag++;
-  out.push_back(Delivery{queued.message, consumer_index, consumer.channel, tag, queued.redelivered,
-                         queued.delivery_count, queued.attempts});
+  out.push_back(as_delivery(queued, consumer_index, consumer.channel, tag));
   consumer.unacked.emplace(tag, std::move(queued));
+  // Back to the end of the line: a quorum queue's consumer only while it has room left, a
+  // classic queue's until a delivery finds it full.
+  if (!quorum_ || has_room(consumer)) {
+    consumer.in_line = true;
+    queue.line.push_back(consumer_index);
+  }
 }
 
 bool Broker::channel_open(size_t consumer, uint64_t channel) const {
@@ -225,31 +239,47 @@ bool Broker::channel_open(size_t consumer, uint64_t channel) const {
   return c.connected && c.channel == channel;
 }
 
-std::optional<Delivery> Broker::ack(size_t consumer, uint64_t channel, int64_t delivery_tag) {
+Delivery Broker::as_delivery(const Queued& queued, size_t consumer, uint64_t channel,
+                             int64_t delivery_tag) {
+  return Delivery{queued.message,        consumer,       channel, delivery_tag, queued.redelivered,
+                  queued.delivery_count, queued.attempts};
+}
+
+std::optional<Broker::Queued> Broker::take_unacked(size_t consumer, uint64_t channel,
+                                                   int64_t delivery_tag) {
   if (!channel_open(consumer, channel)) return std::nullopt;
   Consumer& c = consumers_[consumer];
   auto found = c.unacked.find(delivery_tag);
-  // An ack for a tag this channel never had unacked would be a channel error in RabbitMQ;
-  // our consumers settle each delivery exactly once, so it cannot happen.
+  // A settlement for a tag this channel never had unacked would be a channel error in
+  // RabbitMQ; our consumers settle each delivery exactly once, so it cannot happen.
   INBOXSIM_ASSERT(found != c.unacked.end());
-  const Queued& queued = found->second;
-  Delivery settled{queued.message,        consumer,       channel, delivery_tag, queued.redelivered,
-                   queued.delivery_count, queued.attempts};
+  Queued queued = std::move(found->second);
   c.unacked.erase(found);
-  return settled;
+  join_line(consumer);
+  return queued;
+}
+
+std::optional<Delivery> Broker::ack(size_t consumer, uint64_t channel, int64_t delivery_tag) {
+  const std::optional<Queued> queued = take_unacked(consumer, channel, delivery_tag);
+  if (!queued) return std::nullopt;
+  return as_delivery(*queued, consumer, channel, delivery_tag);
 }
 
 std::optional<Delivery> Broker::nack(size_t consumer, uint64_t channel, int64_t delivery_tag,
                                      int64_t now_ms) {
-  if (!channel_open(consumer, channel)) return std::nullopt;
-  Consumer& c = consumers_[consumer];
-  auto found = c.unacked.find(delivery_tag);
-  INBOXSIM_ASSERT(found != c.unacked.end());
-  Queued queued = std::move(found->second);
-  c.unacked.erase(found);
-  Delivery settled{queued.message,        consumer,       channel, delivery_tag, queued.redelivered,
-                   queued.delivery_count, queued.attempts};
-  requeue(c, std::move(queued), now_ms, "nack");
+  std::optional<Queued> queued = take_unacked(consumer, channel, delivery_tag);
+  if (!queued) return std::nullopt;
+  const Delivery settled = as_delivery(*queued, consumer, channel, delivery_tag);
+  requeue(consumers_[consumer], std::move(*queued), now_ms, "nack");
+  return settled;
+}
+
+std::optional<Delivery> Broker::reject(size_t consumer, uint64_t channel, int64_t delivery_tag,
+                                       int64_t now_ms) {
+  std::optional<Queued> queued = take_unacked(consumer, channel, delivery_tag);
+  if (!queued) return std::nullopt;
+  const Delivery settled = as_delivery(*queued, consumer, channel, delivery_tag);
+  dead_letter(queues_[consumers_[consumer].queue], *queued, "rejected", now_ms);
   return settled;
 }
 
@@ -261,6 +291,9 @@ void Broker::close_connection(size_t consumer, int64_t now_ms, std::string_view 
   c.connected = false;
   ++c.channel;
   c.next_tag = 1;
+  // Its consumer is gone; a reconnected one registers anew, at the end of the line.
+  std::erase(queues_[c.queue].line, consumer);
+  c.in_line = false;
   std::map<int64_t, Queued> unacked;
   unacked.swap(c.unacked);
   for (auto& [tag, queued] : unacked) {
@@ -274,6 +307,7 @@ void Broker::open_connection(size_t consumer) {
   INBOXSIM_ASSERT(c.unacked.empty());
   touch(c.queue);
   c.connected = true;
+  join_line(consumer);
 }
 
 bool Broker::connected(size_t consumer) const {
@@ -285,7 +319,7 @@ bool Broker::connected(size_t consumer) const {
 size_t Broker::ready_messages() const {
   size_t count = 0;
   for (const Queue& queue : queues_) {
-    if (queue.role == QueueRole::work) count += queue.ready.size();
+    if (queue.role == QueueRole::work) count += queue.ready.size() + queue.returned.size();
   }
   return count;
 }
@@ -304,17 +338,27 @@ void Broker::requeue(Consumer& consumer, Queued queued, int64_t now_ms, std::str
   // more times than the limit (quorum-queues.md, "Poison Message Handling"); a classic queue
   // has neither the count nor the limit.
   if (quorum_ && ++queued.delivery_count > delivery_limit_) {
-    const std::string& dead_letter = queues_[queue.dead_letter].name;
-    record(EventKind::dead_letter, queued, queue.name, "delivery_limit, moved to " + dead_letter,
-           now_ms);
-    park(queue.dead_letter, queued.message);
+    dead_letter(queue, queued, "delivery_limit", now_ms);
     return;
   }
   record(EventKind::requeue, queued, queue.name, std::string(reason), now_ms);
+  // A quorum queue serves returned messages first, in the order they came back (rabbit_fifo's
+  // `returns`); a classic queue puts each back at its original position.
+  if (quorum_) {
+    queue.returned.push_back(std::move(queued));
+    return;
+  }
   const auto at = std::lower_bound(
       queue.ready.begin(), queue.ready.end(), queued.position,
       [](const Queued& existing, uint64_t position) { return existing.position < position; });
   queue.ready.insert(at, std::move(queued));
+}
+
+void Broker::dead_letter(Queue& queue, const Queued& queued, std::string reason, int64_t now_ms) {
+  const size_t target = queue.dead_letter;
+  record(EventKind::dead_letter, queued, queue.name, reason + ", moved to " + queues_[target].name,
+         now_ms);
+  park(target, queued.message, std::move(reason));
 }
 
 void Broker::record(EventKind kind, const Queued& queued, std::string_view queue,
@@ -335,16 +379,20 @@ void Broker::fingerprint(Hasher& hasher) const {
   const auto add_queued = [&](const Queued& queued) {
     fingerprint_message(hasher, *queued.message);
     hasher.add(queued.position).add_signed(queued.delivery_count).add_signed(queued.attempts);
-    hasher.add(queued.redelivered);
+    hasher.add(queued.redelivered).add(queued.dead_letter_reason);
   };
   hasher.add(next_position_);
   for (const Queue& queue : queues_) {
-    hasher.add(static_cast<uint64_t>(queue.next_consumer)).add(static_cast<uint64_t>(queue.ready.size()));
+    hasher.add(static_cast<uint64_t>(queue.ready.size()));
     for (const Queued& queued : queue.ready) add_queued(queued);
+    hasher.add(static_cast<uint64_t>(queue.returned.size()));
+    for (const Queued& queued : queue.returned) add_queued(queued);
+    hasher.add(static_cast<uint64_t>(queue.line.size()));
+    for (const size_t consumer : queue.line) hasher.add(static_cast<uint64_t>(consumer));
   }
   for (const Consumer& consumer : consumers_) {
-    hasher.add(consumer.connected).add(consumer.channel).add_signed(consumer.next_tag);
-    hasher.add(static_cast<uint64_t>(consumer.unacked.size()));
+    hasher.add(consumer.connected).add(consumer.in_line).add(consumer.channel);
+    hasher.add_signed(consumer.next_tag).add(static_cast<uint64_t>(consumer.unacked.size()));
     for (const auto& [tag, queued] : consumer.unacked) {
       hasher.add_signed(tag);
       add_queued(queued);

@@ -4,6 +4,14 @@
 // delivery when a connection closes, and (quorum queues) dead-lettering past the delivery limit
 // into the queue's dead-letter queue. Dead-letter queues, and the error queues MassTransit moves
 // faulted messages to, are real queues that nobody consumes: an operator can redrive them.
+// Each claim is checked against a real RabbitMQ by the conformance scripts (tests/conformance).
+//
+// Where the two queue types differ, the Broker follows each (docs/model.md, "The broker"):
+// a classic queue puts a returned message back at its original position, a quorum queue serves
+// returned messages first, in the order they came back (rabbit_fifo's `returns`); a quorum
+// queue's consumers wait for messages in the order they got prefetch room (its service queue),
+// a classic queue's take turns and drop out of the rotation only when a delivery finds them
+// full (rabbit_queue_consumers).
 //
 // The broker owns queued and unacked messages. It does not own time: pump() hands back the
 // deliveries it dispatched and the World decides when each arrives. Publisher confirms are the
@@ -48,6 +56,9 @@ enum class QueueRole : uint8_t {
 struct ParkedMessage {
   MessagePtr message;
   std::string queue;
+  // Why the broker dead-lettered it, as RabbitMQ's x-death reason: `delivery_limit` or
+  // `rejected`. Empty in an error queue, where MassTransit moved it.
+  std::string reason;
 };
 
 // True when the routing key matches the AMQP topic pattern ('*' one word, '#' zero or more).
@@ -96,8 +107,9 @@ class Broker {
   size_t publish(const MessagePtr& message);
 
   // Dispatches ready messages and appends the deliveries to `out`: queue by queue in the order
-  // they were declared, each message to the queue's next consumer in round-robin order (the
-  // order consumers were added) that is connected and has prefetch room, as RabbitMQ does.
+  // they were declared, each message to the first consumer of the queue's line that is
+  // connected and has prefetch room. Consumers join the line in the order they are added (so
+  // they take turns, #1 first) and again, at its end, when they get room back or reconnect.
   void pump(std::vector<Delivery>& out);
 
   // True while the delivery's channel is open: a delivery or ack on a closed channel is void.
@@ -112,9 +124,18 @@ class Broker {
   std::optional<Delivery> nack(size_t consumer, uint64_t channel, int64_t delivery_tag,
                                int64_t now_ms);
 
-  // Closes the consumer's connection: every unacked delivery goes back to the queue near its
-  // original position, flagged redelivered.
+  // basic.reject (or basic.nack) without requeue: dead-letters the delivery into the queue's
+  // dead-letter queue with reason `rejected`, whatever the queue type (dlx.md). Returns
+  // nothing if the channel closed meanwhile.
+  std::optional<Delivery> reject(size_t consumer, uint64_t channel, int64_t delivery_tag,
+                                 int64_t now_ms);
+
+  // Closes the consumer's connection: every unacked delivery goes back to the queue, in the
+  // order it was delivered, flagged redelivered (where: see the opening paragraph); the
+  // consumer leaves the queue's line.
   void close_connection(size_t consumer, int64_t now_ms, std::string_view reason);
+  // Reconnects the consumer: it consumes again, at the end of its queue's line.
+  // REQUIRES: it holds no unacked delivery.
   void open_connection(size_t consumer);
   bool connected(size_t consumer) const;
 
@@ -132,7 +153,8 @@ class Broker {
   // deliveries, the round-robin cursors: what decides the broker's future, for the explorer.
   void fingerprint(Hasher& hasher) const;
 
-  // Work queues only: what waits in dead-letter and error queues is parked, not pending.
+  // Work queues only (ready and returned): what waits in dead-letter and error queues is
+  // parked, not pending.
   size_t ready_messages() const;
   size_t unacked_messages() const;
 
@@ -143,6 +165,7 @@ class Broker {
     int64_t delivery_count = 0;
     int64_t attempts = 0;
     bool redelivered = false;
+    std::string dead_letter_reason;  // parked messages only
   };
   struct Queue {
     std::string name;
@@ -150,24 +173,38 @@ class Broker {
     size_t source = 0;       // dead-letter and error queues: the queue their messages came from
     size_t dead_letter = 0;  // work queues: their dead-letter queue
     std::vector<std::string> patterns;
-    std::deque<Queued> ready;       // sorted by position
-    std::vector<size_t> consumers;  // in the order they were added
-    size_t next_consumer = 0;       // round-robin cursor into `consumers`
+    std::deque<Queued> ready;     // sorted by position (classic queues requeue into it)
+    std::deque<Queued> returned;  // quorum queues: returned deliveries, served before `ready`
+    std::deque<size_t> line;      // consumers waiting for a message, first served first
   };
   struct Consumer {
     std::string name;
     size_t queue = 0;
     bool connected = true;
+    bool in_line = false;
     uint64_t channel = 1;
     int64_t next_tag = 1;
     std::map<int64_t, Queued> unacked;  // by delivery tag
   };
 
-  // Returns the next consumer of `queue` in round-robin order that can take a delivery, if any.
+  bool has_room(const Consumer& consumer) const {
+    return static_cast<int64_t>(consumer.unacked.size()) < prefetch_;
+  }
+  // Puts a connected consumer with prefetch room at the end of its queue's line, unless it is
+  // in the line already.
+  void join_line(size_t consumer_index);
+  // Takes the first consumer of the line that is connected and has room, dropping the others
+  // from the line, if any.
   std::optional<size_t> next_ready_consumer(Queue& queue);
   void deliver(size_t consumer_index, std::vector<Delivery>& out);
   void requeue(Consumer& consumer, Queued queued, int64_t now_ms, std::string_view reason);
-  void park(size_t queue, MessagePtr message);
+  void park(size_t queue, MessagePtr message, std::string reason);
+  void dead_letter(Queue& queue, const Queued& queued, std::string reason, int64_t now_ms);
+  static Delivery as_delivery(const Queued& queued, size_t consumer, uint64_t channel,
+                              int64_t delivery_tag);
+  // Takes an unacked delivery off its consumer, or nothing if the channel closed meanwhile.
+  // REQUIRES: an open channel holds `delivery_tag` unacked.
+  std::optional<Queued> take_unacked(size_t consumer, uint64_t channel, int64_t delivery_tag);
   void record(EventKind kind, const Queued& queued, std::string_view queue, std::string detail,
               int64_t now_ms);
 

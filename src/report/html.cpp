@@ -118,7 +118,10 @@ std::string event_tooltip(const TraceEvent& event, std::string_view envelope) {
   if (event.delivery_tag != 0) {
     text += "\ndelivery tag: " + std::to_string(event.delivery_tag) +
             "\nredelivered: " + (event.redelivered ? "true" : "false") +
-            "\nx-delivery-count: " + std::to_string(event.delivery_count);
+            "\nx-delivery-count: " +
+            // RabbitMQ adds the header only once a quorum queue has had the message back.
+            (event.delivery_count > 0 ? std::to_string(event.delivery_count)
+                                      : std::string("none (a first delivery, or a classic queue)"));
   }
   field("account", event.account);
   if (event.amount != 0) text += "\namount: " + std::to_string(event.amount);
@@ -149,8 +152,11 @@ ArrowStyle arrow_style(const TraceEvent& event) {
       return {"a-publish", "publish " + what + " (" + event.message_id + ")"};
     case EventKind::deliver:
       if (event.redelivered) {
-        return {"a-redeliver", "REDELIVERED #" + std::to_string(event.delivery_count) + " · " +
-                                   what + " (" + event.message_id + ", " + tag + ")"};
+        // A classic queue counts nothing: its redeliveries carry no x-delivery-count.
+        const std::string count =
+            event.delivery_count > 0 ? " #" + std::to_string(event.delivery_count) : "";
+        return {"a-redeliver", "REDELIVERED" + count + " · " + what + " (" + event.message_id +
+                                   ", " + tag + ")"};
       }
       return {"a-deliver", "deliver " + what + " (" + event.message_id + ", " + tag + ")"};
     case EventKind::ack: return {"a-ack", "ack " + tag};

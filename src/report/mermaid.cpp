@@ -65,9 +65,11 @@ std::string arrow_label(const TraceEvent& event) {
              (event.service == participant::operator_ ? " copy by hand" : "");
     case EventKind::deliver:
       return "deliver " + message_label(event) + " (" + event.message_id + ")" + tag +
-             (event.redelivered
+             (!event.redelivered ? ""
+              // A classic queue counts nothing: its redeliveries carry no x-delivery-count.
+              : event.delivery_count > 0
                   ? " REDELIVERED (delivery " + std::to_string(event.delivery_count) + ")"
-                  : "");
+                  : " REDELIVERED");
     case EventKind::ack: return "ack" + tag;
     case EventKind::ack_lost: return "ack" + tag + " LOST";
     case EventKind::ack_void: return "ack" + tag + " on a closed channel, ignored";

@@ -1,0 +1,321 @@
+// Script parsing: every key is checked, an unknown key is an error (a typo in a script must not
+// silently drop a check), and each message names the file and the JSON pointer of the problem.
+#include "script.h"
+
+#include <algorithm>
+#include <array>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <sstream>
+
+namespace inboxsim::conformance {
+
+namespace {
+
+using json = nlohmann::json;
+
+// Scripts are small hand-written files; anything bigger is a mistake.
+constexpr size_t kScriptBytesMax = 1024 * 1024;
+constexpr size_t kStepsMax = 500;
+// A pause longer than a minute would stall the test suite for nothing.
+constexpr int64_t kPauseMsMax = 60'000;
+constexpr int64_t kDeliveryLimitMax = 1000;
+constexpr int64_t kPrefetchMax = 1000;
+constexpr int64_t kHeartbeatSecondsMax = 60;
+
+struct Failure {
+  std::string pointer;
+  std::string expected;
+};
+
+[[noreturn]] void fail(std::string pointer, std::string expected) {
+  throw Failure{std::move(pointer), std::move(expected)};
+}
+
+constexpr std::array<std::pair<Op, const char*>, 12> kOps = {{
+    {Op::declare, "declare"},
+    {Op::consume, "consume"},
+    {Op::publish, "publish"},
+    {Op::ack, "ack"},
+    {Op::nack, "nack"},
+    {Op::reject, "reject"},
+    {Op::close, "close"},
+    {Op::kill, "kill"},
+    {Op::reconnect, "reconnect"},
+    {Op::pause, "pause"},
+    {Op::inspect, "inspect"},
+    {Op::redrive, "redrive"},
+}};
+
+// The keys each operation accepts besides its own name, `then`, `fake_then`, `difference` and
+// `note` (free text for the reader).
+std::set<std::string> keys_of(Op op) {
+  switch (op) {
+    case Op::declare: return {"bind", "rabbitmq_arguments"};
+    case Op::consume: return {"queue", "heartbeat_s"};
+    case Op::publish: return {"key", "fake_fault", "close_before_confirm"};
+    case Op::ack: return {"tag"};
+    case Op::nack:
+    case Op::reject: return {"tag", "requeue"};
+    case Op::close: return {"channel_only"};
+    case Op::pause: return {"ms"};
+    case Op::kill:
+    case Op::reconnect:
+    case Op::inspect:
+    case Op::redrive: return {};
+  }
+  return {};
+}
+
+const json& member(const json& object, const std::string& key, const std::string& pointer) {
+  const auto found = object.find(key);
+  if (found == object.end()) fail(pointer, "a key \"" + key + "\"");
+  return *found;
+}
+
+std::string text(const json& value, const std::string& pointer) {
+  if (!value.is_string() || value.get<std::string>().empty()) fail(pointer, "a non-empty string");
+  return value.get<std::string>();
+}
+
+int64_t integer(const json& value, const std::string& pointer, int64_t low, int64_t high) {
+  if (!value.is_number_integer()) fail(pointer, "an integer");
+  const auto number = value.get<int64_t>();
+  if (number < low || number > high) {
+    fail(pointer, "an integer from " + std::to_string(low) + " to " + std::to_string(high));
+  }
+  return number;
+}
+
+bool boolean(const json& value, const std::string& pointer) {
+  if (!value.is_boolean()) fail(pointer, "true or false");
+  return value.get<bool>();
+}
+
+std::vector<std::string> texts(const json& value, const std::string& pointer) {
+  if (!value.is_array()) fail(pointer, "an array of strings");
+  std::vector<std::string> out;
+  for (size_t index = 0; index < value.size(); ++index) {
+    out.push_back(text(value[index], pointer + "/" + std::to_string(index)));
+  }
+  return out;
+}
+
+std::vector<std::string> observations(const json& value, const std::string& pointer) {
+  std::vector<std::string> out = texts(value, pointer);
+  for (size_t index = 0; index < out.size(); ++index) {
+    if (out[index].find(": ") == std::string::npos) {
+      fail(pointer + "/" + std::to_string(index), "an observation \"<subject>: <what>\"");
+    }
+  }
+  return out;
+}
+
+void parse_arguments(const json& value, const std::string& pointer, Step& step) {
+  if (!value.is_object()) fail(pointer, "an object of queue arguments");
+  for (const auto& [key, argument] : value.items()) {
+    if (argument.is_number_integer()) {
+      step.rabbitmq_int_arguments[key] = argument.get<int64_t>();
+    } else if (argument.is_string()) {
+      step.rabbitmq_text_arguments[key] = argument.get<std::string>();
+    } else {
+      fail(pointer + "/" + key, "an integer or a string");
+    }
+  }
+}
+
+void parse_operands(const json& object, const std::string& pointer, Step& step) {
+  const auto has = [&](const char* key) { return object.contains(key); };
+  switch (step.op) {
+    case Op::declare:
+      step.bindings = texts(member(object, "bind", pointer), pointer + "/bind");
+      if (has("rabbitmq_arguments")) {
+        parse_arguments(object["rabbitmq_arguments"], pointer + "/rabbitmq_arguments", step);
+        // The fake has no such arguments: the step must say how it stands in for them.
+        if (!object.contains("note"))
+          fail(pointer + "/note", "why the fake needs no such argument");
+      }
+      return;
+    case Op::consume:
+      step.queue = text(member(object, "queue", pointer), pointer + "/queue");
+      if (has("heartbeat_s")) {
+        step.heartbeat_s =
+            integer(object["heartbeat_s"], pointer + "/heartbeat_s", 1, kHeartbeatSecondsMax);
+      }
+      return;
+    case Op::publish:
+      step.routing_key = text(member(object, "key", pointer), pointer + "/key");
+      if (has("fake_fault")) {
+        if (object["fake_fault"] != "publish_nack")
+          fail(pointer + "/fake_fault", "\"publish_nack\"");
+        // RabbitMQ refuses the publish for a reason of its own (a full queue); the step must
+        // say what that reason is and which fault of the simulator stands in for it.
+        if (!object.contains("note")) fail(pointer + "/note", "what makes RabbitMQ refuse it");
+        step.fake_publish_nack = true;
+      }
+      if (has("close_before_confirm")) {
+        step.close_before_confirm =
+            boolean(object["close_before_confirm"], pointer + "/close_before_confirm");
+      }
+      return;
+    case Op::ack:
+    case Op::nack:
+    case Op::reject:
+      step.tag = integer(member(object, "tag", pointer), pointer + "/tag", 1, 1'000'000);
+      if (has("requeue")) step.requeue = boolean(object["requeue"], pointer + "/requeue");
+      return;
+    case Op::close:
+      if (has("channel_only"))
+        step.channel_only = boolean(object["channel_only"], pointer + "/channel_only");
+      return;
+    case Op::pause:
+      step.pause_ms = integer(member(object, "ms", pointer), pointer + "/ms", 1, kPauseMsMax);
+      return;
+    case Op::kill:
+    case Op::reconnect:
+    case Op::inspect:
+    case Op::redrive: return;
+  }
+}
+
+Step parse_step(const json& object, const std::string& pointer) {
+  if (!object.is_object()) fail(pointer, "an object with one operation");
+  Step step;
+  step.pointer = pointer;
+  int operations = 0;
+  for (const auto& [op, name] : kOps) {
+    if (!object.contains(name)) continue;
+    ++operations;
+    step.op = op;
+    step.subject = text(object[name], pointer + "/" + name);
+  }
+  if (operations != 1) fail(pointer, "exactly one operation (declare, consume, publish, ...)");
+  std::set<std::string> allowed = keys_of(step.op);
+  allowed.insert({op_name(step.op), "then", "fake_then", "difference", "note"});
+  for (const auto& [key, value] : object.items()) {
+    if (allowed.count(key) == 0)
+      fail(pointer + "/" + key, std::string("no such key for ") + op_name(step.op));
+  }
+  parse_operands(object, pointer, step);
+  if (object.contains("then")) step.then = observations(object["then"], pointer + "/then");
+  if (object.contains("fake_then")) {
+    step.fake_then = observations(object["fake_then"], pointer + "/fake_then");
+    step.difference = text(member(object, "difference", pointer), pointer + "/difference");
+    if (same_observations(*step.fake_then, step.then)) {
+      fail(pointer + "/fake_then", "observations that differ from \"then\" (else no difference)");
+    }
+  } else if (object.contains("difference")) {
+    fail(pointer + "/fake_then", "what the fake does instead (\"difference\" needs it)");
+  }
+  return step;
+}
+
+BrokerSettings parse_broker(const json& object, const std::string& pointer) {
+  if (!object.is_object()) fail(pointer, "an object");
+  BrokerSettings settings;
+  for (const auto& [key, value] : object.items()) {
+    if (key != "queue_type" && key != "delivery_limit" && key != "prefetch") {
+      fail(pointer + "/" + key, "queue_type, delivery_limit or prefetch");
+    }
+  }
+  const std::string type = text(member(object, "queue_type", pointer), pointer + "/queue_type");
+  if (type != "quorum" && type != "classic")
+    fail(pointer + "/queue_type", "\"quorum\" or \"classic\"");
+  settings.quorum = type == "quorum";
+  if (object.contains("delivery_limit")) {
+    const json& limit = object["delivery_limit"];
+    if (!(limit.is_string() && limit == "none")) {
+      settings.delivery_limit = integer(limit, pointer + "/delivery_limit", 1, kDeliveryLimitMax);
+    }
+  } else if (settings.quorum) {
+    fail(pointer + "/delivery_limit", "an integer, or \"none\" for a quorum queue without one");
+  }
+  if (!settings.quorum && settings.delivery_limit) {
+    fail(pointer + "/delivery_limit", "no delivery limit on a classic queue");
+  }
+  settings.prefetch =
+      integer(member(object, "prefetch", pointer), pointer + "/prefetch", 1, kPrefetchMax);
+  return settings;
+}
+
+Script parse_script(const json& document) {
+  if (!document.is_object()) fail("", "an object");
+  for (const auto& [key, value] : document.items()) {
+    if (key != "description" && key != "claims" && key != "broker" && key != "steps") {
+      fail("/" + key, "description, claims, broker or steps");
+    }
+  }
+  Script script;
+  script.description = text(member(document, "description", ""), "/description");
+  script.claims = texts(member(document, "claims", ""), "/claims");
+  if (script.claims.empty()) fail("/claims", "at least one claim of docs/model.md");
+  script.broker = parse_broker(member(document, "broker", ""), "/broker");
+  const json& steps = member(document, "steps", "");
+  if (!steps.is_array() || steps.empty() || steps.size() > kStepsMax) {
+    fail("/steps", "an array of 1 to " + std::to_string(kStepsMax) + " steps");
+  }
+  for (size_t index = 0; index < steps.size(); ++index) {
+    script.steps.push_back(parse_step(steps[index], "/steps/" + std::to_string(index)));
+  }
+  return script;
+}
+
+}  // namespace
+
+const char* op_name(Op op) {
+  for (const auto& [known, name] : kOps) {
+    if (known == op) return name;
+  }
+  return "?";
+}
+
+std::string observation_subject(const std::string& observation) {
+  return observation.substr(0, observation.find(": "));
+}
+
+bool same_observations(const std::vector<std::string>& left,
+                       const std::vector<std::string>& right) {
+  const auto by_subject = [](std::vector<std::string> list) {
+    std::stable_sort(list.begin(), list.end(), [](const std::string& a, const std::string& b) {
+      return observation_subject(a) < observation_subject(b);
+    });
+    return list;
+  };
+  return by_subject(left) == by_subject(right);
+}
+
+std::optional<Script> load_script(const std::string& path, std::string& error) {
+  std::ifstream file(path, std::ios::binary);
+  if (!file) {
+    error = path + ": cannot be read";
+    return std::nullopt;
+  }
+  std::ostringstream bytes;
+  bytes << file.rdbuf();
+  if (bytes.str().size() > kScriptBytesMax) {
+    error = path + ": larger than " + std::to_string(kScriptBytesMax) + " bytes";
+    return std::nullopt;
+  }
+  const json document = json::parse(bytes.str(), nullptr, /*allow_exceptions=*/false);
+  if (document.is_discarded()) {
+    error = path + ": not valid JSON";
+    return std::nullopt;
+  }
+  try {
+    Script script = parse_script(document);
+    script.path = path;
+    const size_t slash = path.find_last_of('/');
+    script.name = path.substr(slash == std::string::npos ? 0 : slash + 1);
+    if (script.name.size() > 5 && script.name.ends_with(".json")) {
+      script.name.resize(script.name.size() - 5);
+    }
+    return script;
+  } catch (const Failure& failure) {
+    error = path + ": at " + (failure.pointer.empty() ? "/" : failure.pointer) + ": expected " +
+            failure.expected;
+    return std::nullopt;
+  }
+}
+
+}  // namespace inboxsim::conformance
