@@ -67,9 +67,11 @@ TEST_CASE("explore reports the same search with any number of jobs", "[explore]"
   CHECK(a.max_depth == b.max_depth);
 }
 
-TEST_CASE("sleep sets explore fewer transitions and lose no state", "[explore]") {
-  const Scenario scenario = library_scenario("02-insufficient-funds.json");
+// Explores `file` with and without sleep sets: the same states, fewer transitions.
+void check_sleep_sets_lose_no_state(const std::string& file, int64_t jobs) {
+  const Scenario scenario = library_scenario(file);
   ExploreSettings with = settings_with(0, {});
+  with.jobs = jobs;
   ExploreSettings without = with;
   without.sleep_sets = false;
   const ExploreResult reduced = explore(scenario, with);
@@ -77,6 +79,10 @@ TEST_CASE("sleep sets explore fewer transitions and lose no state", "[explore]")
   CHECK(reduced.states == full.states);
   CHECK(reduced.leaves == full.leaves);
   CHECK(reduced.transitions < full.transitions);
+}
+
+TEST_CASE("sleep sets explore fewer transitions and lose no state", "[explore]") {
+  check_sleep_sets_lose_no_state("02-insufficient-funds.json", 1);
 }
 
 TEST_CASE("the search stops at --max-states and says it is incomplete", "[explore]") {
@@ -137,16 +143,7 @@ TEST_CASE("with every defence on, the same story is proven for every order", "[.
 }
 
 TEST_CASE("sleep sets lose no state of the happy path", "[.explore_long]") {
-  const Scenario scenario = library_scenario("01-happy-path.json");
-  ExploreSettings with = settings_with(0, {});
-  with.jobs = 2;
-  ExploreSettings without = with;
-  without.sleep_sets = false;
-  const ExploreResult reduced = explore(scenario, with);
-  const ExploreResult full = explore(scenario, without);
-  CHECK(reduced.states == full.states);
-  CHECK(reduced.leaves == full.leaves);
-  CHECK(reduced.transitions < full.transitions);
+  check_sleep_sets_lose_no_state("01-happy-path.json", 2);
 }
 
 TEST_CASE("explore reports the probes its orders reached", "[.explore_long]") {
