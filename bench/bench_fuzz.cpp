@@ -218,7 +218,7 @@ void time_exploration() {
   reference.config.transfer_instances = 2;
   inboxsim::ExploreSettings settings;
   settings.faults = 2;
-  settings.fault_kinds = inboxsim::default_explore_fault_kinds();
+  settings.fault_kinds = inboxsim::explorable_fault_kinds();
   settings.jobs = 2;
   settings.max_states = 20'000;
   const auto start = Clock::now();

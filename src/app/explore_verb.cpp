@@ -23,19 +23,9 @@ namespace {
 
 constexpr int64_t kFaultsMax = 16;
 
-std::string explorable_kinds() {
-  std::string kinds;
-  for (size_t kind = 0; kind < kFaultKindCount; ++kind) {
-    if (!explorable_fault_kind(static_cast<FaultKind>(kind))) continue;
-    if (!kinds.empty()) kinds += ",";
-    kinds += fault_kind_name(static_cast<FaultKind>(kind));
-  }
-  return kinds;
-}
-
 // "crash,duplicate" → the kinds; nothing on a name that is not an explorable kind.
 std::optional<std::array<bool, kFaultKindCount>> parse_kinds(const std::string& text) {
-  if (text.empty()) return default_explore_fault_kinds();
+  if (text.empty()) return explorable_fault_kinds();
   std::array<bool, kFaultKindCount> kinds{};
   if (text == "none") return kinds;
   size_t start = 0;
@@ -135,7 +125,7 @@ int explore_command(const ExploreCommand& command) {
   const auto kinds = parse_kinds(command.fault_kinds);
   if (!kinds) {
     return bad_input("--fault-kinds " + command.fault_kinds +
-                     ": expected a comma-separated list of " + explorable_kinds() +
+                     ": expected a comma-separated list of " + fault_kinds_text(explorable_fault_kinds(), ",") +
                      ", or none (delay and pause need a clock, which an exploration has not)");
   }
   std::vector<Scenario> scenarios;

@@ -44,6 +44,24 @@ bool explorable_fault_kind(FaultKind kind) {
   return kind != FaultKind::delay && kind != FaultKind::pause;
 }
 
+FaultKinds explorable_fault_kinds() {
+  FaultKinds kinds{};
+  for (size_t kind = 0; kind < kFaultKindCount; ++kind) {
+    kinds[kind] = explorable_fault_kind(static_cast<FaultKind>(kind));
+  }
+  return kinds;
+}
+
+std::string fault_kinds_text(const FaultKinds& kinds, std::string_view separator) {
+  std::string text;
+  for (size_t kind = 0; kind < kFaultKindCount; ++kind) {
+    if (!kinds[kind]) continue;
+    if (!text.empty()) text += separator;
+    text += fault_kind_name(static_cast<FaultKind>(kind));
+  }
+  return text.empty() ? std::string("none") : text;
+}
+
 std::string_view index_name(IndexName index) { return name_of(kIndexNames, index); }
 
 std::optional<IndexName> parse_index_name(std::string_view name) {

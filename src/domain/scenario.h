@@ -10,6 +10,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "domain/config.h"
@@ -146,6 +147,11 @@ struct Schedule {
 
 // The fault kinds an exploration may inject: those that need no clock.
 bool explorable_fault_kind(FaultKind kind);
+using FaultKinds = std::array<bool, kFaultKindCount>;
+// Every kind that needs no clock.
+FaultKinds explorable_fault_kinds();
+// The kinds set in `kinds`, in enum order, joined by `separator` ("none" when there are none).
+std::string fault_kinds_text(const FaultKinds& kinds, std::string_view separator = ", ");
 
 struct Scenario {
   std::string file;  // where it was read from, for messages

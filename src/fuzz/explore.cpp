@@ -139,14 +139,8 @@ void parallel_for(size_t count, int64_t jobs, Work work) {
 
 std::string counterexample_description(const ExploreResult& result, const Violation& violation,
                                        size_t choices) {
-  std::string kinds;
-  for (size_t kind = 0; kind < kFaultKindCount; ++kind) {
-    if (!result.fault_kinds[kind]) continue;
-    if (!kinds.empty()) kinds += ", ";
-    kinds += fault_kind_name(static_cast<FaultKind>(kind));
-  }
   return "Found by `inboxsim explore` (at most " + std::to_string(result.faults) +
-         " fault(s) of: " + (kinds.empty() ? std::string("none") : kinds) +
+         " fault(s) of: " + fault_kinds_text(result.fault_kinds) +
          "): one of the shortest orders of this story that breaks " +
          std::string(invariant_name(violation.invariant)) + " (" + std::to_string(choices) +
          " choices). `schedule` replays it exactly; the expectations are what a correct bank "
@@ -154,14 +148,6 @@ std::string counterexample_description(const ExploreResult& result, const Violat
 }
 
 }  // namespace
-
-std::array<bool, kFaultKindCount> default_explore_fault_kinds() {
-  std::array<bool, kFaultKindCount> kinds{};
-  for (size_t kind = 0; kind < kFaultKindCount; ++kind) {
-    kinds[kind] = explorable_fault_kind(static_cast<FaultKind>(kind));
-  }
-  return kinds;
-}
 
 ExploreResult explore(const Scenario& scenario, const ExploreSettings& settings) {
   INBOXSIM_ASSERT(!clockless_refusal(scenario));

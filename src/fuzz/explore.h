@@ -38,9 +38,6 @@ struct ExploreSettings {
       progress;
 };
 
-// The fault kinds explored when none are named: every kind that needs no clock.
-std::array<bool, kFaultKindCount> default_explore_fault_kinds();
-
 struct ExploreCounterexample {
   Invariant invariant = Invariant::conservation;
   std::string detail;

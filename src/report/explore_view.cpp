@@ -8,20 +8,6 @@
 
 namespace inboxsim {
 
-namespace {
-
-std::string kinds_text(const ExploreResult& result) {
-  std::string kinds;
-  for (size_t kind = 0; kind < kFaultKindCount; ++kind) {
-    if (!result.fault_kinds[kind]) continue;
-    if (!kinds.empty()) kinds += ", ";
-    kinds += fault_kind_name(static_cast<FaultKind>(kind));
-  }
-  return kinds.empty() ? std::string("none") : kinds;
-}
-
-}  // namespace
-
 nlohmann::ordered_json explore_json(const ExploreResult& result) {
   nlohmann::ordered_json out;
   out["scenario"] = result.name;
@@ -55,7 +41,7 @@ nlohmann::ordered_json explore_json(const ExploreResult& result) {
 
 void print_explore(std::ostream& out, const ExploreResult& result) {
   out << printable(result.name) << ": explored every order of its story with at most "
-      << result.faults << " fault(s) (" << kinds_text(result) << ")\n";
+      << result.faults << " fault(s) (" << fault_kinds_text(result.fault_kinds) << ")\n";
   out << "  " << result.states << " distinct states (" << result.leaves << " final), "
       << result.transitions << " transitions, " << result.revisits
       << " of them to a state already explored; longest schedule " << result.max_depth

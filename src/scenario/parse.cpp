@@ -718,12 +718,7 @@ Schedule parse_schedule(const Node& node) {
   if (const Node faults = field(node, "faults"); faults.value != nullptr) {
     schedule.faults = as_integer(faults, 0, kScheduleFaultsMax);
   }
-  std::string kinds;
-  for (size_t kind = 0; kind < kFaultKindCount; ++kind) {
-    if (!explorable_fault_kind(static_cast<FaultKind>(kind))) continue;
-    if (!kinds.empty()) kinds += ", ";
-    kinds += fault_kind_name(static_cast<FaultKind>(kind));
-  }
+  const std::string kinds = fault_kinds_text(explorable_fault_kinds());
   if (const Node list = field(node, "fault_kinds"); list.value != nullptr) {
     if (!list.value->is_array()) expect_failed(list, "an array of fault kinds (" + kinds + ")");
     for (size_t i = 0; i < list.value->size(); ++i) {

@@ -371,32 +371,35 @@ bool World::may_inject(FaultKind kind) const {
 
 std::optional<FaultSpec> World::take_fault(FaultKind kind, ServiceId service, int64_t instance,
                                            const Message& message) {
-  if (!faults_.empty()) touch(uint64_t{4} << 56);
+  if (recording_ && !faults_.empty()) touch(uint64_t{4} << 56);
   if (auto fired = faults_.take(kind, service, instance, message)) return fired;
-  if (!may_inject(kind) || choose(2) == 0) return std::nullopt;
-  ++explore_outcome_.faults_injected;
-  FaultSpec fault;
-  fault.kind = kind;
-  fault.service = service;
-  if (instance > 0) fault.instance = instance;
-  fault.has_match = true;
-  fault.match.type = message.type;
-  fault.match.transfer = message.transfer;
+  std::optional<FaultSpec> fault = inject_fault(kind, service, instance);
+  if (fault) {
+    fault->has_match = true;
+    fault->match.type = message.type;
+    fault->match.transfer = message.transfer;
+  }
   return fault;
 }
 
 std::optional<FaultSpec> World::take_fault_at(FaultKind kind, ServiceId service,
                                               int64_t instance, CrashPoint point,
                                               const Message* message) {
-  if (!faults_.empty()) touch(uint64_t{4} << 56);
+  if (recording_ && !faults_.empty()) touch(uint64_t{4} << 56);
   if (auto fired = faults_.take_at(kind, service, instance, point, message)) return fired;
+  std::optional<FaultSpec> fault = inject_fault(kind, service, instance);
+  if (fault) fault->at = point;
+  return fault;
+}
+
+// In an exploration with faults left, the explorer's choice: a fault of `kind` here, or not.
+std::optional<FaultSpec> World::inject_fault(FaultKind kind, ServiceId service, int64_t instance) {
   if (!may_inject(kind) || choose(2) == 0) return std::nullopt;
   ++explore_outcome_.faults_injected;
   FaultSpec fault;
   fault.kind = kind;
   fault.service = service;
-  fault.instance = instance;
-  fault.at = point;
+  if (instance > 0) fault.instance = instance;
   return fault;
 }
 

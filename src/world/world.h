@@ -256,6 +256,7 @@ class World {
   std::optional<FaultSpec> take_fault_at(FaultKind kind, ServiceId service, int64_t instance,
                                          CrashPoint point, const Message* message);
   bool may_inject(FaultKind kind) const;
+  std::optional<FaultSpec> inject_fault(FaultKind kind, ServiceId service, int64_t instance);
   Fingerprint fingerprint_job(const Job& job) const;
   Fingerprint fingerprint_handler(uint64_t handler) const;
   Fingerprint fingerprint_delivery(const Delivery& delivery) const;
