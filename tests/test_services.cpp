@@ -70,6 +70,9 @@ struct FakeHost final : ServiceHost {
   void schedule_account_outbox_sweep() override {}
   ExternalSeenStore& seen_store() override { return store; }
 
+  // The service's connection: the host outlives the service in every test.
+  std::unique_ptr<Connection> connection;
+
   int64_t dedupe_hits() const {
     return std::count_if(events.begin(), events.end(),
                          [](const TraceEvent& e) { return e.kind == EventKind::dedupe_hit; });
@@ -89,7 +92,8 @@ template <typename Service>
 Service make_service(FakeHost& host, const Config& config) {
   SQLite::Database db(":memory:", SQLite::OPEN_READWRITE | SQLite::OPEN_CREATE);
   Service::create_schema(db, config);
-  return Service(host, config, std::move(db));
+  host.connection = std::make_unique<Connection>(std::move(db));
+  return Service(host, config, *host.connection);
 }
 
 int64_t entries(AccountService& service, EntryType type) {

@@ -108,7 +108,7 @@ std::string AccountService::schema_key(const Config& config) {
 
 // Every statement the instance runs, prepared on its own connection on first use.
 struct AccountService::Statements {
-  explicit Statements(SQLite::Database& db, const Config& config)
+  explicit Statements(Connection& db, const Config& config)
       : account_find(db, "SELECT balance, closed FROM accounts WHERE name = ?"),
         account_insert(db, "INSERT INTO accounts (name, balance, closed) VALUES (?, ?, ?)"),
         balance_add(db,
@@ -175,9 +175,9 @@ struct AccountService::Statements {
   LazyStatement rejected_insert;
 };
 
-AccountService::AccountService(ServiceHost& host, const Config& config, SQLite::Database db)
-    : ServiceCore(host, config, std::move(db), ServiceId::account),
-      statements_(std::make_unique<Statements>(db_, config)) {}
+AccountService::AccountService(ServiceHost& host, const Config& config, Connection& connection)
+    : ServiceCore(host, config, connection, ServiceId::account),
+      statements_(std::make_unique<Statements>(connection_, config)) {}
 
 AccountService::~AccountService() = default;
 
@@ -708,19 +708,19 @@ bool AccountService::drop_index(IndexName index) {
 
 std::map<std::string, int64_t> AccountService::balances() {
   std::map<std::string, int64_t> out;
-  SQLite::Statement query(db_, "SELECT name, balance FROM accounts ORDER BY name");
-  while (query.executeStep()) out[query.getColumn(0).getString()] = query.getColumn(1).getInt64();
+  StatementUse query(connection_.prepared("SELECT name, balance FROM accounts ORDER BY name"));
+  while (query->executeStep()) out[query->getColumn(0).getString()] = query->getColumn(1).getInt64();
   return out;
 }
 
 std::vector<LedgerEntry> AccountService::ledger() {
   std::vector<LedgerEntry> out;
-  SQLite::Statement query(db_, "SELECT transfer_id, type, account, amount FROM ledger ORDER BY id");
-  while (query.executeStep()) {
-    const auto type = parse_entry_type(query.getColumn(1).getString());
+  StatementUse query(connection_.prepared("SELECT transfer_id, type, account, amount FROM ledger ORDER BY id"));
+  while (query->executeStep()) {
+    const auto type = parse_entry_type(query->getColumn(1).getString());
     INBOXSIM_ASSERT(type.has_value());
-    out.push_back(LedgerEntry{query.getColumn(0).getString(), *type, query.getColumn(2).getString(),
-                              query.getColumn(3).getInt64()});
+    out.push_back(LedgerEntry{query->getColumn(0).getString(), *type, query->getColumn(2).getString(),
+                              query->getColumn(3).getInt64()});
   }
   return out;
 }

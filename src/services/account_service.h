@@ -31,7 +31,7 @@ namespace inboxsim {
 class AccountService : private ServiceCore {
  public:
   // An instance on its own connection `db` to the service's database.
-  AccountService(ServiceHost& host, const Config& config, SQLite::Database db);
+  AccountService(ServiceHost& host, const Config& config, Connection& connection);
   ~AccountService();
 
   // The schema of the service's database, and the key that names it among schema templates.

@@ -1,4 +1,5 @@
 #include <SQLiteCpp/Backup.h>
+#include <sqlite3.h>
 
 #include <atomic>
 #include <cstdio>
@@ -40,7 +41,8 @@ MessagePtr make_message(std::string message_id, MessageType type, const std::str
 
 namespace {
 
-const int kOpenFlags = SQLite::OPEN_READWRITE | SQLite::OPEN_CREATE;
+// No mutexes: a connection is only ever used by the thread that opened it (pools are per thread).
+const int kOpenFlags = SQLite::OPEN_READWRITE | SQLite::OPEN_CREATE | SQLite::OPEN_NOMUTEX;
 
 // One template per schema and thread: fuzz workers never share a connection.
 SQLite::Database& schema_template(const std::string& schema_key,
@@ -77,6 +79,87 @@ std::string fresh_memdb_uri() {
 
 }  // namespace
 
+struct SharedDatabase::Pooled {
+  std::vector<std::unique_ptr<Connection>> connections;
+  int64_t schema_version = 0;       // as created; a changed schema is never reused
+  std::vector<std::string> tables;  // every table, emptied before the database is reused
+};
+
+namespace {
+
+// Idle in-memory databases of this thread, by schema and connection count. A world holds one
+// per service while it lives; a few idle ones per key cover the explorer's and the shrinker's
+// worlds, which are built one after another.
+constexpr size_t kPooledPerKey = 4;
+
+using Pool = std::map<std::string, std::vector<std::unique_ptr<SharedDatabase::Pooled>>>;
+
+Pool& pool() {
+  thread_local Pool idle;
+  return idle;
+}
+
+std::string pool_key(const std::string& schema_key, int64_t connections) {
+  return schema_key + "#" + std::to_string(connections);
+}
+
+int64_t schema_version(Connection& connection) {
+  StatementUse version(connection.prepared("PRAGMA schema_version"));
+  version->executeStep();
+  return version->getColumn(0).getInt64();
+}
+
+std::unique_ptr<SharedDatabase::Pooled> open_in_memory(
+    const std::string& schema_key, const std::function<void(SQLite::Database&)>& create_schema,
+    int64_t connections) {
+  auto pooled = std::make_unique<SharedDatabase::Pooled>();
+  SQLite::Database& from = schema_template(schema_key, create_schema);
+  if (connections == 1) {
+    SQLite::Database database(":memory:", kOpenFlags);
+    copy_schema(database, from);
+    pooled->connections.push_back(std::make_unique<Connection>(std::move(database)));
+  } else {
+    const std::string uri = fresh_memdb_uri();
+    for (int64_t number = 0; number < connections; ++number) {
+      SQLite::Database database(uri, kOpenFlags | SQLite::OPEN_URI);
+      if (number == 0) copy_schema(database, from);
+      pooled->connections.push_back(std::make_unique<Connection>(std::move(database)));
+    }
+  }
+  Connection& first = *pooled->connections.front();
+  pooled->schema_version = schema_version(first);
+  SQLite::Statement tables(first.database(),
+                           "SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name");
+  while (tables.executeStep()) pooled->tables.push_back(tables.getColumn(0).getString());
+  return pooled;
+}
+
+// Leaves the database as a fresh copy of its template; false when it cannot be reused.
+bool empty_for_reuse(SharedDatabase::Pooled& pooled) {
+  for (const auto& connection : pooled.connections) {
+    sqlite3* handle = connection->database().getHandle();
+    // A world destroyed mid-handler may leave a statement stepped or a transaction open.
+    for (sqlite3_stmt* statement = sqlite3_next_stmt(handle, nullptr); statement != nullptr;
+         statement = sqlite3_next_stmt(handle, statement)) {
+      sqlite3_reset(statement);
+    }
+    if (sqlite3_get_autocommit(handle) == 0) connection->database().exec("ROLLBACK");
+  }
+  Connection& first = *pooled.connections.front();
+  if (schema_version(first) != pooled.schema_version) return false;
+  StatementUse begin(first.prepared("BEGIN"));
+  begin->exec();
+  for (const std::string& table : pooled.tables) {
+    StatementUse remove(first.prepared("DELETE FROM \"" + table + "\""));
+    remove->exec();
+  }
+  StatementUse commit(first.prepared("COMMIT"));
+  commit->exec();
+  return true;
+}
+
+}  // namespace
+
 SharedDatabase::SharedDatabase(std::string path, std::string schema_key,
                                std::function<void(SQLite::Database&)> create_schema,
                                int64_t connections)
@@ -85,26 +168,38 @@ SharedDatabase::SharedDatabase(std::string path, std::string schema_key,
       create_schema_(std::move(create_schema)),
       connections_(connections) {
   INBOXSIM_ASSERT(connections >= 1);
-  if (path_.empty() && connections_ > 1) shared_uri_ = fresh_memdb_uri();
 }
 
-SQLite::Database SharedDatabase::connect() {
+SharedDatabase::~SharedDatabase() {
+  if (!pooled_) return;
+  try {
+    if (!empty_for_reuse(*pooled_)) return;
+  } catch (const SQLite::Exception&) {
+    return;  // closed with the object, never reused
+  }
+  auto& idle = pool()[pool_key(schema_key_, connections_)];
+  if (idle.size() < kPooledPerKey) idle.push_back(std::move(pooled_));
+}
+
+Connection& SharedDatabase::connect() {
   INBOXSIM_ASSERT(opened_ < connections_);
   const bool first = opened_++ == 0;
   if (!path_.empty()) {
     if (first) std::remove(path_.c_str());
     SQLite::Database database = open_file(path_);
     if (first) create_schema_(database);
-    return database;
+    return *files_.emplace_back(std::make_unique<Connection>(std::move(database)));
   }
-  if (shared_uri_.empty()) {
-    SQLite::Database database(":memory:", kOpenFlags);
-    copy_schema(database, schema_template(schema_key_, create_schema_));
-    return database;
+  if (first) {
+    auto& idle = pool()[pool_key(schema_key_, connections_)];
+    if (idle.empty()) {
+      pooled_ = open_in_memory(schema_key_, create_schema_, connections_);
+    } else {
+      pooled_ = std::move(idle.back());
+      idle.pop_back();
+    }
   }
-  SQLite::Database database(shared_uri_, kOpenFlags | SQLite::OPEN_URI);
-  if (first) copy_schema(database, schema_template(schema_key_, create_schema_));
-  return database;
+  return *pooled_->connections[static_cast<size_t>(opened_ - 1)];
 }
 
 }  // namespace inboxsim

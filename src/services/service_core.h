@@ -21,19 +21,21 @@ namespace inboxsim {
 
 class ServiceCore {
  public:
-  // Prepared statements point at db_: a service never moves.
+  // Prepared statements point at the connection: a service never moves.
   ServiceCore(const ServiceCore&) = delete;
   ServiceCore& operator=(const ServiceCore&) = delete;
 
  protected:
-  ServiceCore(ServiceHost& host, const Config& config, SQLite::Database db, ServiceId service)
+  // The connection outlives the service (SharedDatabase owns it).
+  ServiceCore(ServiceHost& host, const Config& config, Connection& connection, ServiceId service)
       : host_(host),
         config_(config),
-        db_(std::move(db)),
+        connection_(connection),
+        db_(connection.database()),
         service_(service),
-        begin_(db_, "BEGIN"),
-        commit_(db_, "COMMIT"),
-        rollback_(db_, "ROLLBACK") {}
+        begin_(connection, "BEGIN"),
+        commit_(connection, "COMMIT"),
+        rollback_(connection, "ROLLBACK") {}
   ~ServiceCore() = default;
 
   // One transaction per unit of work, so RAII rolls back every early exit. It starts a fresh
@@ -101,21 +103,22 @@ class ServiceCore {
   void fingerprint_database(Hasher& hasher) {
     std::vector<std::string> tables;
     {
-      SQLite::Statement schema(db_, "SELECT type, name, sql FROM sqlite_master ORDER BY type, name");
-      while (schema.executeStep()) {
-        const std::string type = schema.getColumn(0).getString();
-        const std::string name = schema.getColumn(1).getString();
-        hasher.add(type).add(name).add(schema.getColumn(2).getString());
+      StatementUse schema(
+          connection_.prepared("SELECT type, name, sql FROM sqlite_master ORDER BY type, name"));
+      while (schema->executeStep()) {
+        const std::string type = schema->getColumn(0).getString();
+        const std::string name = schema->getColumn(1).getString();
+        hasher.add(type).add(name).add(schema->getColumn(2).getString());
         if (type == "table") tables.push_back(name);
       }
     }
     for (const std::string& table : tables) {
-      SQLite::Statement rows(db_, "SELECT rowid, * FROM \"" + table + "\" ORDER BY rowid");
-      const int columns = rows.getColumnCount();
+      StatementUse rows(connection_.prepared("SELECT rowid, * FROM \"" + table + "\" ORDER BY rowid"));
+      const int columns = rows->getColumnCount();
       hasher.add(table);
-      while (rows.executeStep()) {
+      while (rows->executeStep()) {
         for (int column = 0; column < columns; ++column) {
-          const SQLite::Column value = rows.getColumn(column);
+          const SQLite::Column value = rows->getColumn(column);
           hasher.add(static_cast<uint64_t>(value.getType()));
           if (value.isInteger()) {
             hasher.add_signed(value.getInt64());
@@ -174,7 +177,8 @@ class ServiceCore {
 
   ServiceHost& host_;
   const Config& config_;
-  SQLite::Database db_;
+  Connection& connection_;
+  SQLite::Database& db_;
   CommitRecord pending_;
   ServiceId service_;
 

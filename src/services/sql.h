@@ -4,26 +4,57 @@
 #include <SQLiteCpp/SQLiteCpp.h>
 
 #include <functional>
-#include <optional>
+#include <map>
+#include <memory>
 #include <string>
+#include <vector>
 
 namespace inboxsim {
 
+// One connection and the statements prepared on it, kept by their SQL text. The connection may
+// outlive the world that used it (SharedDatabase pools in-memory databases per thread), so a
+// statement is prepared once per connection, not once per world: a fuzz seed or an explorer
+// replay builds a world, and preparing was half of a replay's time.
+class Connection {
+ public:
+  explicit Connection(SQLite::Database database) : database_(std::move(database)) {}
+  Connection(const Connection&) = delete;
+  Connection& operator=(const Connection&) = delete;
+
+  SQLite::Database& database() { return database_; }
+
+  // The statement for `sql`, prepared on first use. The reference stays valid as long as the
+  // connection: statements are never removed from the cache.
+  SQLite::Statement& prepared(const std::string& sql) {
+    auto found = statements_.find(sql);
+    if (found == statements_.end()) {
+      found = statements_.emplace(sql, std::make_unique<SQLite::Statement>(database_, sql)).first;
+    }
+    return *found->second;
+  }
+
+ private:
+  // Declared first, destroyed last: every statement is finalized before the connection closes.
+  SQLite::Database database_;
+  std::map<std::string, std::unique_ptr<SQLite::Statement>, std::less<>> statements_;
+};
+
 // A statement prepared on its first use, then kept: a run prepares only what its
-// configuration and its story use (a fuzz seed is short, and preparing is not free).
+// configuration and its story use, and a pooled connection never prepares it again.
 class LazyStatement {
  public:
-  LazyStatement(SQLite::Database& db, std::string sql) : db_(db), sql_(std::move(sql)) {}
+  LazyStatement(Connection& connection, std::string sql)
+      : connection_(connection), sql_(std::move(sql)) {}
 
   SQLite::Statement& get() {
-    if (!statement_) statement_.emplace(db_, sql_);
+    if (statement_ == nullptr) statement_ = &connection_.prepared(sql_);
     return *statement_;
   }
 
  private:
-  SQLite::Database& db_;
+  Connection& connection_;
   std::string sql_;
-  std::optional<SQLite::Statement> statement_;
+  SQLite::Statement* statement_ = nullptr;
 };
 
 // Resets a prepared statement before and after use, so a statement that threw halfway (a
@@ -69,15 +100,30 @@ inline bool is_unique_violation(const SQLite::Exception& error) {
 // with "/" is one database for every connection of the process that opens it, with SQLite's
 // ordinary locking, so each connection is a connection as to a file. With a path, the database
 // is that file, and every connection opens it.
+//
+// In memory, the connections come from a per-thread pool and go back to it, emptied, when the
+// SharedDatabase is destroyed: the next world of the same schema and instance count finds them
+// open, their schema read and their statements prepared. Emptied means every table's rows
+// deleted, which leaves what a fresh copy of the template has (rowids start at 1 again: no
+// table uses AUTOINCREMENT). A database whose schema changed (a scenario dropped an index) is
+// closed instead.
 class SharedDatabase {
  public:
   // `path` empty: in memory. `connections` is how many connections will be opened.
   // REQUIRES: connections >= 1.
   SharedDatabase(std::string path, std::string schema_key,
                  std::function<void(SQLite::Database&)> create_schema, int64_t connections);
+  ~SharedDatabase();
+  SharedDatabase(const SharedDatabase&) = delete;
+  SharedDatabase& operator=(const SharedDatabase&) = delete;
 
-  // Returns a new connection; the first one finds the schema created.
-  SQLite::Database connect();
+  // Returns the next connection; the first one finds the schema created. The connection lives
+  // as long as this object.
+  // REQUIRES: fewer than `connections` connections were returned.
+  Connection& connect();
+
+  // The connections of one in-memory database and what the pool checks before reusing them.
+  struct Pooled;
 
  private:
   std::string path_;
@@ -85,7 +131,8 @@ class SharedDatabase {
   std::function<void(SQLite::Database&)> create_schema_;
   int64_t connections_;
   int64_t opened_ = 0;
-  std::string shared_uri_;  // in memory with several connections: the memdb name
+  std::unique_ptr<Pooled> pooled_;                       // in memory
+  std::vector<std::unique_ptr<Connection>> files_;        // with a path
 };
 
 }  // namespace inboxsim

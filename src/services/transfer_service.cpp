@@ -76,7 +76,7 @@ const SagaEdge* edge_for_event(MessageType on) {
 }  // namespace
 
 struct TransferService::Statements {
-  explicit Statements(SQLite::Database& db)
+  explicit Statements(Connection& db)
       : saga_insert(db,
                     "INSERT INTO sagas (transfer_id, state, from_account, to_account, amount,"
                     " updated_ms) VALUES (?, ?, ?, ?, ?, ?)"),
@@ -124,9 +124,9 @@ std::string TransferService::schema_key(const Config& config) {
                                                              : "unique(message_id, consumer)";
 }
 
-TransferService::TransferService(ServiceHost& host, const Config& config, SQLite::Database db)
-    : ServiceCore(host, config, std::move(db), ServiceId::transfer),
-      statements_(std::make_unique<Statements>(db_)) {}
+TransferService::TransferService(ServiceHost& host, const Config& config, Connection& connection)
+    : ServiceCore(host, config, connection, ServiceId::transfer),
+      statements_(std::make_unique<Statements>(connection_)) {}
 
 TransferService::~TransferService() = default;
 
@@ -395,21 +395,20 @@ bool TransferService::drop_index(IndexName index) {
 
 std::map<std::string, SagaState> TransferService::sagas() {
   std::map<std::string, SagaState> out;
-  SQLite::Statement query(db_, "SELECT transfer_id, state FROM sagas ORDER BY transfer_id");
-  while (query.executeStep()) {
-    const auto state = parse_saga_state(query.getColumn(1).getString());
+  StatementUse query(connection_.prepared("SELECT transfer_id, state FROM sagas ORDER BY transfer_id"));
+  while (query->executeStep()) {
+    const auto state = parse_saga_state(query->getColumn(1).getString());
     INBOXSIM_ASSERT(state.has_value());
-    out[query.getColumn(0).getString()] = *state;
+    out[query->getColumn(0).getString()] = *state;
   }
   return out;
 }
 
 std::map<std::string, int64_t> TransferService::notification_counts() {
   std::map<std::string, int64_t> out;
-  SQLite::Statement query(db_,
-                          "SELECT transfer_id, COUNT(*) FROM notifications GROUP BY transfer_id"
-                          " ORDER BY transfer_id");
-  while (query.executeStep()) out[query.getColumn(0).getString()] = query.getColumn(1).getInt64();
+  StatementUse query(connection_.prepared("SELECT transfer_id, COUNT(*) FROM notifications GROUP BY transfer_id"
+                          " ORDER BY transfer_id"));
+  while (query->executeStep()) out[query->getColumn(0).getString()] = query->getColumn(1).getInt64();
   return out;
 }
 

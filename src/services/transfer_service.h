@@ -32,7 +32,7 @@ enum class TransferConsumer : uint8_t { saga, notifications };
 class TransferService : private ServiceCore {
  public:
   // An instance on its own connection `db` to the service's database.
-  TransferService(ServiceHost& host, const Config& config, SQLite::Database db);
+  TransferService(ServiceHost& host, const Config& config, Connection& connection);
   ~TransferService();
 
   // The schema of the service's database, and the key that names it among schema templates.
