@@ -15,7 +15,8 @@ _inboxsim_list_options="--help"
 _inboxsim_campaign_options="--help --seeds --workload --swarm --set --jobs --out --json"
 _inboxsim_fuzz_options="$_inboxsim_campaign_options --transfers --accounts --shard --junit
   --shrink --stop-after --require-coverage"
-_inboxsim_matrix_options="$_inboxsim_campaign_options"
+_inboxsim_matrix_options="$_inboxsim_campaign_options --exhaustive --story --faults --fault-kinds
+  --max-states"
 _inboxsim_demo_options="--help --out --scenarios --color --step --quiet"
 _inboxsim_explore_options="--help --faults --fault-kinds --max-states --jobs --set --continue
   --json --out"
@@ -26,7 +27,7 @@ _inboxsim_option_value() {
   case $option in
     --color) mapfile -t COMPREPLY < <(compgen -W "auto always never" -- "$cur") ;;
     --workload) mapfile -t COMPREPLY < <(compgen -W "small standard large" -- "$cur") ;;
-    --trace | --html | --mermaid | --junit)
+    --trace | --html | --mermaid | --junit | --story)
       compopt -o filenames 2>/dev/null
       mapfile -t COMPREPLY < <(compgen -f -- "$cur")
       ;;

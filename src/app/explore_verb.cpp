@@ -9,6 +9,7 @@
 
 #include "app/cli_common.h"
 #include "fuzz/explore.h"
+#include "fuzz/matrix.h"
 #include "kernel/assert.h"
 #include "kernel/file_names.h"
 #include "kernel/text.h"
@@ -22,6 +23,11 @@ namespace inboxsim {
 namespace {
 
 constexpr int64_t kFaultsMax = 16;
+
+// The exhaustive matrix's default fault kinds: the two that make a duplicate (a crash between
+// the commit and the ack redelivers; the broker delivers twice), which is what the five
+// defences are about. Every kind at once multiplies the orders past what 32 rows can finish.
+constexpr std::string_view kExhaustiveMatrixKinds = "crash,duplicate";
 
 // "crash,duplicate" → the kinds; nothing on a name that is not an explorable kind.
 std::optional<std::array<bool, kFaultKindCount>> parse_kinds(const std::string& text) {
@@ -92,6 +98,29 @@ bool write_counterexamples(const std::string& dir, ExploreResult& result) {
   return ok;
 }
 
+// Parses `file` (or takes the built-in story) with `sets` applied; an exit code on bad input.
+std::optional<int> load_story(const std::string& file, const std::vector<std::string>& sets,
+                              Scenario& out) {
+  if (file.empty()) {
+    out = exhaustive_matrix_story();
+  } else {
+    ParseResult parsed = parse_scenario_file(file);
+    if (parsed.error) return bad_input(parsed.error->message());
+    out = std::move(*parsed.scenario);
+  }
+  const std::string name = file.empty() ? "the built-in story" : file;
+  if (auto failed = apply_sets(sets, out.config)) return failed;
+  if (const std::optional<Refusal> refusal = clockless_refusal(out)) {
+    return bad_input(name + ": pointer: " + refusal->pointer + ": expected " + refusal->expected +
+                     " (explore)");
+  }
+  if (out.schedule) {
+    return bad_input(name + ": pointer: /schedule: expected no schedule: this file is one "
+                            "explored order already (replay it with inboxsim run)");
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
 CLI::App* add_explore_verb(CLI::App& app, ExploreCommand& command) {
@@ -130,18 +159,8 @@ int explore_command(const ExploreCommand& command) {
   }
   std::vector<Scenario> scenarios;
   for (const std::string& file : command.files) {
-    ParseResult parsed = parse_scenario_file(file);
-    if (parsed.error) return bad_input(parsed.error->message());
-    Scenario scenario = std::move(*parsed.scenario);
-    if (auto failed = apply_sets(command.sets, scenario.config)) return *failed;
-    if (const std::optional<Refusal> refusal = clockless_refusal(scenario)) {
-      return bad_input(file + ": pointer: " + refusal->pointer + ": expected " +
-                       refusal->expected + " (explore)");
-    }
-    if (scenario.schedule) {
-      return bad_input(file + ": pointer: /schedule: expected no schedule: this file is one "
-                              "explored order already (replay it with inboxsim run)");
-    }
+    Scenario scenario;
+    if (auto failed = load_story(file, command.sets, scenario)) return *failed;
     scenarios.push_back(std::move(scenario));
   }
   if (!command.out_dir.empty()) {
@@ -182,6 +201,95 @@ int explore_command(const ExploreCommand& command) {
   }
   if (!written) return kExitBadInput;
   return violated ? kExitFailed : kExitOk;
+}
+
+void add_exhaustive_matrix_options(CLI::App& matrix, ExhaustiveMatrixCommand& command) {
+  matrix.add_flag("--exhaustive", command.exhaustive,
+                  "Explore every order of one small story per row (a proof up to K faults) "
+                  "instead of fuzzing seeds");
+  matrix.add_option("--story", command.story,
+                    "With --exhaustive: the story to explore (default: one transfer, run to "
+                    "quiescence)");
+  matrix.add_option("--faults", command.faults,
+                    "With --exhaustive: K, faults injected in one order (default 1)")
+      ->check(CLI::Range(int64_t{0}, kFaultsMax));
+  matrix.add_option("--fault-kinds", command.fault_kinds,
+                    "With --exhaustive: comma-separated kinds to inject, or none (default " +
+                        std::string(kExhaustiveMatrixKinds) + ")");
+  matrix.add_option("--max-states", command.max_states,
+                    "With --exhaustive: distinct states per row before the row is left "
+                    "unfinished (default 300000)")
+      ->check(CLI::Range(int64_t{1}, int64_t{1'000'000'000}));
+}
+
+int exhaustive_matrix_command(const ExhaustiveMatrixCommand& command) {
+  const std::string kinds_text =
+      command.fault_kinds.empty() ? std::string(kExhaustiveMatrixKinds) : command.fault_kinds;
+  const auto kinds = parse_kinds(kinds_text);
+  if (!kinds) {
+    return bad_input("--fault-kinds " + command.fault_kinds +
+                     ": expected a comma-separated list of " +
+                     fault_kinds_text(explorable_fault_kinds(), ",") +
+                     ", or none (delay and pause need a clock, which an exploration has not)");
+  }
+  Scenario story;
+  if (auto failed = load_story(command.story, command.sets, story)) return *failed;
+  if (!command.out_dir.empty()) {
+    if (auto failed = prepare_output_dir("--out", command.out_dir)) return *failed;
+  }
+  ExploreSettings settings;
+  settings.faults = command.faults;
+  settings.fault_kinds = *kinds;
+  settings.max_states = command.max_states;
+  settings.jobs = command.jobs;
+  const bool tty = isatty(STDERR_FILENO) != 0;
+  constexpr size_t kRows = size_t{1} << kDefenceCount;
+  std::optional<Progress> progress;
+  if (tty) {
+    settings.progress = [&](int64_t states, int64_t transitions, int64_t frontier,
+                            int64_t depth) {
+      if (progress) progress->update(states, transitions, frontier, depth);
+    };
+  }
+  bool written = true;
+  size_t started = 0;
+  // The progress line names the row being explored; it is re-made for each row.
+  progress.reset();
+  if (tty) progress.emplace(story.name + " row 1/" + std::to_string(kRows));
+  const std::vector<ExhaustiveRow> rows =
+      run_exhaustive_matrix(story, settings, [&](size_t index, ExhaustiveRow& row) {
+        started = index + 1;
+        if (!command.out_dir.empty()) written &= write_counterexamples(command.out_dir, row.result);
+        if (tty) {
+          progress.reset();
+          if (started < kRows) {
+            progress.emplace(story.name + " row " + std::to_string(started + 1) + "/" +
+                             std::to_string(kRows));
+          }
+        }
+      });
+  progress.reset();
+  if (command.json) {
+    nlohmann::ordered_json out;
+    out["story"] = story.name;
+    out["faults"] = settings.faults;
+    nlohmann::ordered_json& kinds_json = out["fault_kinds"] = nlohmann::ordered_json::array();
+    for (size_t kind = 0; kind < kFaultKindCount; ++kind) {
+      if (settings.fault_kinds[kind]) {
+        kinds_json.push_back(fault_kind_name(static_cast<FaultKind>(kind)));
+      }
+    }
+    out["max_states"] = settings.max_states;
+    out["rows"] = exhaustive_matrix_json(rows);
+    std::cout << out.dump(2) << "\n";
+  } else {
+    print_exhaustive_matrix(std::cout, story, settings, rows);
+  }
+  if (!written) return kExitBadInput;
+  // As `matrix`: a failure is a break with every defence on (the first row); rows with
+  // defences off are expected to break.
+  const ExhaustiveRow& all_on = rows.front();
+  return all_on.result.counterexamples.empty() ? kExitOk : kExitFailed;
 }
 
 }  // namespace inboxsim

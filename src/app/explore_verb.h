@@ -27,4 +27,22 @@ CLI::App* add_explore_verb(CLI::App& app, ExploreCommand& command);
 // Runs it; returns the exit code (0 nothing broken, 1 a violation, 2 bad input).
 int explore_command(const ExploreCommand& command);
 
+// `matrix --exhaustive`: the options it adds to `matrix`, and the command. `jobs`, `sets`,
+// `json` and `out_dir` are matrix's own options, copied in by the caller.
+struct ExhaustiveMatrixCommand {
+  bool exhaustive = false;
+  std::string story;  // a scenario file; empty: the built-in one-transfer story
+  int64_t faults = 1;
+  std::string fault_kinds;  // empty: kExhaustiveMatrixKinds
+  int64_t max_states = 300'000;
+  int64_t jobs = 1;
+  std::vector<std::string> sets;
+  bool json = false;
+  std::string out_dir = "counterexamples";
+};
+
+void add_exhaustive_matrix_options(CLI::App& matrix, ExhaustiveMatrixCommand& command);
+
+int exhaustive_matrix_command(const ExhaustiveMatrixCommand& command);
+
 }  // namespace inboxsim

@@ -99,6 +99,10 @@ struct FuzzCommand {
 
 struct MatrixCommand {
   CampaignFlags campaign = campaign_flags("1..100");
+  ExhaustiveMatrixCommand exhaustive;
+  // Which options were typed: --exhaustive takes no seeds, and its own options need it.
+  std::vector<std::string> campaign_only_given;
+  std::vector<std::string> exhaustive_only_given;
 };
 
 bool use_color(const std::string& mode) {
@@ -313,6 +317,22 @@ int fuzz_command(const FuzzCommand& command) {
 
 int matrix_command(const MatrixCommand& command) {
   const CampaignFlags& flags = command.campaign;
+  if (command.exhaustive.exhaustive) {
+    if (!command.campaign_only_given.empty()) {
+      return bad_input(command.campaign_only_given.front() +
+                       ": expected no seeds, workload or swarm with --exhaustive (it explores "
+                       "one story, --story FILE)");
+    }
+    ExhaustiveMatrixCommand exhaustive = command.exhaustive;
+    exhaustive.jobs = flags.jobs;
+    exhaustive.sets = flags.sets;
+    exhaustive.json = flags.json;
+    exhaustive.out_dir = flags.out_dir;
+    return exhaustive_matrix_command(exhaustive);
+  }
+  if (!command.exhaustive_only_given.empty()) {
+    return bad_input(command.exhaustive_only_given.front() + ": expected --exhaustive with it");
+  }
   MatrixOptions options;
   if (!parse_seed_range(flags.seeds, options.seed_first, options.seed_last)) {
     return bad_input("--seeds " + flags.seeds +
@@ -437,6 +457,7 @@ CLI::App* add_matrix_verb(CLI::App& app, MatrixCommand& command) {
       app.add_subcommand("matrix", "Which defences are enough: a campaign per combination.");
   add_campaign_options(*matrix_app, command.campaign, "Seed range A..B per row (default 1..100)",
                        "Print the table as JSON");
+  add_exhaustive_matrix_options(*matrix_app, command.exhaustive);
   return matrix_app;
 }
 
@@ -562,8 +583,15 @@ int main_guarded(int argc, char** argv) {
     code = demo_command(demo);
   else if (app.got_subcommand(fuzz_app))
     code = fuzz_command(fuzz);
-  else if (app.got_subcommand(matrix_app))
+  else if (app.got_subcommand(matrix_app)) {
+    for (const char* name : {"--seeds", "--workload", "--swarm"}) {
+      if (matrix_app->count(name) > 0) matrix.campaign_only_given.emplace_back(name);
+    }
+    for (const char* name : {"--story", "--faults", "--fault-kinds", "--max-states"}) {
+      if (matrix_app->count(name) > 0) matrix.exhaustive_only_given.emplace_back(name);
+    }
     code = matrix_command(matrix);
+  }
   else if (app.got_subcommand(explore_app))
     code = explore_command(explore);
   // Every write is checked: output that never arrived is a failure (`--json > /dev/full`).

@@ -3,6 +3,9 @@
 #include <algorithm>
 #include <ostream>
 
+#include "kernel/assert.h"
+#include "scenario/parse.h"
+
 namespace inboxsim {
 
 namespace {
@@ -63,6 +66,48 @@ std::vector<MatrixRow> run_matrix(const MatrixOptions& options, std::ostream* pr
     rows.push_back(std::move(row));
   }
   if (progress_stream != nullptr) *progress_stream << "\n";
+  return rows;
+}
+
+Scenario exhaustive_matrix_story() {
+  static constexpr std::string_view kStory = R"({
+    "name": "matrix-one-transfer",
+    "title": "One transfer, every order, up to K faults",
+    "description": "The exhaustive matrix's story: alice pays bob 2500 and the system runs until nothing is left to do. Every order of its events and every placement of the faults is explored once per combination of defences.",
+    "accounts": {"alice": 10000, "bob": 0},
+    "steps": [
+      {"transfer": {"id": "t1", "from": "alice", "to": "bob", "amount": 2500}},
+      {"run": {"until": "quiescent"}}
+    ]
+  })";
+  ParseResult parsed = parse_scenario_text(std::string(kStory), "matrix-one-transfer.json");
+  INBOXSIM_ASSERT(parsed.scenario.has_value());
+  return std::move(*parsed.scenario);
+}
+
+std::string defences_off_tag(const std::array<bool, kDefenceCount>& defences) {
+  std::string tag;
+  for (size_t i = 0; i < kDefenceCount; ++i) {
+    if (!defences[i]) tag += (tag.empty() ? "no-" : "-no-") + std::string(defence_names()[i]);
+  }
+  return tag.empty() ? "all-on" : tag;
+}
+
+std::vector<ExhaustiveRow> run_exhaustive_matrix(
+    const Scenario& story, const ExploreSettings& settings,
+    const std::function<void(size_t index, ExhaustiveRow& row)>& row_done) {
+  std::vector<ExhaustiveRow> rows;
+  constexpr unsigned kCombinations = 1U << kDefenceCount;
+  for (unsigned off_mask = 0; off_mask < kCombinations; ++off_mask) {
+    ExhaustiveRow row;
+    for (size_t i = 0; i < kDefenceCount; ++i) row.defences[i] = ((off_mask >> i) & 1U) == 0;
+    row.story = story;
+    row.story.config = config_with_defences(story.config, row.defences);
+    row.story.name = story.name + "-" + defences_off_tag(row.defences);
+    row.result = explore(row.story, settings);
+    if (row_done) row_done(rows.size(), row);
+    rows.push_back(std::move(row));
+  }
   return rows;
 }
 

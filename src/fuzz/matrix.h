@@ -5,11 +5,13 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <iosfwd>
 #include <string>
 #include <vector>
 
 #include "fuzz/campaign.h"
+#include "fuzz/explore.h"
 
 namespace inboxsim {
 
@@ -40,5 +42,30 @@ Config config_with_defences(const Config& base, const std::array<bool, kDefenceC
 
 // Runs one campaign per combination, every defence on first, every defence off last.
 std::vector<MatrixRow> run_matrix(const MatrixOptions& options, std::ostream* progress_stream);
+
+// The exhaustive matrix (`matrix --exhaustive`): instead of a campaign of random seeds, one
+// exploration per combination of one small story (explore.h). A row is proven when the search
+// completed and found nothing (no order of the story with at most K faults of the listed kinds
+// breaks an invariant), broken with the shortest order found, or unfinished when the state
+// budget stopped it first.
+struct ExhaustiveRow {
+  std::array<bool, kDefenceCount> defences{};
+  Scenario story;        // the story with this row's defences (and its own name)
+  ExploreResult result;  // counterexamples' `path` filled in by whoever writes them
+};
+
+// The default story: one transfer that succeeds, and the story's end, run to quiescence. Small
+// enough that every row of 32 finishes: a second transfer multiplies the orders.
+Scenario exhaustive_matrix_story();
+
+// " all defences on" → "all-on"; otherwise the defences switched off, "no-inbox-no-ledger".
+std::string defences_off_tag(const std::array<bool, kDefenceCount>& defences);
+
+// Explores `story` once per combination, every defence on first, every defence off last;
+// `row_done` is called after each row (progress, writing counterexamples).
+// REQUIRES: !clockless_refusal(story), !story.schedule.
+std::vector<ExhaustiveRow> run_exhaustive_matrix(
+    const Scenario& story, const ExploreSettings& settings,
+    const std::function<void(size_t index, ExhaustiveRow& row)>& row_done);
 
 }  // namespace inboxsim

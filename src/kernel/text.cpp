@@ -46,4 +46,9 @@ bool has_control_characters(std::string_view text) {
   return false;
 }
 
+std::string pad(std::string text, size_t width) {
+  if (text.size() < width) text.append(width - text.size(), ' ');
+  return text;
+}
+
 }  // namespace inboxsim

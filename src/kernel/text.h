@@ -15,4 +15,7 @@ std::string printable(std::string_view text);
 // True when `text` holds a control character printable() would escape, or a newline or tab.
 bool has_control_characters(std::string_view text);
 
+// `text` with spaces appended up to `width` characters (bytes: table cells are ASCII).
+std::string pad(std::string text, size_t width);
+
 }  // namespace inboxsim

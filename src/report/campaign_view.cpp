@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <ostream>
 
+#include "kernel/text.h"
 #include "report/html.h"         // escape_html, also right for XML text and attributes
 #include "report/json_output.h"  // stats_json, coverage_json
 
@@ -18,11 +19,6 @@ std::string invariants_text(const std::vector<Invariant>& invariants) {
     if (!text.empty()) text += ", ";
     text += invariant_name(invariant);
   }
-  return text;
-}
-
-std::string pad(std::string text, size_t width) {
-  if (text.size() < width) text.append(width - text.size(), ' ');
   return text;
 }
 

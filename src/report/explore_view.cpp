@@ -65,4 +65,60 @@ void print_explore(std::ostream& out, const ExploreResult& result) {
   }
 }
 
+std::string_view exhaustive_verdict(const ExploreResult& result) {
+  if (!result.counterexamples.empty()) return "broken";
+  return result.complete ? "proven" : "unfinished";
+}
+
+nlohmann::ordered_json exhaustive_matrix_json(const std::vector<ExhaustiveRow>& rows) {
+  nlohmann::ordered_json out = nlohmann::ordered_json::array();
+  for (const ExhaustiveRow& row : rows) {
+    nlohmann::ordered_json entry;
+    for (size_t i = 0; i < kDefenceCount; ++i)
+      entry[std::string(defence_names()[i])] = row.defences[i];
+    entry["verdict"] = exhaustive_verdict(row.result);
+    entry["exploration"] = explore_json(row.result);
+    out.push_back(std::move(entry));
+  }
+  return out;
+}
+
+void print_exhaustive_matrix(std::ostream& out, const Scenario& story,
+                             const ExploreSettings& settings,
+                             const std::vector<ExhaustiveRow>& rows) {
+  out << "Every order of story " << printable(story.name) << " with at most " << settings.faults
+      << " fault(s) (" << fault_kinds_text(settings.fault_kinds) << "), for each combination of "
+      << "defences:\n";
+  for (const std::string_view name : defence_names()) out << pad(std::string(name), 10);
+  out << pad("verdict", 12) << pad("states", 10) << "broken invariants / shortest counterexample\n";
+  int64_t proven = 0;
+  int64_t broken = 0;
+  int64_t unfinished = 0;
+  for (const ExhaustiveRow& row : rows) {
+    for (const bool on : row.defences) out << pad(on ? "on" : "-", 10);
+    const std::string_view verdict = exhaustive_verdict(row.result);
+    proven += verdict == "proven" ? 1 : 0;
+    broken += verdict == "broken" ? 1 : 0;
+    unfinished += verdict == "unfinished" ? 1 : 0;
+    out << pad(verdict == "broken" ? "BROKEN" : std::string(verdict), 12)
+        << pad(std::to_string(row.result.states), 10);
+    if (row.result.counterexamples.empty()) {
+      out << (verdict == "proven" ? "none, for every order" : "none found before the budget");
+    }
+    for (size_t i = 0; i < row.result.counterexamples.size(); ++i) {
+      const ExploreCounterexample& cx = row.result.counterexamples[i];
+      out << (i > 0 ? ", " : "") << invariant_name(cx.invariant) << " (" << cx.choices
+          << " choices)";
+    }
+    out << "\n";
+    for (const ExploreCounterexample& cx : row.result.counterexamples) {
+      if (!cx.path.empty()) {
+        out << pad("", 10 * kDefenceCount + 22) << "inboxsim run " << printable(cx.path) << "\n";
+      }
+    }
+  }
+  out << proven << " proven, " << broken << " broken, " << unfinished
+      << " unfinished (--max-states " << settings.max_states << " per row)\n";
+}
+
 }  // namespace inboxsim

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "fuzz/explore.h"
+#include "fuzz/matrix.h"
 
 namespace inboxsim {
 
@@ -17,5 +18,17 @@ nlohmann::ordered_json explore_json(const ExploreResult& result);
 // What was explored and the verdict: "proven" (complete, nothing broken), "broken" (each
 // violation with its shortest schedule and the command that replays it) or "incomplete".
 void print_explore(std::ostream& out, const ExploreResult& result);
+
+// `matrix --exhaustive`: one object per row (the defences, "verdict": proven, broken or
+// unfinished, and the row's exploration as explore_json has it).
+nlohmann::ordered_json exhaustive_matrix_json(const std::vector<ExhaustiveRow>& rows);
+
+// The table: one line per combination with its verdict, the states explored and the broken
+// invariants; under a broken row the command that replays its shortest counterexample.
+void print_exhaustive_matrix(std::ostream& out, const Scenario& story, const ExploreSettings& settings,
+                             const std::vector<ExhaustiveRow>& rows);
+
+// "proven", "broken" or "unfinished".
+std::string_view exhaustive_verdict(const ExploreResult& result);
 
 }  // namespace inboxsim

@@ -223,11 +223,6 @@ size_t widest_key(const std::map<std::string, int64_t>& map) {
   return width;
 }
 
-std::string pad(std::string text, size_t width) {
-  if (text.size() < width) text.append(width - text.size(), ' ');
-  return text;
-}
-
 std::string pad_left(std::string text, size_t width) {
   if (text.size() < width) text.insert(0, width - text.size(), ' ');
   return text;
