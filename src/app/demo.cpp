@@ -114,7 +114,6 @@ std::string render_demo_index(const std::vector<RunResult>& results) {
          rows + "</tbody></table></body></html>\n";
 }
 
-
 // Keeps the files whose stem starts with one of `prefixes`; all of them when there are none.
 // Returns the first prefix that selects nothing, if any.
 std::optional<std::string> select_files(std::vector<std::string>& files,

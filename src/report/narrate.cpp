@@ -221,6 +221,12 @@ std::string_view line_style(const TraceEvent& event) {
   }
 }
 
+// Whether a saga change "FROM->TO" emits a command: only the edges into DEBITED
+// (CreditRequested) and COMPENSATING (RefundRequested) do.
+bool edge_sends_command(std::string_view change) {
+  return change.ends_with("->DEBITED") || change.ends_with("->COMPENSATING");
+}
+
 constexpr std::string_view kSagaTransaction =
     "in one transaction with the saga update and its outbox row";
 
@@ -266,7 +272,8 @@ std::string describe_event(const TraceEvent& event) {
 namespace {
 
 // Money in flight at the end: each transfer with a DEBIT and neither a CREDIT nor a REFUND.
-int64_t money_in_flight(const RunResult& result) {
+// With `finished_only`, only such transfers whose saga is already final: money stuck there.
+int64_t money_in_flight(const RunResult& result, bool finished_only = false) {
   std::map<std::string, std::array<int64_t, 3>> entries;  // DEBIT, CREDIT, REFUND counts
   for (const LedgerEntry& entry : result.ledger) {
     ++entries[entry.transfer][static_cast<size_t>(entry.type)];
@@ -274,6 +281,10 @@ int64_t money_in_flight(const RunResult& result) {
   int64_t in_flight = 0;
   for (const auto& [transfer, counts] : entries) {
     if (counts[0] == 0 || counts[1] > 0 || counts[2] > 0) continue;
+    if (finished_only) {
+      const auto state = result.transfers.find(transfer);
+      if (state == result.transfers.end() || !is_terminal(state->second)) continue;
+    }
     const auto amount = result.transfer_amounts.find(transfer);
     if (amount != result.transfer_amounts.end()) in_flight += amount->second;
   }
@@ -297,7 +308,8 @@ const Violation* violation_of(const RunResult& result, Invariant invariant) {
 
 bool money_right(const RunResult& result) {
   return violation_of(result, Invariant::conservation) == nullptr &&
-         total_of(result.balances) + money_in_flight(result) == total_of(result.opening_balances);
+         total_of(result.balances) + money_in_flight(result) == total_of(result.opening_balances) &&
+         money_in_flight(result, true) == 0;
 }
 
 std::string money_sentence(const RunResult& result) {
@@ -308,11 +320,19 @@ std::string money_sentence(const RunResult& result) {
   std::string end = difference == 0   ? "right at the end"
                     : difference > 0 ? std::to_string(difference) + " invented by the end"
                                      : std::to_string(-difference) + " destroyed by the end";
-  std::string text = "Money: " + end + " (balances " + std::to_string(balances) +
-                     ", in flight " + std::to_string(in_flight) + ", opened with " +
-                     std::to_string(opened) + ")";
+  std::string text = "Money: ";
+  // Where it first broke and how it ended can differ (destroyed first, invented by the end):
+  // both are said.
   if (const Violation* broken = violation_of(result, Invariant::conservation)) {
-    text += "; it first broke at " + std::to_string(broken->time_ms) + " ms: " + broken->detail;
+    text += "first broke at " + std::to_string(broken->time_ms) + " ms (" + broken->detail +
+            "); ";
+  }
+  text += end + " (balances " + std::to_string(balances) + ", in flight " +
+          std::to_string(in_flight) + ", opened with " + std::to_string(opened) + ")";
+  if (const int64_t stuck = money_in_flight(result, true); stuck > 0) {
+    text += ", but " + std::to_string(stuck) +
+            " of it is stuck in flight: debited for transfers that are already finished, and "
+            "nothing will ever credit or refund it";
   }
   if (money_right(result)) return text + ".";
   // The verdict below says whether the expectations were met; a break-it story expects this.
@@ -442,12 +462,15 @@ void Narrator::print_held_line(const TraceEvent* next) {
   const TraceEvent held = std::move(*held_record_);
   held_record_.reset();
   std::string text = with_context(held, describe_event(held));
-  if (next != nullptr && next->kind == EventKind::illegal_transition &&
-      next->message_id == held.message_id) {
-    const size_t at = text.find(kSagaTransaction);
+  const bool same = next != nullptr && next->message_id == held.message_id;
+  const size_t at = text.find(kSagaTransaction);
+  if (same && next->kind == EventKind::illegal_transition) {
     text.replace(at, kSagaTransaction.size(),
                  "committed alone: the state machine refuses the event (next line), so the saga "
                  "and the outbox stay as they were");
+  } else if (same && next->kind == EventKind::saga && !edge_sends_command(next->detail)) {
+    text.replace(at, kSagaTransaction.size(),
+                 "in one transaction with the saga update (this edge sends no command)");
   }
   print_line(held, text);
 }
