@@ -67,11 +67,14 @@ const std::vector<LegendTerm>& legend_terms() {
   return terms;
 }
 
-std::string legend_text(std::string_view indent) {
+std::string legend_text(std::string_view indent,
+                        const std::array<bool, kInvariantCount>* applies) {
   size_t width = 0;
   for (const LegendTerm& term : legend_terms()) width = std::max(width, term.term.size());
   std::string text;
-  for (const LegendTerm& term : legend_terms()) {
+  for (size_t i = 0; i < legend_terms().size(); ++i) {
+    const LegendTerm& term = legend_terms()[i];
+    if (applies != nullptr && i < kInvariantCount && !(*applies)[i]) continue;
     std::string name(term.term);
     name.append(width - name.size(), ' ');
     text += std::string(indent) + name + "  " + std::string(term.meaning) + "\n";

@@ -3,6 +3,7 @@
 // opening and the HTML report define them alike.
 #pragma once
 
+#include <array>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -25,8 +26,10 @@ std::string_view invariant_meaning(Invariant invariant);
 const std::vector<LegendTerm>& legend_terms();
 
 // Returns the legend as plain text, one "term  meaning" line per term, each line starting with
-// `indent`.
-std::string legend_text(std::string_view indent);
+// `indent`. With `applies` (a run's invariant_applies), an invariant that does not apply to the
+// run (notified, without notifications) is left out, as the run's invariant list leaves it out.
+std::string legend_text(std::string_view indent,
+                        const std::array<bool, kInvariantCount>* applies = nullptr);
 
 // Returns the legend as an HTML fragment (a <section class="legend"> with a <dl>), escaped.
 std::string legend_html();

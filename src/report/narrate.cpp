@@ -577,7 +577,7 @@ void Narrator::summary(const RunResult& result) {
       out_ << "          still waiting in " << printable(waiting) << '\n';
     }
     if (options_.legend) {
-      out_ << paint("Legend", kBold) << '\n' << printable(legend_text("  "));
+      out_ << paint("Legend", kBold) << '\n' << printable(legend_text("  ", &result.invariant_applies));
     }
     if (!result.lesson.empty()) {
       out_ << '\n' << paint("Lesson: ", kBold) << printable(result.lesson) << '\n';

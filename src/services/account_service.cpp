@@ -635,6 +635,7 @@ bool AccountService::apply_entry(const Message& message, EntryType type, const s
 // consumer would look the entry up first, or wrap the insert in a savepoint, to the same end.
 // The delivery counts as a dedupe hit, reported when the transaction commits.
 void AccountService::note_entry_already_applied(const Message& message, EntryType type) {
+  host_.reached(Probe::dedupe_ledger_key_ack);
   TraceEvent event = event_about(EventKind::dedupe_hit, host_.now_ms(), me(), message);
   event.detail = "ledger key: (" + message.transfer + ", " + std::string(entry_type_name(type)) +
                  ") already applied: the consumer treats the command as done, no change, no "
