@@ -207,7 +207,7 @@ TEST_CASE("narration tells the story line by line, grouped under steps", "[repor
   CHECK(contains(text, "inbox: message m-1 already consumed and delivered, acked without effect"));
   CHECK(contains(text, "processed_messages: message m-2 duplicate key, acked without effect"));
   CHECK(contains(text, "broker → account-service  deliver Transfer.Requested t1 (m-1, tag 1)"));
-  CHECK(contains(text, "REDELIVERED (delivery #2)"));
+  CHECK(contains(text, "REDELIVERED (x-delivery-count 2)"));
   CHECK(contains(text, "alice  -2500  (DEBIT t1)  → 7500"));
   CHECK(contains(text, "CRASH  account-service died at after_commit"));
   CHECK(contains(text, "RESTART  account-service"));

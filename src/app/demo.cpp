@@ -8,6 +8,7 @@
 #include "kernel/file_names.h"
 #include "kernel/text.h"
 #include "report/html.h"
+#include "report/legend.h"
 #include "scenario/parse.h"
 #include "scenario/runner.h"
 
@@ -23,6 +24,7 @@ RunResult narrated_run(const Scenario& scenario, const NarratedRunOptions& optio
     std::map<std::string, int64_t> opening;
     for (const auto& [name, spec] : scenario.accounts) opening[name] = spec.balance;
     narrator.set_opening_balances(opening);
+    narrator.set_config(scenario.config);
     if (!options.narrator.quiet) {
       out << "\n== " << printable(scenario.name) << ": " << printable(scenario.title) << "\n";
       if (!scenario.description.empty()) out << printable(scenario.description) << "\n";
@@ -134,6 +136,82 @@ std::optional<std::string> select_files(std::vector<std::string>& files,
   return std::nullopt;
 }
 
+const std::vector<LessonBlock>& lesson_blocks() {
+  // The teacher's guide's order (docs/scenarios.md, "Suggested order for a lesson"): keep the two
+  // in step.
+  static const std::vector<LessonBlock> blocks = {
+      {"The mechanics: the pattern before anything fails, and the business outcomes",
+       {"01", "02", "03"}},
+      {"Duplicates are normal: a lost ack, a lost confirm, a relay that dies, the seed's two "
+       "experiments",
+       {"08", "16", "43", "04", "05"}},
+      {"Break it: delete a unique index, and ask why nothing broke", {"06", "07"}},
+      {"Crashes at every point, and why the dedupe record shares the transaction",
+       {"09", "10", "11", "28", "45"}},
+      {"Why not something simpler: Redis, short windows, unstable ids, forgotten decisions",
+       {"12", "13", "14", "15", "17", "29"}},
+      {"Natural idempotency, order, compensations", {"18", "19", "44", "46"}},
+      {"A real-world bug: one dedupe key for two consumers", {"20", "21"}},
+      {"Defence in depth, and what to do when the last line catches a duplicate",
+       {"22", "23", "24", "25", "26", "27", "49"}},
+      {"Fault paths: retry, error queue, replay, poison messages",
+       {"39", "37", "38", "47", "40", "41", "42"}},
+      {"Two instances at once, where the unique keys earn their place",
+       {"33", "34", "32", "30", "31", "35", "36"}},
+      {"Beyond RabbitMQ: Kafka's exactly-once and the offset-commit window", {"48"}},
+  };
+  return blocks;
+}
+
+namespace {
+
+struct OrderedFile {
+  std::string file;
+  size_t block = 0;  // index into lesson_blocks(); lesson_blocks().size() for the rest
+};
+
+bool stem_has_number(const std::string& file, std::string_view number) {
+  const std::string stem = std::filesystem::path(file).stem().string();
+  return stem.size() > number.size() && stem.compare(0, number.size(), number) == 0 &&
+         stem[number.size()] == '-';
+}
+
+// Puts `files` in the guide's lesson order, each with its block; files no block names follow
+// in file-name order, as a last block.
+std::vector<OrderedFile> in_lesson_order(const std::vector<std::string>& files) {
+  std::vector<OrderedFile> ordered;
+  std::vector<bool> placed(files.size(), false);
+  const auto& blocks = lesson_blocks();
+  for (size_t block = 0; block < blocks.size(); ++block) {
+    for (const std::string_view number : blocks[block].numbers) {
+      for (size_t i = 0; i < files.size(); ++i) {
+        if (placed[i] || !stem_has_number(files[i], number)) continue;
+        placed[i] = true;
+        ordered.push_back(OrderedFile{files[i], block});
+      }
+    }
+  }
+  for (size_t i = 0; i < files.size(); ++i) {
+    if (!placed[i]) ordered.push_back(OrderedFile{files[i], blocks.size()});
+  }
+  return ordered;
+}
+
+void print_block_break(std::ostream& out, size_t block) {
+  const auto& blocks = lesson_blocks();
+  const std::string title =
+      block < blocks.size() ? std::string(blocks[block].title) : "More stories";
+  const std::string rule(78, '=');
+  out << "\n\n" << rule << "\n"
+      << (block < blocks.size() ? "Lesson block " + std::to_string(block + 1) + " of " +
+                                      std::to_string(blocks.size()) + ": "
+                                : std::string())
+      << printable(title) << "\n"
+      << rule << "\n";
+}
+
+}  // namespace
+
 int run_demo(const DemoOptions& options, std::ostream& out, std::ostream& err) {
   std::vector<std::string> files = scenario_files(options.scenario_dir);
   if (files.empty()) {
@@ -146,9 +224,10 @@ int run_demo(const DemoOptions& options, std::ostream& out, std::ostream& err) {
         << options.scenario_dir << " (see `inboxsim list`)\n";
     return 2;
   }
+  const std::vector<OrderedFile> ordered = in_lesson_order(files);
   std::vector<Scenario> scenarios;
-  for (const std::string& file : files) {
-    ParseResult parsed = parse_scenario_file(file);
+  for (const OrderedFile& file : ordered) {
+    ParseResult parsed = parse_scenario_file(file.file);
     if (parsed.error) {
       err << "inboxsim: " << printable(parsed.error->message()) << "\n";
       return 2;
@@ -162,9 +241,19 @@ int run_demo(const DemoOptions& options, std::ostream& out, std::ostream& err) {
         << ": cannot create the folder: " << error.message() << "\n";
     return 2;
   }
+  NarratedRunOptions run = options.run;
+  run.narrator.legend = false;  // said once, here, instead of after every scenario
+  const bool talk = run.narrate && !run.narrator.quiet;
+  if (talk) {
+    out << "The words the narration uses:\n" << printable(legend_text("  "));
+  }
   std::vector<RunResult> results;
-  for (const Scenario& scenario : scenarios) {
-    RunResult result = narrated_run(scenario, options.run, out);
+  for (size_t i = 0; i < scenarios.size(); ++i) {
+    const Scenario& scenario = scenarios[i];
+    if (talk && (i == 0 || ordered[i].block != ordered[i - 1].block)) {
+      print_block_break(out, ordered[i].block);
+    }
+    RunResult result = narrated_run(scenario, run, out);
     const std::filesystem::path page =
         std::filesystem::path(options.out_dir) / (safe_file_stem(result.name) + ".html");
     if (!write_text(page, render_html(result))) {

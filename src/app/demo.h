@@ -5,6 +5,7 @@
 #include <iosfwd>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "domain/result.h"
@@ -34,7 +35,17 @@ struct DemoOptions {
   NarratedRunOptions run;
 };
 
-// Runs every scenario of the library in file-name order, narrated, writes DIR/NAME.html for
+// One block of a lesson: a title and the scenario numbers it shows, in the order to show them.
+struct LessonBlock {
+  std::string_view title;
+  std::vector<std::string_view> numbers;  // "08" names the file 08-….json
+};
+
+// Returns the blocks of the teacher's guide, in class order.
+const std::vector<LessonBlock>& lesson_blocks();
+
+// Runs every scenario of the library in the guide's lesson order (files no block names last),
+// after a legend of the terms the narration uses and with a break between blocks, narrated, writes DIR/NAME.html for
 // each and DIR/index.html linking them, and says where they are. Returns the exit code: 0 when
 // every scenario met its expectations, 1 otherwise, 2 when the library cannot be read.
 int run_demo(const DemoOptions& options, std::ostream& out, std::ostream& err);

@@ -16,6 +16,7 @@ constexpr std::array<std::string_view, 4> kTransferDedupeNames = {
     "processed_messages", "none", "external-before", "external-after"};
 constexpr std::array<std::string_view, 2> kDedupeKeyNames = {"message_id", "message_id+consumer"};
 constexpr std::array<std::string_view, 2> kQueueTypeNames = {"quorum", "classic"};
+constexpr std::array<std::string_view, 2> kLedgerConflictNames = {"fault", "ack"};
 
 // The largest value accepted for a millisecond window: 100 years, well inside int64.
 constexpr int64_t kWindowMsMax = 100LL * 365 * 24 * 3600 * 1000;
@@ -182,7 +183,9 @@ const std::vector<std::string>& config_keys() {
                                                 "broker.heartbeat_ms",
                                                 "account.inbox_unique",
                                                 "account.retry",
-                                                "broker.queue_type"};
+                                                "broker.queue_type",
+                                                "account.remember_rejections",
+                                                "account.ledger_conflict"};
   return keys;
 }
 
@@ -224,6 +227,12 @@ std::string config_set(Config& config, std::string_view key, const nlohmann::jso
   if (key == "broker.queue_type") {
     return set_choice(config.broker_queue_type, kQueueTypeNames, value);
   }
+  if (key == "account.remember_rejections") {
+    return set_bool(config.account_remember_rejections, value);
+  }
+  if (key == "account.ledger_conflict") {
+    return set_choice(config.account_ledger_conflict, kLedgerConflictNames, value);
+  }
   std::string expected = "a known config key: ";
   bool first = true;
   for (const auto& name : config_keys()) {
@@ -258,6 +267,10 @@ std::string_view transfer_dedupe_name(TransferDedupe dedupe) {
   return kTransferDedupeNames[static_cast<size_t>(dedupe)];
 }
 
+std::string_view ledger_conflict_name(LedgerConflict conflict) {
+  return kLedgerConflictNames[static_cast<size_t>(conflict)];
+}
+
 nlohmann::ordered_json config_to_json(const Config& config) {
   nlohmann::ordered_json out;
   out["account.inbox"] = account_inbox_name(config.account_inbox);
@@ -279,6 +292,8 @@ nlohmann::ordered_json config_to_json(const Config& config) {
   out["account.inbox_unique"] = config.account_inbox_unique;
   out["account.retry"] = retry_text(config.account_retry);
   out["broker.queue_type"] = kQueueTypeNames[static_cast<size_t>(config.broker_queue_type)];
+  out["account.remember_rejections"] = config.account_remember_rejections;
+  out["account.ledger_conflict"] = ledger_conflict_name(config.account_ledger_conflict);
   return out;
 }
 

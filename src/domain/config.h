@@ -20,6 +20,11 @@ enum class DedupeKey : uint8_t { message_id, message_id_and_consumer };
 // RabbitMQ's queue types (DESIGN §8.2): a quorum queue counts deliveries (x-delivery-count) and
 // dead-letters past the delivery limit; a classic queue does neither.
 enum class QueueType : uint8_t { quorum, classic };
+// What account-service's consumer does when the ledger's (transfer_id, type) key refuses a second
+// entry: fault (the exception escapes; MassTransit retries and then moves the message to its
+// _error queue) or ack (the consumer catches the key violation and treats the command as
+// already done: no change, no reply, acked).
+enum class LedgerConflict : uint8_t { fault, ack };
 
 // MassTransit's UseMessageRetry on account-service's endpoint: the waits before each retry of a
 // faulted delivery, in process (none, by default). Then the message goes to the _error queue.
@@ -56,6 +61,11 @@ struct Config {
   // Fault paths (DESIGN §8.2).
   RetryPolicy account_retry;
   QueueType broker_queue_type = QueueType::quorum;
+  // The course (issue 12). Whether account-service records a rejected debit under the transfer's
+  // key (table rejected_debits) and rejects a later copy of it again. Our own addition, which the
+  // seed's bank does not have: off by default, so the bank is modelled as the seed describes it.
+  bool account_remember_rejections = false;
+  LedgerConflict account_ledger_conflict = LedgerConflict::fault;
 
   // Returns the instance count of `service`'s config key.
   int64_t instances(bool account) const { return account ? account_instances : transfer_instances; }
@@ -92,5 +102,6 @@ inline constexpr size_t kRetriesMax = 20;
 
 std::string_view account_inbox_name(AccountInbox inbox);
 std::string_view transfer_dedupe_name(TransferDedupe dedupe);
+std::string_view ledger_conflict_name(LedgerConflict conflict);
 
 }  // namespace inboxsim

@@ -21,6 +21,7 @@ constexpr std::array<std::string_view, kProbeCount> kProbeNames = {
     "dedupe.processed_messages",
     "dedupe.transfer_external_before",
     "dedupe.transfer_external_after",
+    "dedupe.ledger_key_ack",
     "masstransit.inbox_key",
     "masstransit.row_lock",
     "ledger.key_rejected",

@@ -32,6 +32,7 @@ enum class Probe : uint8_t {
   dedupe_processed_messages,        // transfer-service: processed_messages' unique key
   dedupe_transfer_external_before,  // transfer-service's seen-set (marked before the commit)
   dedupe_transfer_external_after,   // transfer-service's seen-set (marked after the commit)
+  dedupe_ledger_key_ack,            // the ledger key refused an entry; ledger_conflict = ack acked
   // Races between instances.
   masstransit_inbox_key,  // the inbox_state key rejected a second row: two first deliveries
   masstransit_row_lock,   // a handler waited for the inbox row lock another one held
@@ -55,7 +56,7 @@ enum class Probe : uint8_t {
   retention_cleanup,      // retention cleanup deleted dedupe records (inbox window, TTL)
 };
 
-inline constexpr size_t kProbeCount = 26;
+inline constexpr size_t kProbeCount = 27;
 
 // Returns the stable name of a probe ("dedupe.marten_backstop"), as reports and flags spell it.
 std::string_view probe_name(Probe probe);
@@ -71,7 +72,7 @@ std::string probes_text(const std::vector<Probe>& probes);
 
 // True for the probes that count a duplicate caught by a dedupe mechanism.
 constexpr bool is_dedupe_probe(Probe probe) {
-  return probe <= Probe::dedupe_transfer_external_after;
+  return probe <= Probe::dedupe_ledger_key_ack;
 }
 
 // How often each probe was reached: in one run, or summed over a campaign.

@@ -47,6 +47,14 @@ enum class FaultAction : uint8_t {
 inline constexpr size_t kFaultActionCount = 11;
 std::string_view fault_action_name(FaultAction action);
 
+// Returns the default configuration of a campaign: Config's defaults with the rejections
+// remembered.
+inline Config campaign_config() {
+  Config config;
+  config.account_remember_rejections = true;
+  return config;
+}
+
 struct GeneratorOptions {
   Workload workload = Workload::standard;
   std::optional<int64_t> transfers;  // overrides the workload's transfer count
@@ -55,7 +63,11 @@ struct GeneratorOptions {
   // Whether a story may drop processed_messages' unique index mid-run (the seed's "delete the
   // unique index" experiment). The matrix turns it off: its rows say which defences are on.
   bool drop_indexes = true;
-  Config config;  // the configuration under test, copied into every scenario
+  // The configuration under test, copied into every scenario. Campaigns test the bank with
+  // every defence, ours included: account.remember_rejections is off in Config (so that `run`
+  // models the seed's bank as it is), and a campaign on the seed's bank finds scenario 29's
+  // late duplicate of a rejected transfer within a few seeds. A --set of the key overrides it.
+  Config config = campaign_config();
   // Concurrency (DESIGN §8.1) is drawn per seed, as part of the story, unless the campaign
   // pins it with --set: the instance counts, the work time of a handler step, the heartbeat.
   bool draw_instances = true;

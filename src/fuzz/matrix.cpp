@@ -30,7 +30,10 @@ const std::array<std::string_view, kDefenceCount>& defence_names() {
 Config config_with_defences(const Config& base, const std::array<bool, kDefenceCount>& defences) {
   Config config = base;
   config.account_inbox = defences[0] ? AccountInbox::masstransit : AccountInbox::none;
+  // The per-transfer key: the ledger index and the remembered rejections (scenario 29 shows
+  // why the one needs the other), so that every defence on is a correct bank.
   config.account_ledger_unique = defences[1];
+  config.account_remember_rejections = defences[1];
   config.transfer_processed_unique = defences[2];
   config.transfer_state_machine = defences[3];
   config.relay_stable_message_id = defences[4];

@@ -338,6 +338,7 @@ Config repaired_config(const Config& config) {
   Config out = config;
   if (out.account_inbox != AccountInbox::marten) out.account_inbox = defaults.account_inbox;
   out.account_ledger_unique = true;
+  out.account_remember_rejections = true;
   out.account_inbox_unique = true;
   out.account_inbox_window_ms = defaults.account_inbox_window_ms;
   out.transfer_dedupe = defaults.transfer_dedupe;

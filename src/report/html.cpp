@@ -6,6 +6,7 @@
 #include "domain/participants.h"
 #include "kernel/assert.h"
 #include "report/mermaid.h"
+#include "report/legend.h"
 #include "report/narrate.h"
 
 namespace inboxsim {
@@ -752,6 +753,8 @@ std::string render_html(const RunResult& result) {
   out += "<section class=\"results\">" + balances_table(result) + transfers_table(result) +
          invariants_table(result) + expectations_table(result) + counters_line(result) +
          "</section>\n";
+  // The course (issue 12): what happened to the money, then the words the page uses.
+  out += "<p class=\"money\">" + escape_html(money_sentence(result)) + "</p>\n" + legend_html();
   out += "<footer>" + escape_html(verdict_line(result)) + " · drawn by inboxsim</footer>\n";
   out += "<script type=\"application/json\" id=\"run-data\">" + run_data_json(result) +
          "</script>\n<script>" + kScript + "</script>\n</body></html>\n";

@@ -1,12 +1,14 @@
 #include "report/narrate.h"
 
 #include <algorithm>
+#include <array>
 #include <ostream>
 #include <string_view>
 
 #include "domain/participants.h"
 #include "kernel/assert.h"
 #include "kernel/text.h"
+#include "report/legend.h"
 
 namespace inboxsim {
 
@@ -44,9 +46,11 @@ std::string describe_deliver(const TraceEvent& event) {
                      " (" + event.message_id + ", tag " + std::to_string(event.delivery_tag) + ")";
   // A redelivery is the whole point of the pattern, so it is flagged in capitals. A classic
   // queue sends no x-delivery-count.
+  // x-delivery-count counts the returns before this delivery (none on a first delivery), so it
+  // is shown under its own name: "delivery #1" on a second delivery read as a contradiction.
   if (event.redelivered) {
     text += event.delivery_count > 0
-                ? "  REDELIVERED (delivery #" + std::to_string(event.delivery_count) + ")"
+                ? "  REDELIVERED (x-delivery-count " + std::to_string(event.delivery_count) + ")"
                 : "  REDELIVERED";
   }
   return text;
@@ -217,6 +221,15 @@ std::string_view line_style(const TraceEvent& event) {
   }
 }
 
+// Whether a saga change "FROM->TO" emits a command: only the edges into DEBITED
+// (CreditRequested) and COMPENSATING (RefundRequested) do.
+bool edge_sends_command(std::string_view change) {
+  return change.ends_with("->DEBITED") || change.ends_with("->COMPENSATING");
+}
+
+constexpr std::string_view kSagaTransaction =
+    "in one transaction with the saga update and its outbox row";
+
 size_t widest_key(const std::map<std::string, int64_t>& map) {
   size_t width = 0;
   for (const auto& [key, value] : map) width = std::max(width, key.size());
@@ -251,6 +264,79 @@ std::string describe_event(const TraceEvent& event) {
   return text;
 }
 
+namespace {
+
+// Money in flight at the end: each transfer with a DEBIT and neither a CREDIT nor a REFUND.
+// With `finished_only`, only such transfers whose saga is already final: money stuck there.
+int64_t money_in_flight(const RunResult& result, bool finished_only = false) {
+  std::map<std::string, std::array<int64_t, 3>> entries;  // DEBIT, CREDIT, REFUND counts
+  for (const LedgerEntry& entry : result.ledger) {
+    ++entries[entry.transfer][static_cast<size_t>(entry.type)];
+  }
+  int64_t in_flight = 0;
+  for (const auto& [transfer, counts] : entries) {
+    if (counts[0] == 0 || counts[1] > 0 || counts[2] > 0) continue;
+    if (finished_only) {
+      const auto state = result.transfers.find(transfer);
+      if (state == result.transfers.end() || !is_terminal(state->second)) continue;
+    }
+    const auto amount = result.transfer_amounts.find(transfer);
+    if (amount != result.transfer_amounts.end()) in_flight += amount->second;
+  }
+  return in_flight;
+}
+
+int64_t total_of(const std::map<std::string, int64_t>& balances) {
+  int64_t total = 0;
+  for (const auto& [account, balance] : balances) total += balance;
+  return total;
+}
+
+const Violation* violation_of(const RunResult& result, Invariant invariant) {
+  for (const Violation& violation : result.violations) {
+    if (violation.invariant == invariant) return &violation;
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+bool money_right(const RunResult& result) {
+  return violation_of(result, Invariant::conservation) == nullptr &&
+         total_of(result.balances) + money_in_flight(result) == total_of(result.opening_balances) &&
+         money_in_flight(result, true) == 0;
+}
+
+std::string money_sentence(const RunResult& result) {
+  const int64_t opened = total_of(result.opening_balances);
+  const int64_t balances = total_of(result.balances);
+  const int64_t in_flight = money_in_flight(result);
+  const int64_t difference = balances + in_flight - opened;
+  std::string end = difference == 0   ? "right at the end"
+                    : difference > 0 ? std::to_string(difference) + " invented by the end"
+                                     : std::to_string(-difference) + " destroyed by the end";
+  std::string text = "Money: ";
+  // Where it first broke and how it ended can differ (destroyed first, invented by the end):
+  // both are said.
+  if (const Violation* broken = violation_of(result, Invariant::conservation)) {
+    text += "first broke at " + std::to_string(broken->time_ms) + " ms (" + broken->detail +
+            "); ";
+  }
+  text += end + " (balances " + std::to_string(balances) + ", in flight " +
+          std::to_string(in_flight) + ", opened with " + std::to_string(opened) + ")";
+  if (const int64_t stuck = money_in_flight(result, true); stuck > 0) {
+    text += ", but " + std::to_string(stuck) +
+            " of it is stuck in flight: debited for transfers that are already finished, and "
+            "nothing will ever credit or refund it";
+  }
+  if (money_right(result)) return text + ".";
+  // The verdict below says whether the expectations were met; a break-it story expects this.
+  const bool expected = result.passed && !result.expectations.empty();
+  return text + (expected ? ". This story is meant to show it: the verdict below says it broke "
+                            "exactly as expected."
+                          : ".");
+}
+
 std::string verdict_line(const RunResult& result) {
   std::string line = result.passed ? "PASS  " : "FAIL  ";
   line += result.name.empty() ? result.file : result.name;
@@ -281,13 +367,55 @@ std::string Narrator::paint(std::string_view text, std::string_view ansi) const 
   return "\x1b[" + std::string(ansi) + "m" + printable(text) + "\x1b[0m";
 }
 
+void Narrator::set_config(const Config& config) {
+  config_ = config;
+  config_known_ = true;
+}
+
 void Narrator::on_event(const TraceEvent& event) {
   if (options_.quiet) return;
+  if (held_record_) print_held_line(&event);
   if (event.kind == EventKind::step) {
     print_step_header(event);
   } else {
     print_event_line(event);
   }
+}
+
+// With relay.stable_message_id = false, a re-publication carries a new id: shown beside the id
+// the same outbox row went out with first.
+std::string Narrator::minted_id_line(const TraceEvent& event) {
+  if (!config_known_ || config_.relay_stable_message_id) return {};
+  if (event.service.rfind(participant::relay, 0) != 0) return {};
+  const std::string key = std::string(event.type) + " " + event.transfer;
+  const auto [first, inserted] = first_relay_ids_.emplace(key, event.message_id);
+  if (inserted || first->second == event.message_id) return {};
+  return "the relay minted a new id, " + event.message_id + ", for the outbox row it first "
+         "published as " + first->second + ": to every inbox downstream this is a new message";
+}
+
+// processed_messages' key, spelt out where it decides the story: (id, consumer) when keyed per
+// consumer, and "the message id alone" when two consumers share it.
+std::string Narrator::with_context(const TraceEvent& event, std::string text) const {
+  if (!config_known_ || config_.transfer_dedupe != TransferDedupe::processed_messages) return text;
+  if (text.find("processed_messages: ") == std::string::npos) return text;
+  const std::string id = event.message_id;
+  const bool saga = event.service.rfind(participant::notifications, 0) != 0;
+  std::string key = id;
+  if (config_.transfer_dedupe_key == DedupeKey::message_id_and_consumer) {
+    key = "(" + id + ", " + std::string(saga ? "saga" : "notifications") + ")";
+  } else if (config_.transfer_notifications) {
+    key = id + " (the message id alone, shared by both consumers)";
+  }
+  for (const std::string& before : {"duplicate key " + id, "processed_messages: " + id + " "}) {
+    const size_t at = text.find(before);
+    if (at == std::string::npos) continue;
+    const std::string after = before.rfind("duplicate", 0) == 0
+                                  ? "duplicate key " + key
+                                  : "processed_messages: " + key + " ";
+    text.replace(at, before.size(), after);
+  }
+  return text;
 }
 
 void Narrator::print_step_header(const TraceEvent& event) {
@@ -298,15 +426,76 @@ void Narrator::print_step_header(const TraceEvent& event) {
 }
 
 void Narrator::print_event_line(const TraceEvent& event) {
-  std::string text = describe_event(event);
+  if (event.kind == EventKind::dedupe_record &&
+      event.detail.find(kSagaTransaction) != std::string::npos) {
+    held_record_ = event;
+    return;
+  }
+  std::string text = with_context(event, describe_event(event));
   // With the opening balances known, an effect line also shows where the balance ends up,
   // which is what makes a double debit visible at a glance.
   if (event.kind == EventKind::effect && balances_known_) {
     running_balances_[event.account] += event.amount;
     text += "  → " + std::to_string(running_balances_[event.account]);
   }
+  print_line(event, text);
+  const std::string deciding = deciding_line(event);
+  if (!deciding.empty()) {
+    out_ << std::string(11, ' ') << paint("↳ " + deciding, kCyan) << '\n';
+  }
+}
+
+void Narrator::print_line(const TraceEvent& event, const std::string& text) {
   const std::string time = pad_left(std::to_string(event.time_ms) + "ms", 9);
   out_ << paint(time, kDim) << "  " << paint(text, line_style(event)) << '\n';
+}
+
+// The service writes "inserted, in one transaction with the saga update and its outbox row"
+// before it knows whether the state machine takes the event. When the next line is the state
+// machine's refusal, only the row was written, and the line says so instead.
+void Narrator::print_held_line(const TraceEvent* next) {
+  const TraceEvent held = std::move(*held_record_);
+  held_record_.reset();
+  std::string text = with_context(held, describe_event(held));
+  const bool same = next != nullptr && next->message_id == held.message_id;
+  const size_t at = text.find(kSagaTransaction);
+  if (same && next->kind == EventKind::illegal_transition) {
+    text.replace(at, kSagaTransaction.size(),
+                 "committed alone: the state machine refuses the event (next line), so the saga "
+                 "and the outbox stay as they were");
+  } else if (same && next->kind == EventKind::saga && !edge_sends_command(next->detail)) {
+    text.replace(at, kSagaTransaction.size(),
+                 "in one transaction with the saga update (this edge sends no command)");
+  }
+  print_line(held, text);
+}
+
+// The line that says why the next thing happens, where the trace only shows that it does.
+std::string Narrator::deciding_line(const TraceEvent& event) {
+  const std::string& id = event.message_id;
+  switch (event.kind) {
+    case EventKind::dedupe_record:
+      if (event.detail.find("consumed still null") != std::string::npos) unconsumed_rows_[id];
+      return {};
+    case EventKind::effect:
+    case EventKind::rejected:
+    case EventKind::dedupe_hit: unconsumed_rows_.erase(id); return {};
+    case EventKind::crash:
+      if (const auto row = unconsumed_rows_.find(id); row != unconsumed_rows_.end()) {
+        row->second = true;
+      }
+      return {};
+    case EventKind::deliver: {
+      const auto row = unconsumed_rows_.find(id);
+      if (row == unconsumed_rows_.end() || !row->second) return {};
+      row->second = false;
+      return "inbox: row (" + id +
+             ", account-consumer) found, consumed null: the consumer never ran, so this "
+             "delivery runs it (no business change was committed with the row)";
+    }
+    case EventKind::publish: return minted_id_line(event);
+    default: return {};
+  }
 }
 
 void Narrator::print_balances(const RunResult& result) {
@@ -363,6 +552,7 @@ void Narrator::print_expectations(const RunResult& result) {
 }
 
 void Narrator::summary(const RunResult& result) {
+  if (held_record_) print_held_line(nullptr);
   if (!options_.quiet) {
     out_ << '\n';
     print_balances(result);
@@ -381,10 +571,13 @@ void Narrator::summary(const RunResult& result) {
     for (const std::string& waiting : result.parked) {
       out_ << "          still waiting in " << printable(waiting) << '\n';
     }
+    if (options_.legend) {
+      out_ << paint("Legend", kBold) << '\n' << printable(legend_text("  ", &result.invariant_applies));
+    }
     if (!result.lesson.empty()) {
       out_ << '\n' << paint("Lesson: ", kBold) << printable(result.lesson) << '\n';
     }
-    out_ << '\n';
+    out_ << '\n' << paint(money_sentence(result), money_right(result) ? kBold : kRed) << '\n';
   }
   out_ << paint(verdict_line(result), result.passed ? kBoldGreen : kInverseRed) << '\n';
   out_.flush();

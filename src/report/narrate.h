@@ -10,9 +10,11 @@
 #include <cstdint>
 #include <iosfwd>
 #include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 
+#include "domain/config.h"
 #include "domain/result.h"
 #include "kernel/trace.h"
 
@@ -21,6 +23,7 @@ namespace inboxsim {
 struct NarratorOptions {
   bool color = false;  // ANSI colours; the CLI decides from --color, NO_COLOR and isatty
   bool quiet = false;  // print nothing but the verdict line
+  bool legend = true;  // define the terms after the invariants (demo prints it once instead)
 };
 
 class Narrator {
@@ -30,7 +33,13 @@ class Narrator {
   // Optional: the opening balances, so that effect lines also show the balance they leave.
   void set_opening_balances(const std::map<std::string, int64_t>& balances);
 
-  // Prints the line(s) of one event: a header for a step, one line for anything else.
+  // Optional: the run's config, so that lines can name what it decides (the dedupe key of
+  // processed_messages, whether the relay mints a new id per attempt).
+  void set_config(const Config& config);
+
+  // Prints the line(s) of one event: a header for a step, one line for anything else, and where
+  // a reader needs it the deciding line that follows from earlier events (an inbox row found
+  // unconsumed after a crash, an id minted anew by the relay).
   void on_event(const TraceEvent& event);
 
   // Prints the end-of-run summary, or only the verdict line in quiet mode.
@@ -39,6 +48,11 @@ class Narrator {
  private:
   void print_step_header(const TraceEvent& event);
   void print_event_line(const TraceEvent& event);
+  void print_line(const TraceEvent& event, const std::string& text);
+  void print_held_line(const TraceEvent* next);
+  std::string deciding_line(const TraceEvent& event);
+  std::string minted_id_line(const TraceEvent& event);
+  std::string with_context(const TraceEvent& event, std::string text) const;
   void print_balances(const RunResult& result);
   void print_transfers(const RunResult& result);
   void print_invariants(const RunResult& result);
@@ -50,6 +64,15 @@ class Narrator {
   int64_t step_count_ = 0;
   bool balances_known_ = false;
   std::map<std::string, int64_t> running_balances_;
+  bool config_known_ = false;
+  Config config_;
+  // processed_messages' "inserted" line, held until the next event says whether the state
+  // machine refused the event (then nothing but the row was written).
+  std::optional<TraceEvent> held_record_;
+  // Inbox rows committed with consumed still null, and those whose handler then died.
+  std::map<std::string, bool> unconsumed_rows_;  // message id → its handler crashed
+  // The relay's first id for each (type, transfer), to show a minted id beside it.
+  std::map<std::string, std::string> first_relay_ids_;
 };
 
 // Returns one plain sentence for an event, without time or colour, e.g.
@@ -60,6 +83,15 @@ std::string describe_event(const TraceEvent& event);
 // Returns the one-line verdict, without colour:
 // "PASS  duplicate-debited: Two identical deliveries, one CreditRequested  (seed 1, trace …)".
 std::string verdict_line(const RunResult& result);
+
+// Returns what happened to the money, one sentence, e.g. "Money: 2500 invented by the end
+// (balances 12500, in flight 0, opened with 10000); it first broke at 812 ms: …". Said before
+// the verdict, because a story that is meant to break it passes when it breaks.
+std::string money_sentence(const RunResult& result);
+
+// True when no money was invented or destroyed: conservation held throughout and, at the end,
+// the balances plus the money in flight equal the opening total.
+bool money_right(const RunResult& result);
 
 // Formats a virtual duration for people: "1900000 ms (31 min 40 s)", "250 ms".
 std::string human_duration(int64_t ms);

@@ -93,8 +93,10 @@ void AccountService::create_schema(SQLite::Database& db, const Config& config) {
   db.exec("CREATE " + unique + "INDEX inbox_state_key ON inbox_state (message_id, consumer_id);" +
           "CREATE " + unique + "INDEX inbox_documents_key ON inbox_documents (message_id);");
   create_ledger(db, config);
-  // The per-transfer key also remembers a rejected debit: a late duplicate of its
-  // Transfer.Requested (past the inbox window) must not debit a transfer the saga rejected.
+  // With account.remember_rejections (our addition, off by default) the per-transfer key also
+  // remembers a rejected debit: a late duplicate of its Transfer.Requested (past the inbox
+  // window) must not debit a transfer the saga rejected. The table always exists, so the
+  // schema does not depend on the switch.
   db.exec("CREATE TABLE rejected_debits (transfer_id TEXT PRIMARY KEY)");
 }
 
@@ -552,7 +554,7 @@ void AccountService::consume(const Message& message) {
 }
 
 bool AccountService::debit_rejected_before(const Message& message) {
-  if (!config_.account_ledger_unique) return false;
+  if (!config_.account_remember_rejections) return false;
   StatementUse find(statements_->rejected_find);
   find->bind(1, message.transfer);
   return find->executeStep();
@@ -569,7 +571,7 @@ void AccountService::debit(const Message& message) {
   } else if (source->balance < message.amount) {
     reject(message, MessageType::debit_rejected, message.from, "insufficient funds");
   } else {
-    apply_entry(message, EntryType::debit, message.from, -message.amount);
+    if (!apply_entry(message, EntryType::debit, message.from, -message.amount)) return;
     add_outbox(message, MessageType::account_debited, "");
   }
 }
@@ -581,16 +583,16 @@ void AccountService::credit(const Message& message) {
            destination ? "destination account closed" : "unknown account");
     return;
   }
-  apply_entry(message, EntryType::credit, message.to, message.amount);
+  if (!apply_entry(message, EntryType::credit, message.to, message.amount)) return;
   add_outbox(message, MessageType::account_credited, "");
 }
 
 void AccountService::refund(const Message& message) {
-  apply_entry(message, EntryType::refund, message.from, message.amount);
+  if (!apply_entry(message, EntryType::refund, message.from, message.amount)) return;
   add_outbox(message, MessageType::account_refunded, "");
 }
 
-void AccountService::apply_entry(const Message& message, EntryType type, const std::string& account,
+bool AccountService::apply_entry(const Message& message, EntryType type, const std::string& account,
                                  int64_t delta) {
   try {
     StatementUse insert(statements_->ledger_insert);
@@ -603,7 +605,11 @@ void AccountService::apply_entry(const Message& message, EntryType type, const s
   } catch (const SQLite::Exception& error) {
     if (!is_unique_violation(error)) throw;
     host_.reached(Probe::ledger_key_rejected);
-    throw ConsumerFault{"ledger unique index (transfer_id, type) rejected a second entry"};
+    if (config_.account_ledger_conflict == LedgerConflict::fault) {
+      throw ConsumerFault{"ledger unique index (transfer_id, type) rejected a second entry"};
+    }
+    note_entry_already_applied(message, type);
+    return false;
   }
   int64_t balance = 0;
   {
@@ -621,6 +627,20 @@ void AccountService::apply_entry(const Message& message, EntryType type, const s
   event.amount = delta;
   event.detail = std::string(entry_type_name(type));
   pending_.events.push_back(std::move(event));
+  return true;
+}
+
+// account.ledger_conflict = ack: the consumer catches the key violation and treats the command
+// as done. SQLite rolls back only the failed INSERT and keeps the transaction open; a Postgres
+// consumer would look the entry up first, or wrap the insert in a savepoint, to the same end.
+// The delivery counts as a dedupe hit, reported when the transaction commits.
+void AccountService::note_entry_already_applied(const Message& message, EntryType type) {
+  host_.reached(Probe::dedupe_ledger_key_ack);
+  TraceEvent event = event_about(EventKind::dedupe_hit, host_.now_ms(), me(), message);
+  event.detail = "ledger key: (" + message.transfer + ", " + std::string(entry_type_name(type)) +
+                 ") already applied: the consumer treats the command as done, no change, no "
+                 "reply, acked without effect";
+  pending_.events.push_back(std::move(event));
 }
 
 void AccountService::reject(const Message& message, MessageType reply, const std::string& account,
@@ -629,7 +649,7 @@ void AccountService::reject(const Message& message, MessageType reply, const std
   event.account = account;
   event.detail = reason;
   pending_.events.push_back(std::move(event));
-  if (reply == MessageType::debit_rejected && config_.account_ledger_unique) {
+  if (reply == MessageType::debit_rejected && config_.account_remember_rejections) {
     StatementUse insert(statements_->rejected_insert);
     insert->bind(1, message.transfer);
     insert->exec();

@@ -113,8 +113,11 @@ class AccountService : private ServiceCore {
   void debit(const Message& message);
   void credit(const Message& message);
   void refund(const Message& message);
-  void apply_entry(const Message& message, EntryType type, const std::string& account,
+  // Writes the ledger entry and moves the balance; returns false when the ledger key refused
+  // the entry and account.ledger_conflict = ack treats the command as already done.
+  bool apply_entry(const Message& message, EntryType type, const std::string& account,
                    int64_t delta);
+  void note_entry_already_applied(const Message& message, EntryType type);
   void reject(const Message& message, MessageType reply, const std::string& account,
               const std::string& reason);
   void add_outbox(const Message& message, MessageType type, const std::string& reason);
