@@ -32,7 +32,7 @@ int explore_command(const ExploreCommand& command);
 struct ExhaustiveMatrixCommand {
   bool exhaustive = false;
   std::string story;  // a scenario file; empty: the built-in one-transfer story
-  int64_t faults = 1;
+  int64_t faults = 0;
   std::string fault_kinds;  // empty: kExhaustiveMatrixKinds
   int64_t max_states = 300'000;
   int64_t jobs = 1;

@@ -86,9 +86,14 @@ nlohmann::ordered_json exhaustive_matrix_json(const std::vector<ExhaustiveRow>& 
 void print_exhaustive_matrix(std::ostream& out, const Scenario& story,
                              const ExploreSettings& settings,
                              const std::vector<ExhaustiveRow>& rows) {
-  out << "Every order of story " << printable(story.name) << " with at most " << settings.faults
-      << " fault(s) (" << fault_kinds_text(settings.fault_kinds) << "), for each combination of "
-      << "defences:\n";
+  out << "Every order of story " << printable(story.name);
+  if (settings.faults == 0) {
+    out << " (no fault injected: the concurrent instances' races alone)";
+  } else {
+    out << " with at most " << settings.faults << " fault(s) ("
+        << fault_kinds_text(settings.fault_kinds) << ")";
+  }
+  out << ", for each combination of defences:\n";
   for (const std::string_view name : defence_names()) out << pad(std::string(name), 10);
   out << pad("verdict", 12) << pad("states", 10) << "broken invariants / shortest counterexample\n";
   int64_t proven = 0;
