@@ -371,8 +371,11 @@ std::string render_band(const TraceEvent& event, const Lanes& lanes, int y, int 
   std::string out = "<rect class=\"band " + css_class + "\" x=\"2\" y=\"" + num(y + 2) +
                     "\" width=\"" + num(lanes.width() - 4) + "\" height=\"" + num(kRowHeight - 4) +
                     "\" rx=\"5\"/>";
+  // Band labels are bold and larger than the others: a tenth less room in characters. The
+  // row's tooltip and the panel keep the whole text.
+  const int room = (lanes.width() - kTimeColumnWidth - 12) * 9 / 10;
   out += svg_text(kTimeColumnWidth + 6, y + kRowHeight / 2 + 5, "start", "bandlbl " + css_class,
-                  label);
+                  fit_label(label, room));
   return out;
 }
 
@@ -955,7 +958,7 @@ constexpr const char* kScript = R"JS(
   // balances end as the run reported, stepping back replays the tables exactly, the violation
   // control lands on the first violation, and a new #event-N address is followed.
   function selfTest() {
-    var failures = [], forward = [];
+    var failures = [], forward = [], opened = cur;
     function check(ok, what) { if (!ok && failures.length < 20) failures.push(what); }
     function key(name) {
       document.dispatchEvent(new KeyboardEvent('keydown', {key: name, bubbles: true}));
@@ -964,6 +967,14 @@ constexpr const char* kScript = R"JS(
       var r = rows[i].getBoundingClientRect(), band = visibleBand();
       return r.top >= band.top - 1 && r.bottom <= band.bottom + 1;
     }
+    // Every label lies inside the diagram: none is clipped at an edge.
+    var width = svg.viewBox.baseVal.width;
+    Array.prototype.forEach.call(svg.querySelectorAll('text'), function (text) {
+      var box = text.getBBox();
+      check(box.x >= -1 && box.x + box.width <= width + 1,
+            'label "' + text.textContent + '" runs past the diagram (' + Math.round(box.x) +
+            '..' + Math.round(box.x + box.width) + ' of ' + width + ')');
+    });
     key('Home');
     for (var i = 0; i < count; i++) {
       key('ArrowRight');
@@ -994,6 +1005,8 @@ constexpr const char* kScript = R"JS(
       byId('b-violation').click();
       check(cur === firstViolation, 'first violation control went to event ' + (cur + 1));
       check(inView(firstViolation), 'the first violation is out of view');
+      check(byId('live-invariants').querySelector('.badge.broken.now') !== null,
+            'no invariant badge turned red at the first violation');
     }
     var target = Math.max(1, Math.floor(count / 2));
     window.addEventListener('hashchange', function () {
@@ -1002,8 +1015,8 @@ constexpr const char* kScript = R"JS(
       failures = failures.concat(errors);
       var out = document.createElement('pre');
       out.id = 'selftest';
-      out.textContent = failures.length ? 'FAIL\n' + failures.join('\n') : 'PASS ' + count +
-                                                                          ' events';
+      out.textContent = (failures.length ? 'FAIL\n' + failures.join('\n') : 'PASS ' + count +
+                         ' events') + '\nopened at event ' + (opened + 1) + ' of ' + count;
       document.body.setAttribute('data-selftest', failures.length ? 'fail' : 'pass');
       document.body.appendChild(out);
     }, {once: true});
