@@ -238,7 +238,7 @@ TEST_CASE("recording rows changes no trace, and is off unless asked for", "[view
   }
 }
 
-TEST_CASE("--show-rows lines name the table, the row and what changed", "[views]") {
+TEST_CASE("show-rows lines name the table, the row and what changed", "[views]") {
   RowHistory history;
   history.tables.push_back(TableColumns{"account-service", "inbox_state",
                                         {"id", "message_id", "receive_count", "consumed_ms"}});

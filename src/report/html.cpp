@@ -630,7 +630,7 @@ line.a-lost{stroke:#e03131;stroke-dasharray:3 4}.lbl.a-lost{fill:#e03131;font-we
 .badges{display:flex;flex-wrap:wrap;gap:4px}
 .badge{font:12px/1.2 "DejaVu Sans Mono",monospace;padding:3px 7px;border-radius:10px;background:#d3f9d8;color:#2b8a3e;border:1px solid #8ce99a}
 .badge.broken{background:#c92a2a;color:#fff;border-color:#a51111;font-weight:700}
-.badge.now{outline:3px solid #f59f00}
+.badge.here{outline:3px solid #f59f00}
 .source{font-size:13px;font-weight:700;margin:10px 0 2px;color:#fff;padding:2px 8px;border-radius:5px}
 .dbt{margin:4px 0 8px;overflow-x:auto}
 .dbt .cap{font:12px "DejaVu Sans Mono",monospace;color:var(--muted)}
@@ -813,7 +813,7 @@ constexpr const char* kScript = R"JS(
   function renderInvariants(upto) {
     byId('live-invariants').innerHTML = data.invariants.map(function (name) {
       var at = name in brokenAt ? brokenAt[name] : -1, broken = at >= 0 && at <= upto;
-      return '<span class="badge' + (broken ? ' broken' : '') + (at === upto ? ' now' : '') +
+      return '<span class="badge' + (broken ? ' broken' : '') + (at === upto ? ' here' : '') +
              '" title="' + esc(broken ? 'broken at event ' + (at + 1) : 'holds so far') + '">' +
              (broken ? '✖ ' : '✓ ') + esc(name) + '</span>';
     }).join('');
@@ -1005,8 +1005,11 @@ constexpr const char* kScript = R"JS(
       byId('b-violation').click();
       check(cur === firstViolation, 'first violation control went to event ' + (cur + 1));
       check(inView(firstViolation), 'the first violation is out of view');
-      check(byId('live-invariants').querySelector('.badge.broken.now') !== null,
+      check(byId('live-invariants').querySelector('.badge.broken.here') !== null,
             'no invariant badge turned red at the first violation');
+      Array.prototype.forEach.call(byId('live-invariants').children, function (badge) {
+        check(badge.scrollWidth <= badge.clientWidth + 1, 'badge "' + badge.textContent + '" is cut');
+      });
     }
     var target = Math.max(1, Math.floor(count / 2));
     window.addEventListener('hashchange', function () {
