@@ -131,9 +131,8 @@ TEST_CASE("replaying the recorded row changes gives the databases the run left",
       const TableColumns& spec = result.rows.tables[index];
       if (spec.source == "broker") continue;
       CAPTURE(spec.source, spec.table);
-      const std::string path = (dir.path / (safe_file_stem(scenario.name) + "." + spec.source +
-                                            ".sqlite"))
-                                   .string();
+      const std::string path =
+          (dir.path / (safe_file_stem(scenario.name) + "." + spec.source + ".sqlite")).string();
       const auto found = replayed.find(index);
       const Table expected = found == replayed.end() ? Table() : found->second;
       CHECK(read_table(path, spec) == expected);
@@ -146,9 +145,9 @@ TEST_CASE("replaying the recorded row changes gives the databases the run left",
 // The queues as replayed end as the broker does: the dead-letter and error queues hold what the
 // run reports as parked, and a settled run leaves its work queues empty.
 TEST_CASE("replayed queues end with the parked messages the run reports", "[views]") {
-  for (const std::string& file : {std::string("37-error-queue-hazard.json"),
-                                  std::string("40-poison-quorum-queue.json"),
-                                  std::string("09-crash-after-commit.json")}) {
+  for (const std::string& file :
+       {std::string("37-error-queue-hazard.json"), std::string("40-poison-quorum-queue.json"),
+        std::string("09-crash-after-commit.json")}) {
     CAPTURE(file);
     const RunResult result = run_recorded(library_scenario(file));
     const std::map<size_t, Table> replayed = replay(result.rows);
@@ -240,15 +239,16 @@ TEST_CASE("recording rows changes no trace, and is off unless asked for", "[view
 
 TEST_CASE("show-rows lines name the table, the row and what changed", "[views]") {
   RowHistory history;
-  history.tables.push_back(TableColumns{"account-service", "inbox_state",
-                                        {"id", "message_id", "receive_count", "consumed_ms"}});
+  history.tables.push_back(TableColumns{
+      "account-service", "inbox_state", {"id", "message_id", "receive_count", "consumed_ms"}});
   RowChange insert{0, RowOp::insert, 1, {}, {"1", "m-1", "0", std::nullopt}};
   RowChange update{0, RowOp::update, 1, {"1", "m-1", "0", std::nullopt}, {"1", "m-1", "1", "19"}};
   RowChange remove{0, RowOp::remove, 1, {"1", "m-1", "1", "19"}, {}};
   const std::vector<std::string> lines = describe_row_changes(history, {insert, update, remove});
   REQUIRE(lines.size() == 3);
   CHECK(lines[0] == "+ account-service.inbox_state #1  id=1 message_id=m-1 receive_count=0");
-  CHECK(lines[1] == "~ account-service.inbox_state #1  receive_count: 0 → 1, consumed_ms: NULL → 19");
+  CHECK(lines[1] ==
+        "~ account-service.inbox_state #1  receive_count: 0 → 1, consumed_ms: NULL → 19");
   CHECK(lines[2] ==
         "- account-service.inbox_state #1  deleted (id=1 message_id=m-1 receive_count=1 "
         "consumed_ms=19)");

@@ -64,8 +64,8 @@ struct ParkedMessage {
 // One message in a queue as a teaching view shows it (QueueRole says which kind of queue).
 struct QueueEntry {
   std::string_view queue;
-  uint64_t position = 0;    // enqueue order: the message's row key in the view
-  std::string_view state;   // "ready", "returned" (quorum: served first) or "unacked"
+  uint64_t position = 0;   // enqueue order: the message's row key in the view
+  std::string_view state;  // "ready", "returned" (quorum: served first) or "unacked"
   MessagePtr message;
   std::string_view consumer;  // unacked: who holds it
   int64_t delivery_tag = 0;   // unacked: its tag on that consumer's channel

@@ -123,13 +123,12 @@ std::string run_data_json(const RunResult& result) {
   for (const auto& [id, state] : result.transfers) transfers.push_back(id);
   nlohmann::json envelopes = nlohmann::json::object();
   for (const auto& [id, body] : result.envelopes) envelopes[id] = nlohmann::json::parse(body);
-  std::string out = "{\"events\":" + events + ",\"text\":" + texts.dump() +
-                    ",\"opening\":" + opening.dump() + ",\"final\":" + final_balances.dump() +
-                    ",\"transfers\":" + transfers.dump() + ",\"passed\":" +
-                    (result.passed ? "true" : "false") +
-                    ",\"invariants\":" + invariants_json(result).dump() +
-                    ",\"envelopes\":" + envelopes.dump() + ",\"rows\":" +
-                    rows_json(result.rows).dump() + "}";
+  std::string out =
+      "{\"events\":" + events + ",\"text\":" + texts.dump() + ",\"opening\":" + opening.dump() +
+      ",\"final\":" + final_balances.dump() + ",\"transfers\":" + transfers.dump() +
+      ",\"passed\":" + (result.passed ? "true" : "false") +
+      ",\"invariants\":" + invariants_json(result).dump() + ",\"envelopes\":" + envelopes.dump() +
+      ",\"rows\":" + rows_json(result.rows).dump() + "}";
   return script_safe_json(out);
 }
 
@@ -177,8 +176,7 @@ std::string event_tooltip(const TraceEvent& event, std::string_view envelope) {
   field("transferId", event.transfer);
   if (event.delivery_tag != 0) {
     text += "\ndelivery tag: " + std::to_string(event.delivery_tag) +
-            "\nredelivered: " + (event.redelivered ? "true" : "false") +
-            "\nx-delivery-count: " +
+            "\nredelivered: " + (event.redelivered ? "true" : "false") + "\nx-delivery-count: " +
             // RabbitMQ adds the header only once a quorum queue has had the message back.
             (event.delivery_count > 0 ? std::to_string(event.delivery_count)
                                       : std::string("none (a first delivery, or a classic queue)"));
@@ -215,8 +213,8 @@ ArrowStyle arrow_style(const TraceEvent& event) {
         // A classic queue counts nothing: its redeliveries carry no x-delivery-count.
         const std::string count =
             event.delivery_count > 0 ? " #" + std::to_string(event.delivery_count) : "";
-        return {"a-redeliver", "REDELIVERED" + count + " · " + what + " (" + event.message_id +
-                                   ", " + tag + ")"};
+        return {"a-redeliver",
+                "REDELIVERED" + count + " · " + what + " (" + event.message_id + ", " + tag + ")"};
       }
       return {"a-deliver", "deliver " + what + " (" + event.message_id + ", " + tag + ")"};
     case EventKind::ack: return {"a-ack", "ack " + tag};
@@ -262,7 +260,8 @@ std::string arrow_label(const ArrowStyle& style, const Lanes& lanes, int from, i
   if (centre + half_width > right) {
     return svg_text(right, y, "end", "lbl " + style.css_class, label);
   }
-  if (centre - half_width < left) return svg_text(left, y, "start", "lbl " + style.css_class, label);
+  if (centre - half_width < left)
+    return svg_text(left, y, "start", "lbl " + style.css_class, label);
   return svg_text(centre, y, "middle", "lbl " + style.css_class, label);
 }
 
@@ -417,8 +416,9 @@ std::string svg_defs() {
 
 // The lane headers are a separate SVG above the scrolling body, so that they stay in view.
 std::string render_lane_header(const Lanes& lanes) {
-  std::string out = "<svg id=\"lanes-head\" class=\"lanes-head\" viewBox=\"0 0 " + num(lanes.width()) + " " +
-                    num(kHeaderHeight) + "\" preserveAspectRatio=\"xMinYMin meet\">";
+  std::string out = "<svg id=\"lanes-head\" class=\"lanes-head\" viewBox=\"0 0 " +
+                    num(lanes.width()) + " " + num(kHeaderHeight) +
+                    "\" preserveAspectRatio=\"xMinYMin meet\">";
   out += svg_text(kTimeColumnWidth - 10, kHeaderHeight / 2 + 5, "end", "time", "time");
   for (int lane = 0; lane < lanes.count(); ++lane) {
     const std::string& name = lanes.names[static_cast<size_t>(lane)];

@@ -60,8 +60,8 @@ std::vector<std::string> table_names(sqlite3* handle) {
 }
 
 const std::vector<std::string> kQueueColumns = {
-    "position", "state",       "message_id",  "type",           "transfer",
-    "consumer", "delivery_tag", "redelivered", "x_delivery_count", "reason"};
+    "position",     "state",       "message_id",       "type",  "transfer", "consumer",
+    "delivery_tag", "redelivered", "x_delivery_count", "reason"};
 
 std::vector<Cell> queue_row(const QueueEntry& entry) {
   const auto text = [](std::string_view value) -> Cell {
@@ -70,16 +70,11 @@ std::vector<Cell> queue_row(const QueueEntry& entry) {
   const auto number = [](int64_t value) -> Cell {
     return value == 0 ? Cell() : Cell(std::to_string(value));
   };
-  return {std::to_string(entry.position),
-          std::string(entry.state),
-          entry.message->message_id,
-          std::string(message_type_name(entry.message->type)),
-          text(entry.message->transfer),
-          text(entry.consumer),
-          number(entry.delivery_tag),
-          std::string(entry.redelivered ? "true" : "false"),
-          number(entry.delivery_count),
-          text(entry.reason)};
+  return {std::to_string(entry.position), std::string(entry.state),
+          entry.message->message_id,      std::string(message_type_name(entry.message->type)),
+          text(entry.message->transfer),  text(entry.consumer),
+          number(entry.delivery_tag),     std::string(entry.redelivered ? "true" : "false"),
+          number(entry.delivery_count),   text(entry.reason)};
 }
 
 }  // namespace
@@ -156,7 +151,7 @@ void RowRecorder::on_preupdate(void* opaque, sqlite3* handle, int op, const char
   const int columns = sqlite3_preupdate_count(handle);
   RowChange change;
   change.table = found->second;
-  change.op = op == SQLITE_INSERT ? RowOp::insert
+  change.op = op == SQLITE_INSERT   ? RowOp::insert
               : op == SQLITE_DELETE ? RowOp::remove
                                     : RowOp::update;
   change.key = op == SQLITE_DELETE ? old_rowid : new_rowid;
@@ -193,8 +188,8 @@ void RowRecorder::attribute(std::vector<RowChange>& changes, size_t events_befor
   for (RowChange& change : changes) target->push_back(std::move(change));
   changes.clear();
   if (on_changes_) {
-    on_changes_(history_, std::vector<RowChange>(target->begin() + static_cast<long>(first),
-                                                 target->end()));
+    on_changes_(history_,
+                std::vector<RowChange>(target->begin() + static_cast<long>(first), target->end()));
   }
 }
 
