@@ -9,7 +9,7 @@
 
 _inboxsim_verbs="run list fuzz matrix demo explore"
 _inboxsim_global_options="--help --version --help-all"
-_inboxsim_run_options="--help --seed --json --trace --html --mermaid --db-dir --quiet --step
+_inboxsim_run_options="--help --seed --json --trace --html --mermaid --db-dir --quiet --step --show-rows
   --color --set"
 _inboxsim_list_options="--help"
 _inboxsim_campaign_options="--help --seeds --workload --swarm --set --jobs --out --json"

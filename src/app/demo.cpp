@@ -20,6 +20,7 @@ RunResult narrated_run(const Scenario& scenario, const NarratedRunOptions& optio
   RunOptions run_options;
   run_options.seed = options.seed;
   run_options.db_dir = options.db_dir;
+  run_options.record_rows = options.record_rows;
   if (options.narrate) {
     std::map<std::string, int64_t> opening;
     for (const auto& [name, spec] : scenario.accounts) opening[name] = spec.balance;
@@ -30,6 +31,12 @@ RunResult narrated_run(const Scenario& scenario, const NarratedRunOptions& optio
       if (!scenario.description.empty()) out << printable(scenario.description) << "\n";
     }
     run_options.listener = [&narrator](const TraceEvent& event) { narrator.on_event(event); };
+    if (options.show_rows) {
+      run_options.row_listener = [&narrator](const RowHistory& history,
+                                             const std::vector<RowChange>& changes) {
+        narrator.on_row_changes(history, changes);
+      };
+    }
   }
   if (options.pause_after_step) {
     run_options.after_step = [&out] {

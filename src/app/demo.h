@@ -20,6 +20,8 @@ struct NarratedRunOptions {
   bool pause_after_step = false;  // wait for Enter after each step (live demos)
   std::optional<uint64_t> seed;   // overrides the scenario's seed
   std::string db_dir;             // keep the databases as files here
+  bool record_rows = false;       // keep the tables event by event for an HTML report
+  bool show_rows = false;         // print the changed rows under each event (--show-rows)
 };
 
 // Runs one scenario, narrating it to `out` as it happens when asked to; returns the result.

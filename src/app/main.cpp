@@ -51,6 +51,7 @@ struct RunCommand {
   std::string db_dir;
   bool quiet = false;
   bool step = false;
+  bool show_rows = false;
   std::string color = "auto";
   std::vector<std::string> sets;
 };
@@ -178,6 +179,8 @@ int run_command(const RunCommand& command) {
   options.pause_after_step = command.step;
   options.seed = seed;
   options.db_dir = command.db_dir;
+  options.record_rows = !command.html_path.empty();
+  options.show_rows = command.show_rows;
   for (const Scenario& scenario : scenarios) {
     RunResult result = narrated_run(scenario, options, std::cout);
     views_ok &= write_views(command, result, several);
@@ -378,6 +381,7 @@ int demo_command(const DemoCommand& command) {
   options.run.narrator.color = use_color(command.color);
   options.run.narrator.quiet = command.quiet;
   options.run.pause_after_step = command.step;
+  options.run.record_rows = true;  // every demo scenario gets an HTML report with its tables
   if (auto failed = prepare_output_dir("--out", options.out_dir)) return *failed;
   return run_demo(options, std::cout, std::cerr);
 }
@@ -395,6 +399,8 @@ CLI::App* add_run_verb(CLI::App& app, RunCommand& command) {
   run_app->add_option("--db-dir", command.db_dir, "Keep each service's SQLite database here");
   run_app->add_flag("--quiet", command.quiet, "Print only the verdict");
   run_app->add_flag("--step", command.step, "Pause after each step until Enter (live demos)");
+  run_app->add_flag("--show-rows", command.show_rows,
+                    "Print the database and queue rows each event changed, under its line");
   run_app->add_option("--color", command.color, "Colours: auto, always or never")
       ->check(CLI::IsMember({"auto", "always", "never"}));
   run_app->add_option("--set", command.sets, "Override a config key: KEY=VALUE (repeatable)");

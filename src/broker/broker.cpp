@@ -144,6 +144,35 @@ std::vector<ParkedMessage> Broker::parked() const {
   return out;
 }
 
+std::vector<QueueEntry> Broker::contents() const {
+  std::vector<QueueEntry> out;
+  const auto add = [&out](const Queue& queue, const Queued& queued, std::string_view state) {
+    QueueEntry entry;
+    entry.queue = queue.name;
+    entry.position = queued.position;
+    entry.state = state;
+    entry.message = queued.message;
+    entry.redelivered = queued.redelivered;
+    entry.delivery_count = queued.delivery_count;
+    entry.reason = queued.dead_letter_reason;
+    out.push_back(std::move(entry));
+  };
+  for (size_t index = 0; index < queues_.size(); ++index) {
+    const Queue& queue = queues_[index];
+    for (const Queued& queued : queue.returned) add(queue, queued, "returned");
+    for (const Queued& queued : queue.ready) add(queue, queued, "ready");
+    for (const Consumer& consumer : consumers_) {
+      if (consumer.queue != index) continue;
+      for (const auto& [tag, queued] : consumer.unacked) {
+        add(queue, queued, "unacked");
+        out.back().consumer = consumer.name;
+        out.back().delivery_tag = tag;
+      }
+    }
+  }
+  return out;
+}
+
 size_t Broker::add_consumer(std::string_view name, size_t queue) {
   INBOXSIM_ASSERT(queue < queues_.size());
   Consumer consumer;

@@ -61,6 +61,19 @@ struct ParkedMessage {
   std::string reason;
 };
 
+// One message in a queue as a teaching view shows it (QueueRole says which kind of queue).
+struct QueueEntry {
+  std::string_view queue;
+  uint64_t position = 0;   // enqueue order: the message's row key in the view
+  std::string_view state;  // "ready", "returned" (quorum: served first) or "unacked"
+  MessagePtr message;
+  std::string_view consumer;  // unacked: who holds it
+  int64_t delivery_tag = 0;   // unacked: its tag on that consumer's channel
+  bool redelivered = false;
+  int64_t delivery_count = 0;
+  std::string_view reason;  // dead-letter queues: why
+};
+
 // True when the routing key matches the AMQP topic pattern ('*' one word, '#' zero or more).
 bool topic_matches(std::string_view pattern, std::string_view routing_key);
 
@@ -82,6 +95,7 @@ class Broker {
   // The queue named `name`, if any.
   std::optional<size_t> find_queue(std::string_view name) const;
   const std::string& queue_name(size_t queue) const;
+  size_t queue_count() const { return queues_.size(); }
 
   // Moves a message into error queue `queue` (MassTransit's error transport). Returns its name.
   // REQUIRES: `queue` is an error queue.
@@ -100,6 +114,10 @@ class Broker {
   // How many messages went into each dead-letter and error queue over the run (by name).
   const std::map<std::string, int64_t>& parked_totals() const { return parked_totals_; }
 
+  // Every queue's messages, queue by queue in the order they were declared: ready and returned
+  // ones in the order they wait, then each consumer's unacked ones by tag. The views read it
+  // between events; the entries point into the broker and last until its next change.
+  std::vector<QueueEntry> contents() const;
   // Adds a consumer on a queue, connected; returns its index.
   size_t add_consumer(std::string_view name, size_t queue);
 

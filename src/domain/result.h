@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "domain/coverage.h"
+#include "domain/row_changes.h"
 #include "domain/scenario.h"
 #include "kernel/trace.h"
 
@@ -86,6 +87,8 @@ struct RunResult {
   std::vector<TraceEvent> events;  // empty unless the trace was kept
   // Each message id's envelope (the JSON body a publisher sends), kept with the trace.
   std::map<std::string, std::string> envelopes;
+  // The tables and queues event by event, when the run was asked to record them (a report).
+  RowHistory rows;
 };
 
 }  // namespace inboxsim

@@ -36,6 +36,9 @@ constexpr int kLaneGap = 190;
 constexpr int kHeaderHeight = 50;
 constexpr int kRowHeight = 30;
 constexpr int kBodyPadding = 8;
+// Average advance of one label character, in SVG units, at the label font size (a little more
+// than DejaVu Sans needs, so that bold labels fit too).
+constexpr int kLabelCharWidth = 9;
 
 // JSON embedded in a <script> element must never contain `</` (it would close the element) or
 // `<!--` (it would change how the rest is parsed). In JSON text a `<` can only occur inside a
@@ -55,6 +58,55 @@ std::string script_safe_json(std::string_view json) {
 
 // ---- the embedded run data --------------------------------------------------------------------
 
+nlohmann::json cells_json(const std::vector<Cell>& cells) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const Cell& cell : cells) out.push_back(cell ? nlohmann::json(*cell) : nlohmann::json());
+  return out;
+}
+
+// One change as [table, "+"|"~"|"-", key, after or null, before or null].
+nlohmann::json change_json(const RowChange& change) {
+  const char* op = change.op == RowOp::insert ? "+" : change.op == RowOp::update ? "~" : "-";
+  return nlohmann::json::array(
+      {change.table, op, change.key,
+       change.after.empty() ? nlohmann::json() : cells_json(change.after),
+       change.before.empty() ? nlohmann::json() : cells_json(change.before)});
+}
+
+// The tables behind the run: their columns, the opening rows, and the changes of each event
+// that has any (by event index), so that the page replays them instead of storing copies.
+nlohmann::json rows_json(const RowHistory& rows) {
+  nlohmann::json out = nlohmann::json::object();
+  if (!rows.recorded) return out;
+  nlohmann::json tables = nlohmann::json::array();
+  for (const TableColumns& table : rows.tables) {
+    tables.push_back(nlohmann::json::array({table.source, table.table, table.columns}));
+  }
+  nlohmann::json opening = nlohmann::json::array();
+  for (const RowChange& change : rows.opening) opening.push_back(change_json(change));
+  nlohmann::json changes = nlohmann::json::object();
+  for (size_t i = 0; i < rows.by_event.size(); ++i) {
+    if (rows.by_event[i].empty()) continue;
+    nlohmann::json list = nlohmann::json::array();
+    for (const RowChange& change : rows.by_event[i]) list.push_back(change_json(change));
+    changes[std::to_string(i)] = std::move(list);
+  }
+  out["tables"] = std::move(tables);
+  out["opening"] = std::move(opening);
+  out["changes"] = std::move(changes);
+  return out;
+}
+
+// The invariants that apply to the run, in contract order; the page finds where each broke
+// from the trace's violation events.
+nlohmann::json invariants_json(const RunResult& result) {
+  nlohmann::json out = nlohmann::json::array();
+  for (size_t i = 0; i < kInvariantCount; ++i) {
+    if (result.invariant_applies[i]) out.push_back(invariant_name(static_cast<Invariant>(i)));
+  }
+  return out;
+}
+
 // The events are embedded in their canonical trace form (the same bytes as --trace), so the
 // page shows exactly what the JSONL file holds.
 std::string run_data_json(const RunResult& result) {
@@ -67,10 +119,17 @@ std::string run_data_json(const RunResult& result) {
   }
   events += "]";
   nlohmann::json opening(result.opening_balances);
+  nlohmann::json final_balances(result.balances);
   nlohmann::json transfers = nlohmann::json::array();
   for (const auto& [id, state] : result.transfers) transfers.push_back(id);
-  std::string out = "{\"events\":" + events + ",\"text\":" + texts.dump() +
-                    ",\"opening\":" + opening.dump() + ",\"transfers\":" + transfers.dump() + "}";
+  nlohmann::json envelopes = nlohmann::json::object();
+  for (const auto& [id, body] : result.envelopes) envelopes[id] = nlohmann::json::parse(body);
+  std::string out =
+      "{\"events\":" + events + ",\"text\":" + texts.dump() + ",\"opening\":" + opening.dump() +
+      ",\"final\":" + final_balances.dump() + ",\"transfers\":" + transfers.dump() +
+      ",\"passed\":" + (result.passed ? "true" : "false") +
+      ",\"invariants\":" + invariants_json(result).dump() + ",\"envelopes\":" + envelopes.dump() +
+      ",\"rows\":" + rows_json(result.rows).dump() + "}";
   return script_safe_json(out);
 }
 
@@ -118,8 +177,7 @@ std::string event_tooltip(const TraceEvent& event, std::string_view envelope) {
   field("transferId", event.transfer);
   if (event.delivery_tag != 0) {
     text += "\ndelivery tag: " + std::to_string(event.delivery_tag) +
-            "\nredelivered: " + (event.redelivered ? "true" : "false") +
-            "\nx-delivery-count: " +
+            "\nredelivered: " + (event.redelivered ? "true" : "false") + "\nx-delivery-count: " +
             // RabbitMQ adds the header only once a quorum queue has had the message back.
             (event.delivery_count > 0 ? std::to_string(event.delivery_count)
                                       : std::string("none (a first delivery, or a classic queue)"));
@@ -156,8 +214,8 @@ ArrowStyle arrow_style(const TraceEvent& event) {
         // A classic queue counts nothing: its redeliveries carry no x-delivery-count.
         const std::string count =
             event.delivery_count > 0 ? " #" + std::to_string(event.delivery_count) : "";
-        return {"a-redeliver", "REDELIVERED" + count + " · " + what + " (" + event.message_id +
-                                   ", " + tag + ")"};
+        return {"a-redeliver",
+                "REDELIVERED" + count + " · " + what + " (" + event.message_id + ", " + tag + ")"};
       }
       return {"a-deliver", "deliver " + what + " (" + event.message_id + ", " + tag + ")"};
     case EventKind::ack: return {"a-ack", "ack " + tag};
@@ -180,6 +238,34 @@ std::string svg_text(int x, int y, std::string_view anchor, std::string_view css
          "\" class=\"" + std::string(css_class) + "\">" + escape_html(text) + "</text>";
 }
 
+// Characters of a label, counted as UTF-8 code points.
+int label_chars(const std::string& label) {
+  int chars = 0;
+  for (const char c : label) {
+    if ((static_cast<unsigned char>(c) & 0xC0) != 0x80) ++chars;
+  }
+  return chars;
+}
+
+std::string fit_label(const std::string& label, int room);
+
+// An arrow's label is centred over the arrow unless that would push it past an edge of the
+// diagram (a long REDELIVERED label towards the rightmost lane): then it is pinned to that edge,
+// and cut only if it is wider than the whole diagram.
+std::string arrow_label(const ArrowStyle& style, const Lanes& lanes, int from, int to, int y) {
+  const int left = kTimeColumnWidth + 4;
+  const int right = lanes.width() - 4;
+  const std::string label = fit_label(style.label, right - left);
+  const int half_width = label_chars(label) * kLabelCharWidth / 2;
+  const int centre = (from + to) / 2;
+  if (centre + half_width > right) {
+    return svg_text(right, y, "end", "lbl " + style.css_class, label);
+  }
+  if (centre - half_width < left)
+    return svg_text(left, y, "start", "lbl " + style.css_class, label);
+  return svg_text(centre, y, "middle", "lbl " + style.css_class, label);
+}
+
 std::string render_arrow(const TraceEvent& event, const Lanes& lanes, int y) {
   const ArrowStyle style = arrow_style(event);
   const int from = lanes.x(std::max(0, lanes.index(event.service)));
@@ -189,7 +275,7 @@ std::string render_arrow(const TraceEvent& event, const Lanes& lanes, int y) {
   std::string out = "<line class=\"arrow " + style.css_class + "\" x1=\"" + num(from) + "\" y1=\"" +
                     num(mid_y + 6) + "\" x2=\"" + num(to) + "\" y2=\"" + num(mid_y + 6) +
                     "\" marker-end=\"url(#" + (lost ? "cross" : "head") + ")\"/>";
-  out += svg_text((from + to) / 2, mid_y + 1, "middle", "lbl " + style.css_class, style.label);
+  out += arrow_label(style, lanes, from, to, mid_y + 1);
   return out;
 }
 
@@ -242,9 +328,6 @@ MarkerStyle marker_style(const TraceEvent& event) {
   }
 }
 
-// Average advance of one label character, in SVG units, at the label font size.
-constexpr int kLabelCharWidth = 9;
-
 // Returns `label`, cut at a UTF-8 character boundary with an ellipsis if it is wider than
 // `room` SVG units.
 std::string fit_label(const std::string& label, int room) {
@@ -288,8 +371,11 @@ std::string render_band(const TraceEvent& event, const Lanes& lanes, int y, int 
   std::string out = "<rect class=\"band " + css_class + "\" x=\"2\" y=\"" + num(y + 2) +
                     "\" width=\"" + num(lanes.width() - 4) + "\" height=\"" + num(kRowHeight - 4) +
                     "\" rx=\"5\"/>";
+  // Band labels are bold and larger than the others: a tenth less room in characters. The
+  // row's tooltip and the panel keep the whole text.
+  const int room = (lanes.width() - kTimeColumnWidth - 12) * 9 / 10;
   out += svg_text(kTimeColumnWidth + 6, y + kRowHeight / 2 + 5, "start", "bandlbl " + css_class,
-                  label);
+                  fit_label(label, room));
   return out;
 }
 
@@ -331,8 +417,9 @@ std::string svg_defs() {
 
 // The lane headers are a separate SVG above the scrolling body, so that they stay in view.
 std::string render_lane_header(const Lanes& lanes) {
-  std::string out = "<svg class=\"lanes-head\" viewBox=\"0 0 " + num(lanes.width()) + " " +
-                    num(kHeaderHeight) + "\" preserveAspectRatio=\"xMinYMin meet\">";
+  std::string out = "<svg id=\"lanes-head\" class=\"lanes-head\" viewBox=\"0 0 " +
+                    num(lanes.width()) + " " + num(kHeaderHeight) +
+                    "\" preserveAspectRatio=\"xMinYMin meet\">";
   out += svg_text(kTimeColumnWidth - 10, kHeaderHeight / 2 + 5, "end", "time", "time");
   for (int lane = 0; lane < lanes.count(); ++lane) {
     const std::string& name = lanes.names[static_cast<size_t>(lane)];
@@ -482,17 +569,17 @@ h1{font-size:28px;margin:0;line-height:1.2}
 .description{margin:6px 0;max-width:1150px}
 .lesson{margin:8px 0 4px;padding:8px 14px;background:#fff9db;border-left:5px solid #f59f00;max-width:1150px;border-radius:0 6px 6px 0}
 .lesson b{color:#a05a00;margin-right:6px}
-.controls{position:sticky;top:0;z-index:5;display:flex;align-items:center;gap:8px;padding:8px 28px;background:#1f2430;color:#fff}
+.controls{position:sticky;top:0;z-index:6;flex-wrap:wrap;display:flex;align-items:center;gap:8px;padding:8px 28px;background:#1f2430;color:#fff}
 .controls button{font:inherit;font-size:16px;min-width:44px;padding:4px 10px;border:0;border-radius:6px;background:#3b4252;color:#fff;cursor:pointer}
 .controls button:hover{background:#4c566a}
 .controls .play{min-width:96px;background:#1971c2}
 #scrub{width:200px;accent-color:#ffd43b}
+.controls .jump{background:#c92a2a}.controls .jump[hidden]{display:none}
 .counter{font-family:"DejaVu Sans Mono",monospace;font-size:14px;min-width:150px;color:#ced4da}
 .now{flex:1;min-width:0;font-family:"DejaVu Sans Mono",monospace;font-size:15px;white-space:nowrap;overflow:hidden;text-overflow:ellipsis;color:#ffe066}
-.stage{display:grid;grid-template-columns:minmax(0,1fr) 330px;gap:16px;padding:14px 28px}
-.diagram{background:#fff;border:1px solid var(--line);border-radius:10px;overflow:hidden;align-self:start}
-.lanes-head{display:block;width:100%;border-bottom:1px solid var(--line)}
-.scroller{max-height:calc(100vh - 130px);overflow-y:auto}
+.stage{display:grid;grid-template-columns:minmax(0,1fr) 460px;gap:16px;padding:14px 28px}
+.diagram{background:#fff;border:1px solid var(--line);border-radius:10px;align-self:start}
+.lanes-head{display:block;width:100%;border-bottom:1px solid var(--line);position:sticky;top:var(--bar,52px);z-index:4;background:#fff;border-radius:10px 10px 0 0}
 .swimlanes{display:block;width:100%}
 svg text{font-family:system-ui,"DejaVu Sans",sans-serif;font-size:14px;fill:var(--ink)}
 .lanename{fill:#fff;font-weight:700;font-size:15px}
@@ -506,7 +593,7 @@ svg text{font-family:system-ui,"DejaVu Sans",sans-serif;font-size:14px;fill:var(
 .lbl{paint-order:stroke;stroke:#fff;stroke-width:4px;stroke-linejoin:round}
 .ev:hover .lbl{stroke:#f1f3f5}.ev.cur .lbl{stroke:#ffec99}
 .arrow{stroke-width:2;stroke:#495057}
-lineline.a-request{stroke:#5c677d}
+line.a-request{stroke:#5c677d}.lbl.a-request{fill:#343a40}
 line.a-publish{stroke:#7048e8}.lbl.a-publish{fill:#5f3dc4}
 line.a-deliver{stroke:#1971c2}.lbl.a-deliver{fill:#1864ab}
 line.a-redeliver{stroke:#e8590c;stroke-width:3}.lbl.a-redeliver{fill:#d9480f;font-weight:700}
@@ -530,16 +617,33 @@ line.a-lost{stroke:#e03131;stroke-dasharray:3 4}.lbl.a-lost{fill:#e03131;font-we
 .band.b-advance{fill:#f8f9fa;stroke:#adb5bd;stroke-dasharray:5 4}.bandlbl.b-advance{fill:#495057}
 .band.b-violation{fill:#c92a2a;stroke:#a51111}.bandlbl.b-violation{fill:#fff}
 .ev.cur .band{stroke:#f59f00;stroke-width:3}
-.panel{position:sticky;top:62px;align-self:start;background:#fff;border:1px solid var(--line);border-radius:10px;padding:8px 16px 10px}
+.panel{position:sticky;top:calc(var(--bar,52px) + 8px);max-height:calc(100vh - var(--bar,52px) - 16px);overflow-y:auto;align-self:start;background:#fff;border:1px solid var(--line);border-radius:10px;padding:8px 16px 10px}
 .panel h2{font-size:14px;margin:10px 0 4px;text-transform:uppercase;letter-spacing:.06em;color:var(--muted)}
 .panel h2 small{text-transform:none;letter-spacing:0;font-weight:400}
 .panel table{width:100%;border-collapse:collapse;font-size:17px}
 .panel td{padding:3px 6px;border-bottom:1px solid #f1f3f5}
 .panel td.n{text-align:right;font-family:"DejaVu Sans Mono",monospace}
 .panel tr.changed td{background:#ffec99;font-weight:700}
-.panel .fields td{font-size:13px;font-family:"DejaVu Sans Mono",monospace;word-break:break-all}
+.panel .fields td{font-size:13px;font-family:"DejaVu Sans Mono",monospace;overflow-wrap:anywhere}
 .panel .fields td:first-child{color:var(--muted);white-space:nowrap;width:1%}
 .hint{font-size:12px;color:var(--muted);margin:10px 0 0}
+.envelope{font:12px/1.35 "DejaVu Sans Mono",monospace;background:#f8f9fa;border:1px solid var(--line);border-radius:6px;padding:6px 8px;margin:6px 0 0;white-space:pre-wrap;overflow-wrap:anywhere}
+.badges{display:flex;flex-wrap:wrap;gap:4px}
+.badge{font:12px/1.2 "DejaVu Sans Mono",monospace;padding:3px 7px;border-radius:10px;background:#d3f9d8;color:#2b8a3e;border:1px solid #8ce99a}
+.badge.broken{background:#c92a2a;color:#fff;border-color:#a51111;font-weight:700}
+.badge.here{outline:3px solid #f59f00}
+.source{font-size:13px;font-weight:700;margin:10px 0 2px;color:#fff;padding:2px 8px;border-radius:5px}
+.dbt{margin:4px 0 8px;overflow-x:auto}
+.dbt .cap{font:12px "DejaVu Sans Mono",monospace;color:var(--muted)}
+.dbt .cap b{color:var(--ink)}
+.panel .dbt table{font:12px/1.3 "DejaVu Sans Mono",monospace;width:auto;min-width:100%}
+.panel .dbt th{text-align:left;font-weight:600;color:var(--muted);padding:2px 5px;border-bottom:1px solid var(--line);white-space:nowrap}
+.panel .dbt td{padding:2px 5px;white-space:nowrap;border-bottom:1px solid #f1f3f5}
+.panel .dbt td.null{color:#adb5bd}
+.panel .dbt tr.ins td{background:#d3f9d8}
+.panel .dbt tr.upd td{background:#fff3bf}.panel .dbt tr.upd td.diff{background:#ffd43b;font-weight:700}
+.panel .dbt tr.del td{background:#ffe3e3;text-decoration:line-through;color:#c92a2a}
+.untouched{font-size:12px;color:var(--muted);margin:2px 0 6px}
 .results{display:grid;grid-template-columns:1fr 1fr;gap:16px;padding:0 28px 16px}
 @media (max-width:900px){.results,.stage{grid-template-columns:1fr}}
 .card{background:#fff;border:1px solid var(--line);border-radius:10px;padding:10px 16px;min-width:0;overflow-x:auto}
@@ -557,16 +661,20 @@ line.a-lost{stroke:#e03131;stroke-dasharray:3 4}.lbl.a-lost{fill:#e03131;font-we
 .counters{display:flex;flex-wrap:wrap;gap:6px 24px;font-size:15px;color:var(--muted)}
 .counters b{color:var(--ink);font-size:18px}
 footer{padding:0 28px 24px;color:var(--muted);font-size:13px;font-family:"DejaVu Sans Mono",monospace}
-@media print{.controls,.panel{display:none}.scroller{max-height:none}.stage{grid-template-columns:1fr}}
+@media print{.controls,.panel{display:none}.stage{grid-template-columns:1fr}.lanes-head{position:static}}
 )CSS";
 
 constexpr const char* kScript = R"JS(
 (function () {
   'use strict';
+  // Errors are collected for the self-test (report.html#selftest), which fails on any.
+  var errors = [];
+  window.addEventListener('error', function (e) { errors.push(String(e.message)); });
   var data = JSON.parse(document.getElementById('run-data').textContent);
   var events = data.events, count = events.length, cur = -1, timer = null;
   var byId = function (id) { return document.getElementById(id); };
-  var svg = byId('swimlanes'), scroller = byId('scroller'), scrub = byId('scrub');
+  var svg = byId('swimlanes'), scrub = byId('scrub'), laneHead = byId('lanes-head');
+  var controls = byId('controls'), panel = byId('panel');
   var rows = Array.prototype.slice.call(svg.querySelectorAll('g.ev'));
   scrub.max = String(count - 1);
 
@@ -576,6 +684,105 @@ constexpr const char* kScript = R"JS(
     });
   }
 
+  // Where each invariant first broke, from the trace's violation events ("name: detail").
+  var brokenAt = {}, firstViolation = -1;
+  events.forEach(function (e, i) {
+    if (e.kind !== 'violation') return;
+    var name = (e.detail || '').split(':')[0];
+    if (!(name in brokenAt)) brokenAt[name] = i;
+    if (firstViolation < 0) firstViolation = i;
+  });
+
+  // ---- the tables, replayed from the recorded changes ------------------------------------------
+  var spec = data.rows.tables || [], opening = data.rows.opening || [],
+      changes = data.rows.changes || {};
+  var tables = [], tablesAt = -1, touched = {};
+  function apply(change, undo) {
+    var rowsOf = tables[change[0]], key = change[2], op = change[1];
+    if (undo) {
+      if (op === '+') { delete rowsOf[key]; } else { rowsOf[key] = change[4]; }
+    } else {
+      if (op === '-') { delete rowsOf[key]; } else { rowsOf[key] = change[3]; }
+    }
+  }
+  function resetTables() {
+    tables = spec.map(function () { return {}; });
+    opening.forEach(function (c) { apply(c, false); touched[c[0]] = true; });
+    tablesAt = -1;
+  }
+  Object.keys(changes).forEach(function (i) {
+    changes[i].forEach(function (c) { touched[c[0]] = true; });
+  });
+  resetTables();
+  // Moves the replayed tables to "after event `upto`": forwards by applying, backwards by undoing.
+  function tablesTo(upto) {
+    while (tablesAt < upto) {
+      tablesAt++;
+      (changes[tablesAt] || []).forEach(function (c) { apply(c, false); });
+    }
+    while (tablesAt > upto) {
+      (changes[tablesAt] || []).slice().reverse().forEach(function (c) { apply(c, true); });
+      tablesAt--;
+    }
+  }
+  var sourceColour = {'account-service': '#1971c2', 'transfer-service': '#6741d9',
+                      'broker': '#e8590c'};
+  function cellHtml(value, diff) {
+    var cls = (value === null ? 'null' : '') + (diff ? ' diff' : '');
+    return '<td' + (cls.trim() ? ' class="' + cls.trim() + '"' : '') + '>' +
+           (value === null ? 'NULL' : esc(value)) + '</td>';
+  }
+  function tableHtml(index, now) {
+    var columns = spec[index][2], present = tables[index], marks = {};
+    now.forEach(function (c) { if (c[0] === index) marks[c[2]] = c; });
+    var keys = Object.keys(present).concat(Object.keys(marks).filter(function (k) {
+      return !(k in present);
+    })).map(Number).sort(function (a, b) { return a - b; });
+    var shown = keys.map(function (k) {
+      var mark = marks[k];
+      return {key: k, mark: mark, values: k in present ? present[k] : mark[4]};
+    });
+    // Columns that are NULL in every row shown are left out: the panel is narrow.
+    var used = columns.map(function (_, c) {
+      return shown.some(function (r) { return r.values[c] !== null && r.values[c] !== ''; });
+    });
+    var head = '<div class="cap"><b>' + esc(spec[index][1]) + '</b> · ' + Object.keys(present).length +
+               ' row' + (Object.keys(present).length === 1 ? '' : 's') + '</div>';
+    if (!shown.length) return '<div class="dbt">' + head + '</div>';
+    var html = '<div class="dbt">' + head + '<table><tr>' + columns.map(function (name, c) {
+      return used[c] ? '<th>' + esc(name) + '</th>' : '';
+    }).join('') + '</tr>';
+    shown.forEach(function (r) {
+      var cls = !r.mark ? '' : r.mark[1] === '+' ? 'ins' : r.mark[1] === '~' ? 'upd' : 'del';
+      html += '<tr data-key="' + r.key + '"' + (cls ? ' class="' + cls + '"' : '') + '>' +
+              r.values.map(function (v, c) {
+                if (!used[c]) return '';
+                var diff = cls === 'upd' && r.mark[4] && r.mark[4][c] !== v;
+                return cellHtml(v, diff);
+              }).join('') + '</tr>';
+    });
+    return html + '</table></div>';
+  }
+  function renderTables(upto) {
+    if (!spec.length) { byId('live-tables').innerHTML = '<p class="hint">not recorded</p>'; return; }
+    tablesTo(upto);
+    var now = upto >= 0 ? (changes[upto] || []) : [], html = '', source = null, idle = [];
+    spec.forEach(function (t, index) {
+      if (t[0] !== source) {
+        if (idle.length) html += '<div class="untouched">empty all run: ' + esc(idle.join(', ')) + '</div>';
+        idle = [];
+        source = t[0];
+        html += '<div class="source" style="background:' + (sourceColour[source] || '#495057') +
+                '">' + esc(source) + '</div>';
+      }
+      if (!touched[index]) { idle.push(t[1]); return; }
+      html += tableHtml(index, now);
+    });
+    if (idle.length) html += '<div class="untouched">empty all run: ' + esc(idle.join(', ')) + '</div>';
+    byId('live-tables').innerHTML = html;
+  }
+
+  // ---- balances, sagas, invariants ------------------------------------------------------------
   // Balances and saga states after event `upto`, replayed from the opening balances.
   function stateAt(upto) {
     var state = {balances: Object.assign({}, data.opening), sagas: {},
@@ -604,19 +811,44 @@ constexpr const char* kScript = R"JS(
     }).join('');
   }
 
-  function showFields(e) {
-    if (!e) { byId('live-event').innerHTML = ''; return; }
-    byId('live-event').innerHTML = Object.keys(e).map(function (key) {
-      return '<tr><td>' + esc(key) + '</td><td>' + esc(e[key]) + '</td></tr>';
+  function renderInvariants(upto) {
+    byId('live-invariants').innerHTML = data.invariants.map(function (name) {
+      var at = name in brokenAt ? brokenAt[name] : -1, broken = at >= 0 && at <= upto;
+      return '<span class="badge' + (broken ? ' broken' : '') + (at === upto ? ' here' : '') +
+             '" title="' + esc(broken ? 'broken at event ' + (at + 1) : 'holds so far') + '">' +
+             (broken ? '✖ ' : '✓ ') + esc(name) + '</span>';
     }).join('');
   }
 
-  // Keeps the current row in view inside the diagram's own scroll box.
+  function showEvent(e) {
+    var envelope = byId('live-envelope');
+    if (!e) { byId('live-event').innerHTML = ''; envelope.hidden = true; return; }
+    byId('live-event').innerHTML = Object.keys(e).map(function (key) {
+      return '<tr><td>' + esc(key) + '</td><td>' + esc(e[key]) + '</td></tr>';
+    }).join('');
+    // The envelope in full: projectors and touch screens have no hover for the tooltip.
+    var body = e.message_id && data.envelopes[e.message_id];
+    envelope.hidden = !body;
+    envelope.textContent = body ? 'envelope (message body)\n' + JSON.stringify(body, null, 2) : '';
+  }
+
+  // ---- keeping the selection in view -----------------------------------------------------------
+  // The rows are visible between the sticky lane header and the bottom of the window.
+  function visibleBand() {
+    return {top: laneHead.getBoundingClientRect().bottom, bottom: window.innerHeight};
+  }
   function reveal(row) {
-    var r = row.getBoundingClientRect(), s = scroller.getBoundingClientRect();
-    if (r.top < s.top + 20 || r.bottom > s.bottom - 20) {
-      scroller.scrollTop += r.top - s.top - s.height / 2;
+    var r = row.getBoundingClientRect(), band = visibleBand();
+    if (r.top < band.top + 4 || r.bottom > band.bottom - 4) {
+      window.scrollBy(0, r.top - band.top - (band.bottom - band.top - r.height) / 2);
     }
+  }
+  // Brings the first highlighted table row into the panel's own scroll box.
+  function revealChangedRow() {
+    var changed = panel.querySelector('.dbt tr.ins, .dbt tr.upd, .dbt tr.del');
+    if (!changed) return;
+    var r = changed.getBoundingClientRect(), p = panel.getBoundingClientRect();
+    if (r.top < p.top || r.bottom > p.bottom) panel.scrollTop += r.top - p.top - p.height / 3;
   }
 
   function render(scroll) {
@@ -628,14 +860,18 @@ constexpr const char* kScript = R"JS(
     var state = stateAt(cur);
     byId('live-balances').innerHTML = tableRows(state.balances, state.account);
     byId('live-sagas').innerHTML = tableRows(state.sagas, state.transfer);
-    byId('bal-when').textContent = cur < 0 ? '(opening)' : '(at ' + events[cur].t + ' ms)';
+    var when = cur < 0 ? '(opening)' : '(at ' + events[cur].t + ' ms)';
+    byId('bal-when').textContent = when;
+    byId('inv-when').textContent = when;
     byId('counter').textContent =
         cur < 0 ? count + ' events' : 'event ' + (cur + 1) + ' / ' + count;
     byId('now').textContent = cur < 0 ? 'press → or ▶ play to step through the run'
                                       : events[cur].t + ' ms  ' + data.text[cur];
     scrub.value = String(cur);
-    showFields(events[cur]);
-    if (scroll && cur >= 0) reveal(rows[cur]);
+    showEvent(events[cur]);
+    renderInvariants(cur);
+    renderTables(cur);
+    if (scroll && cur >= 0) { reveal(rows[cur]); revealChangedRow(); }
   }
 
   function go(index) {
@@ -674,6 +910,8 @@ constexpr const char* kScript = R"JS(
   button('b-next', function () { stop(); go(cur + 1); });
   button('b-last', function () { stop(); go(count - 1); });
   button('b-play', play);
+  byId('b-violation').hidden = firstViolation < 0;
+  button('b-violation', function () { stop(); go(firstViolation); });
   scrub.addEventListener('input', function () { stop(); go(Number(scrub.value)); });
   rows.forEach(function (row, i) {
     row.addEventListener('click', function () { stop(); go(i); });
@@ -684,7 +922,8 @@ constexpr const char* kScript = R"JS(
       ArrowRight: function () { go(event.shiftKey ? stepBoundary(1) : cur + 1); },
       ArrowLeft: function () { go(event.shiftKey ? stepBoundary(-1) : cur - 1); },
       Home: function () { go(-1); },
-      End: function () { go(count - 1); }
+      End: function () { go(count - 1); },
+      v: function () { if (firstViolation >= 0) go(firstViolation); }
     };
     if (event.key === ' ') { event.preventDefault(); play(); return; }
     if (!keys[event.key]) return;
@@ -692,9 +931,101 @@ constexpr const char* kScript = R"JS(
     stop();
     keys[event.key]();
   });
-  // A link can open the page at one moment of the run: report.html#event-12.
-  var wanted = /^#event-(\d+)$/.exec(window.location.hash);
-  if (wanted) { go(Number(wanted[1]) - 1); } else { render(false); }
+
+  // The sticky lane header sits under the controls bar, whatever height it wraps to.
+  function measureBar() {
+    document.documentElement.style.setProperty('--bar', controls.offsetHeight + 'px');
+  }
+  window.addEventListener('resize', measureBar);
+  measureBar();
+
+  // A link can open the page at one moment of the run: report.html#event-12, also when the
+  // address changes after the page has loaded.
+  function openFromAddress() {
+    var wanted = /^#event-(\d+)$/.exec(window.location.hash);
+    if (wanted) { stop(); go(Number(wanted[1]) - 1); return true; }
+    return false;
+  }
+  window.addEventListener('hashchange', openFromAddress);
+  if (!openFromAddress()) {
+    // A failing run opens where it first went wrong.
+    if (!data.passed && firstViolation >= 0) { go(firstViolation); } else { render(false); }
+  }
+  if (window.location.hash === '#selftest') selfTest();
+
+  // ---- the self-test (report.html#selftest, read back with chromium --dump-dom) ---------------
+  // Steps through every event with the arrow key, as a user would, and checks what a user
+  // relies on: the selected row is in view, the panel shows the event's changed rows, the
+  // balances end as the run reported, stepping back replays the tables exactly, the violation
+  // control lands on the first violation, and a new #event-N address is followed.
+  function selfTest() {
+    var failures = [], forward = [], opened = cur;
+    function check(ok, what) { if (!ok && failures.length < 20) failures.push(what); }
+    function key(name) {
+      document.dispatchEvent(new KeyboardEvent('keydown', {key: name, bubbles: true}));
+    }
+    function inView(i) {
+      var r = rows[i].getBoundingClientRect(), band = visibleBand();
+      return r.top >= band.top - 1 && r.bottom <= band.bottom + 1;
+    }
+    // Every label lies inside the diagram: none is clipped at an edge.
+    var width = svg.viewBox.baseVal.width;
+    Array.prototype.forEach.call(svg.querySelectorAll('text'), function (text) {
+      var box = text.getBBox();
+      check(box.x >= -1 && box.x + box.width <= width + 1,
+            'label "' + text.textContent + '" runs past the diagram (' + Math.round(box.x) +
+            '..' + Math.round(box.x + box.width) + ' of ' + width + ')');
+    });
+    key('Home');
+    for (var i = 0; i < count; i++) {
+      key('ArrowRight');
+      check(cur === i, 'ArrowRight reached event ' + (cur + 1) + ', not ' + (i + 1));
+      check(inView(i), 'event ' + (i + 1) + ' is out of view after ArrowRight');
+      var changedRows = {};
+      (changes[i] || []).forEach(function (c) { changedRows[c[0] + '/' + c[2]] = true; });
+      var expected = Object.keys(changedRows).length;
+      var marked = byId('live-tables').querySelectorAll('tr.ins, tr.upd, tr.del').length;
+      check(marked === expected,
+            'event ' + (i + 1) + ' changed ' + expected + ' rows, ' + marked + ' highlighted');
+      forward.push(byId('live-tables').innerHTML);
+    }
+    var final = stateAt(count - 1).balances;
+    Object.keys(data.final).forEach(function (account) {
+      check(final[account] === data.final[account],
+            'balance of ' + account + ' at the end: ' + final[account] + ', the run says ' +
+            data.final[account]);
+    });
+    for (var j = count - 1; j >= 0; j--) {
+      check(cur === j, 'ArrowLeft reached event ' + (cur + 1) + ', not ' + (j + 1));
+      check(byId('live-tables').innerHTML === forward[j],
+            'the tables at event ' + (j + 1) + ' differ stepping back');
+      check(inView(j), 'event ' + (j + 1) + ' is out of view after ArrowLeft');
+      key('ArrowLeft');
+    }
+    if (firstViolation >= 0) {
+      byId('b-violation').click();
+      check(cur === firstViolation, 'first violation control went to event ' + (cur + 1));
+      check(inView(firstViolation), 'the first violation is out of view');
+      check(byId('live-invariants').querySelector('.badge.broken.here') !== null,
+            'no invariant badge turned red at the first violation');
+      Array.prototype.forEach.call(byId('live-invariants').children, function (badge) {
+        check(badge.scrollWidth <= badge.clientWidth + 1, 'badge "' + badge.textContent + '" is cut');
+      });
+    }
+    var target = Math.max(1, Math.floor(count / 2));
+    window.addEventListener('hashchange', function () {
+      check(cur === target - 1, '#event-' + target + ' opened event ' + (cur + 1));
+      check(inView(target - 1), '#event-' + target + ' is out of view');
+      failures = failures.concat(errors);
+      var out = document.createElement('pre');
+      out.id = 'selftest';
+      out.textContent = (failures.length ? 'FAIL\n' + failures.join('\n') : 'PASS ' + count +
+                         ' events') + '\nopened at event ' + (opened + 1) + ' of ' + count;
+      document.body.setAttribute('data-selftest', failures.length ? 'fail' : 'pass');
+      document.body.appendChild(out);
+    }, {once: true});
+    window.location.hash = '#event-' + target;
+  }
 })();
 )JS";
 
@@ -725,15 +1056,24 @@ std::string controls() {
          "<button id=\"b-last\" title=\"end (End)\">⇥</button>"
          "<input id=\"scrub\" type=\"range\" min=\"-1\" value=\"-1\" aria-label=\"position\">"
          "<span id=\"counter\" class=\"counter\"></span>"
+         "<button id=\"b-violation\" class=\"jump\" title=\"jump to the first violation (v)\" "
+         "hidden>‼ first violation</button>"
          "<div id=\"now\" class=\"now\"></div></nav>";
 }
 
+// The panel beside the diagram, in the order a learner reads it: did anything break, what
+// happened, what the tables hold now, then the balances and sagas in large type.
 std::string side_panel() {
-  return "<aside class=\"panel\"><h2>Balances <small id=\"bal-when\"></small></h2>"
-         "<table id=\"live-balances\"></table><h2>Transfers</h2>"
-         "<table id=\"live-sagas\"></table><h2>Event</h2><table id=\"live-event\" "
-         "class=\"fields\"></table><p class=\"hint\">← → step · shift+← → jump a step · space "
-         "play · click a row</p></aside>";
+  return "<aside class=\"panel\" id=\"panel\">"
+         "<h2>Invariants <small id=\"inv-when\"></small></h2><div id=\"live-invariants\" "
+         "class=\"badges\"></div>"
+         "<h2>Event</h2><table id=\"live-event\" class=\"fields\"></table>"
+         "<pre id=\"live-envelope\" class=\"envelope\" hidden></pre>"
+         "<h2>Tables <small>after this event</small></h2><div id=\"live-tables\"></div>"
+         "<h2>Balances <small id=\"bal-when\"></small></h2><table id=\"live-balances\"></table>"
+         "<h2>Transfers</h2><table id=\"live-sagas\"></table>"
+         "<p class=\"hint\">← → step · shift+← → jump a step · space play · v first violation · "
+         "click a row</p></aside>";
 }
 
 }  // namespace
@@ -748,8 +1088,7 @@ std::string render_html(const RunResult& result) {
       " · inboxsim</title><style>" + kStyle + "</style></head><body>\n";
   out += page_header(result) + controls();
   out += "<main class=\"stage\"><div class=\"diagram\">" + render_lane_header(lanes) +
-         "<div class=\"scroller\" id=\"scroller\">" + render_swimlanes(result, lanes) +
-         "</div></div>" + side_panel() + "</main>\n";
+         render_swimlanes(result, lanes) + "</div>" + side_panel() + "</main>\n";
   out += "<section class=\"results\">" + balances_table(result) + transfers_table(result) +
          invariants_table(result) + expectations_table(result) + counters_line(result) +
          "</section>\n";

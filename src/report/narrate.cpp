@@ -584,3 +584,65 @@ void Narrator::summary(const RunResult& result) {
 }
 
 }  // namespace inboxsim
+
+namespace inboxsim {
+
+// ---- --show-rows: the rows under each event ---------------------------------------------------
+
+namespace {
+
+// A remove names the row by its first few values: enough to recognise it.
+constexpr size_t kRemovedValuesShown = 4;
+
+std::string cell_text(const Cell& cell) { return cell ? *cell : "NULL"; }
+
+std::string row_change_line(const TableColumns& table, const RowChange& change) {
+  std::string text = table.source + "." + table.table + " #" + std::to_string(change.key) + " ";
+  const size_t columns = table.columns.size();
+  if (change.op == RowOp::insert) {
+    text = "+ " + text;
+    for (size_t i = 0; i < columns && i < change.after.size(); ++i) {
+      if (change.after[i]) text += " " + table.columns[i] + "=" + *change.after[i];
+    }
+  } else if (change.op == RowOp::update) {
+    text = "~ " + text;
+    std::string sep = " ";
+    for (size_t i = 0; i < columns && i < change.after.size() && i < change.before.size(); ++i) {
+      if (change.before[i] == change.after[i]) continue;
+      text += sep + table.columns[i] + ": " + cell_text(change.before[i]) + " → " +
+              cell_text(change.after[i]);
+      sep = ", ";
+    }
+  } else {
+    text = "- " + text + " deleted (";
+    size_t shown = 0;
+    for (size_t i = 0; i < columns && i < change.before.size() && shown < kRemovedValuesShown;
+         ++i) {
+      if (!change.before[i]) continue;
+      text += (shown++ > 0 ? " " : "") + table.columns[i] + "=" + *change.before[i];
+    }
+    text += ")";
+  }
+  return text;
+}
+
+}  // namespace
+
+std::vector<std::string> describe_row_changes(const RowHistory& history,
+                                              const std::vector<RowChange>& changes) {
+  std::vector<std::string> lines;
+  for (const RowChange& change : changes) {
+    INBOXSIM_ASSERT(change.table < history.tables.size());
+    lines.push_back(row_change_line(history.tables[change.table], change));
+  }
+  return lines;
+}
+
+void Narrator::on_row_changes(const RowHistory& history, const std::vector<RowChange>& changes) {
+  if (options_.quiet) return;
+  for (const std::string& line : describe_row_changes(history, changes)) {
+    out_ << std::string(11, ' ') << paint(line, kCyan) << '\n';
+  }
+}
+
+}  // namespace inboxsim

@@ -13,6 +13,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "domain/config.h"
 #include "domain/result.h"
@@ -41,6 +42,9 @@ class Narrator {
   // a reader needs it the deciding line that follows from earlier events (an inbox row found
   // unconsumed after a crash, an id minted anew by the relay).
   void on_event(const TraceEvent& event);
+
+  // Prints the rows an event changed, under its line (`run --step --show-rows`).
+  void on_row_changes(const RowHistory& history, const std::vector<RowChange>& changes);
 
   // Prints the end-of-run summary, or only the verdict line in quiet mode.
   void summary(const RunResult& result);
@@ -79,6 +83,12 @@ class Narrator {
 // "broker → account-service  deliver Transfer.Requested t1 (m-3, tag 1) REDELIVERED #2".
 // The HTML report shows the same sentence for the current event.
 std::string describe_event(const TraceEvent& event);
+
+// Returns one plain line per changed row, e.g.
+// "+ account-service.inbox_state #1  message_id=m-1 consumer_id=account receive_count=0" or
+// "~ transfer-service.sagas #1  state: REQUESTED → DEBITED"; updates name only what changed.
+std::vector<std::string> describe_row_changes(const RowHistory& history,
+                                              const std::vector<RowChange>& changes);
 
 // Returns the one-line verdict, without colour:
 // "PASS  duplicate-debited: Two identical deliveries, one CreditRequested  (seed 1, trace …)".

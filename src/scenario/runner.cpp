@@ -178,6 +178,8 @@ RunResult run_scenario(const Scenario& scenario, const RunOptions& options) {
   WorldOptions world_options;
   world_options.seed = options.seed.value_or(scenario.seed);
   world_options.keep_trace = options.keep_trace;
+  world_options.record_rows = options.record_rows || options.row_listener != nullptr;
+  world_options.row_listener = options.row_listener;
   if (scenario.schedule) {
     // An explored order (DESIGN §8.3): its choices, then option 0 to the end.
     world_options.explore.enabled = true;

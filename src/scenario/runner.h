@@ -17,6 +17,11 @@ struct RunOptions {
   bool keep_trace = true;        // keep events in the result (views need them)
   // Called with each event as it happens (live narration), if set.
   std::function<void(const TraceEvent&)> listener;
+  // Record the tables and queues event by event (RunResult::rows) for a view; costs a run
+  // nothing when off.
+  bool record_rows = false;
+  // Called with each event's row changes as they are attributed (--show-rows), if set.
+  std::function<void(const RowHistory&, const std::vector<RowChange>&)> row_listener;
   // Called after each step has run (the --step pause), if set.
   std::function<void()> after_step;
 };

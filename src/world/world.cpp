@@ -86,6 +86,7 @@ World::World(const Scenario& scenario, const Config& config, const WorldOptions&
       broker_([this](TraceEvent event) { record(std::move(event)); }, config.broker_prefetch,
               config.broker_delivery_limit, config.broker_queue_type == QueueType::quorum),
       explore_(options.explore) {
+  if (options.record_rows) rows_ = std::make_unique<RowRecorder>(options.row_listener);
   INBOXSIM_ASSERT(config_.account_instances >= 1 && config_.account_instances <= kInstancesMax);
   INBOXSIM_ASSERT(config_.transfer_instances >= 1 && config_.transfer_instances <= kInstancesMax);
   // Every instance's connection is opened before any runs, so the vector never moves them.
@@ -93,6 +94,7 @@ World::World(const Scenario& scenario, const Config& config, const WorldOptions&
   add_instances(ServiceId::account, config_.account_instances, options);
   add_instances(ServiceId::transfer, config_.transfer_instances, options);
   first_instance(ServiceId::account).account->open_accounts(accounts_);
+  if (rows_) rows_->commit_without_events();  // the opening balances are the opening rows
   add_consumers();
   checker_.on_violation = [this](const Violation& violation) {
     TraceEvent event;
@@ -134,12 +136,14 @@ void World::add_instances(ServiceId service, int64_t count, const WorldOptions& 
           instance_participant(participant::notifications, number, count);
     }
     instance.host = std::make_unique<InstanceHost>(*this, index);
+    SQLite::Database connection = database->connect();
+    if (rows_) rows_->watch(connection.getHandle(), std::string(base));
     if (account) {
       instance.account =
-          std::make_unique<AccountService>(*instance.host, config_, database->connect());
+          std::make_unique<AccountService>(*instance.host, config_, std::move(connection));
     } else {
       instance.transfer =
-          std::make_unique<TransferService>(*instance.host, config_, database->connect());
+          std::make_unique<TransferService>(*instance.host, config_, std::move(connection));
     }
   }
 }
@@ -1301,12 +1305,15 @@ Fingerprint World::fingerprint_job(const Job& job) const {
 void World::record(TraceEvent event) {
   stats_.count(event);
   coverage_.count(event);
+  if (rows_) rows_->before_event(broker_, event);
   trace_.record(std::move(event));
+  if (rows_) rows_->after_event();
 }
 
 void World::committed(const CommitRecord& record_in) {
   stats_.count_transaction();
   coverage_.count_commit(record_in);
+  if (rows_ && record_in.events.empty()) rows_->commit_without_events();
   for (const TraceEvent& event : record_in.events) record(event);
   checker_.on_commit(record_in, now_ms());
   if (record_in.service != ServiceId::transfer || !record_in.outbox_written) return;
@@ -1370,6 +1377,7 @@ RunResult World::finish() {
   result.unfired_faults = faults_.unfired();
   result.events = trace_.events();
   result.envelopes = publications_.envelopes();
+  if (rows_) result.rows = rows_->finish(broker_);
   return result;
 }
 

@@ -34,6 +34,7 @@
 #include "world/limits.h"
 #include "world/publication_log.h"
 #include "world/row_locks.h"
+#include "world/row_recorder.h"
 #include "world/stats_recorder.h"
 
 namespace inboxsim {
@@ -75,6 +76,10 @@ struct WorldOptions {
   std::string db_prefix;  // file name prefix inside db_dir
   bool keep_trace = true;
   ExploreControl explore;
+  // Record every row change and queue change for a view (RunResult::rows). Off, no hook is
+  // installed and a run pays nothing.
+  bool record_rows = false;
+  RowRecorder::Listener row_listener;  // hears each event's row changes (--show-rows)
 };
 
 class World {
@@ -320,6 +325,10 @@ class World {
   uint64_t next_handler_id_ = 1;
   uint64_t current_handler_ = 0;  // the handler running now, 0 outside handlers
   size_t next_request_instance_ = 0;
+
+  // The rows behind the views (issue 13); null unless a view asked for them. Declared after
+  // the instances so that it is destroyed first, while their connections still hold its hooks.
+  std::unique_ptr<RowRecorder> rows_;
 
   // Faults and the run's progress.
   FaultBook faults_;
