@@ -136,14 +136,14 @@ void World::add_instances(ServiceId service, int64_t count, const WorldOptions& 
           instance_participant(participant::notifications, number, count);
     }
     instance.host = std::make_unique<InstanceHost>(*this, index);
-    SQLite::Database connection = database->connect();
-    if (rows_) rows_->watch(connection.getHandle(), std::string(base));
+    Connection& connection = database->connect();
+    // The recorder is destroyed before the databases (world.h): its hooks leave a pooled
+    // connection before the connection goes back to the pool.
+    if (rows_) rows_->watch(connection.database().getHandle(), std::string(base));
     if (account) {
-      instance.account =
-          std::make_unique<AccountService>(*instance.host, config_, std::move(connection));
+      instance.account = std::make_unique<AccountService>(*instance.host, config_, connection);
     } else {
-      instance.transfer =
-          std::make_unique<TransferService>(*instance.host, config_, std::move(connection));
+      instance.transfer = std::make_unique<TransferService>(*instance.host, config_, connection);
     }
   }
 }
