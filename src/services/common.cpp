@@ -1,6 +1,8 @@
 #include <SQLiteCpp/Backup.h>
 #include <sqlite3.h>
 
+#include <algorithm>
+#include <array>
 #include <atomic>
 #include <cstdio>
 #include <map>
@@ -81,8 +83,10 @@ std::string fresh_memdb_uri() {
 
 struct SharedDatabase::Pooled {
   std::vector<std::unique_ptr<Connection>> connections;
-  int64_t schema_version = 0;       // as created; a changed schema is never reused
+  int64_t schema_version = 0;       // the schema cookie when the schema was as created
   std::vector<std::string> tables;  // every table, emptied before the database is reused
+  // The schema as created, (type, name, sql) in name order: a dropped index is made again.
+  std::vector<std::array<std::string, 3>> schema;
 };
 
 namespace {
@@ -101,6 +105,17 @@ Pool& pool() {
 
 std::string pool_key(const std::string& schema_key, int64_t connections) {
   return schema_key + "#" + std::to_string(connections);
+}
+
+std::vector<std::array<std::string, 3>> read_schema(Connection& connection) {
+  std::vector<std::array<std::string, 3>> schema;
+  StatementUse rows(connection.prepared(
+      "SELECT type, name, COALESCE(sql, '') FROM sqlite_master ORDER BY type, name"));
+  while (rows->executeStep()) {
+    schema.push_back({rows->getColumn(0).getString(), rows->getColumn(1).getString(),
+                      rows->getColumn(2).getString()});
+  }
+  return schema;
 }
 
 int64_t schema_version(Connection& connection) {
@@ -128,6 +143,7 @@ std::unique_ptr<SharedDatabase::Pooled> open_in_memory(
   }
   Connection& first = *pooled->connections.front();
   pooled->schema_version = schema_version(first);
+  pooled->schema = read_schema(first);
   SQLite::Statement tables(first.database(),
                            "SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name");
   while (tables.executeStep()) pooled->tables.push_back(tables.getColumn(0).getString());
@@ -146,7 +162,17 @@ bool empty_for_reuse(SharedDatabase::Pooled& pooled) {
     if (sqlite3_get_autocommit(handle) == 0) connection->database().exec("ROLLBACK");
   }
   Connection& first = *pooled.connections.front();
-  if (schema_version(first) != pooled.schema_version) return false;
+  if (schema_version(first) != pooled.schema_version) {
+    // A scenario dropped an index (the seed's experiment): make it again, as created, and
+    // reuse the database only if that gives back the schema exactly.
+    const auto now = read_schema(first);
+    for (const auto& entry : pooled.schema) {
+      if (entry[0] != "index" || entry[2].empty()) continue;
+      if (std::find(now.begin(), now.end(), entry) == now.end()) first.database().exec(entry[2]);
+    }
+    if (read_schema(first) != pooled.schema) return false;
+    pooled.schema_version = schema_version(first);
+  }
   StatementUse begin(first.prepared("BEGIN"));
   begin->exec();
   for (const std::string& table : pooled.tables) {
