@@ -281,5 +281,19 @@ check "and lists the kinds it takes" grep -q "crash,drop_ack,drop_connection,nac
 check "explore refuses a timed story (exit 2)" test $? -eq 2
 check "and names the step" grep -q "pointer: /steps/" "$work/err"
 
+# matrix --exhaustive: its own options need it, and it takes no seeds; its story is checked as
+# explore checks one. (The 32 explorations themselves run in the long tests.)
+"$bin" matrix --exhaustive --seeds 1..3 >/dev/null 2>"$work/err"
+check "matrix --exhaustive refuses --seeds (exit 2)" test $? -eq 2
+check "and says why" grep -q -- "--seeds: expected no seeds, workload or swarm with --exhaustive" "$work/err"
+"$bin" matrix --faults 1 >/dev/null 2>"$work/err"
+check "matrix refuses --faults without --exhaustive (exit 2)" test $? -eq 2
+check "and names the option" grep -q -- "--faults: expected --exhaustive" "$work/err"
+"$bin" matrix --exhaustive --story scenarios/14-window-too-short.json >/dev/null 2>"$work/err"
+check "matrix --exhaustive refuses a timed story (exit 2)" test $? -eq 2
+check "and names the file and the step" grep -q "14-window-too-short.json: pointer: /steps/" "$work/err"
+"$bin" matrix --exhaustive --fault-kinds crash,bogus >/dev/null 2>"$work/err"
+check "matrix --exhaustive refuses an unknown fault kind (exit 2)" test $? -eq 2
+
 echo "$passed passed, $failed failed"
 test "$failed" -eq 0
