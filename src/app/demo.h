@@ -2,6 +2,7 @@
 // whole teaching library in order with an HTML report per scenario and an index page (`demo`).
 #pragma once
 
+#include <functional>
 #include <iosfwd>
 #include <optional>
 #include <string>
@@ -19,6 +20,8 @@ struct NarratedRunOptions {
   bool pause_after_step = false;  // wait for Enter after each step (live demos)
   std::optional<uint64_t> seed;   // overrides the scenario's seed
   std::string db_dir;             // keep the databases as files here
+  // Called after each step with the steps played and the story's steps (a progress line).
+  std::function<void(size_t steps_done, size_t steps_total)> on_step;
 };
 
 // Runs one scenario, narrating it to `out` as it happens when asked to; returns the result.
