@@ -100,5 +100,10 @@ python3 scripts/merge_fuzz_shards.py "$work/broken.json" >/dev/null 2>"$work/mer
 check "a file that is not JSON exits 2" test $? -eq 2
 check "naming the file" grep -q "broken.json" "$work/merge-error.txt"
 
+# --rate is validated like every option: exit 2, naming it.
+"$bin" fuzz --seeds 1..1 --rate 0 >/dev/null 2>"$work/rate-error.txt"
+check "fuzz --rate 0 exits 2" test $? -eq 2
+check "naming --rate" grep -q -- "--rate" "$work/rate-error.txt"
+
 echo "$passed passed, $failed failed"
 test "$failed" -eq 0
