@@ -13,7 +13,7 @@ _inboxsim_run_options="--help --seed --json --trace --html --mermaid --db-dir --
   --color --set"
 _inboxsim_list_options="--help"
 _inboxsim_campaign_options="--help --seeds --workload --swarm --set --jobs --out --json"
-_inboxsim_fuzz_options="$_inboxsim_campaign_options --transfers --accounts --shard --junit
+_inboxsim_fuzz_options="$_inboxsim_campaign_options --transfers --rate --accounts --shard --junit
   --shrink --stop-after --require-coverage"
 _inboxsim_matrix_options="$_inboxsim_campaign_options --exhaustive --story --faults --fault-kinds
   --max-states"
@@ -43,7 +43,7 @@ _inboxsim_option_value() {
         duplicate lose_confirm publish_nack none" -- "${cur##*,}")
       ;;
     --require-coverage) COMPREPLY=() ;;  # probe names: `inboxsim fuzz --help` lists them
-    --seed | --seeds | --set | --jobs | --transfers | --accounts | --shard | --shrink | \
+    --seed | --seeds | --set | --jobs | --transfers | --rate | --accounts | --shard | --shrink | \
       --stop-after | --faults | --max-states)
       COMPREPLY=()
       ;;

@@ -387,3 +387,62 @@ TEST_CASE("every correct configuration passes thousands of seeds", "[.teeth]") {
     }
   }
 }
+
+TEST_CASE("fuzz --rate spreads the transfers over virtual time at that rate", "[fuzz][rate]") {
+  GeneratorOptions options;
+  options.transfers = 40;
+  options.rate_per_second = 8;  // one every 125 ms
+  for (uint64_t seed = 1; seed <= 20; ++seed) {
+    const Generated generated = generate_scenario(seed, options);
+    int64_t time_ms = 0;
+    int64_t number = 0;
+    for (const Step& step : generated.scenario.steps) {
+      if (step.kind == StepKind::run && !step.until_quiescent) time_ms += step.ms;
+      if (step.kind != StepKind::transfer) continue;
+      ++number;
+      // A batch arrives together, when its first transfer is due.
+      CAPTURE(seed, number, generated.drawn.batch);
+      REQUIRE(time_ms <= (number - 1) * 125);
+      REQUIRE(time_ms > (number - 1 - generated.drawn.batch) * 125);
+    }
+    REQUIRE(number == 40);
+  }
+  // Without --rate the story is the one it always was (no timed runs from the rate).
+  GeneratorOptions plain;
+  plain.transfers = 40;
+  const Generated before = generate_scenario(7, plain);
+  options.rate_per_second.reset();
+  REQUIRE(scenario_to_json(generate_scenario(7, options).scenario).dump() ==
+          scenario_to_json(before.scenario).dump());
+}
+
+TEST_CASE("every failing JUnit testcase names the command that replays its seed",
+          "[fuzz][junit]") {
+  CampaignOptions options;
+  options.seed_first = 1;
+  options.seed_last = 30;
+  options.generator.workload = Workload::small;
+  options.generator.config.account_inbox = AccountInbox::none;
+  options.generator.config.account_ledger_unique = false;
+  options.generator.rate_per_second = 50;
+  options.sets = {"account.inbox=none", "account.ledger_unique=false"};
+  options.shrink_max = 0;
+  options.out_dir = "";
+  const CampaignResult result = run_campaign(options, nullptr);
+  REQUIRE_FALSE(result.failures.empty());
+  const std::string xml = campaign_junit(options, result);
+  for (const SeedOutcome& failure : result.failures) {
+    const std::string seed = std::to_string(failure.seed);
+    REQUIRE_THAT(xml, Catch::Contains("replay: inboxsim fuzz --seeds " + seed + ".." + seed +
+                                      " --workload small --rate 50 --set account.inbox=none"
+                                      " --set account.ledger_unique=false"));
+  }
+  REQUIRE_THAT(xml, Catch::Contains("<property name=\"workload\" value=\"small\"/>"));
+  REQUIRE_THAT(xml, Catch::Contains("<property name=\"set\" value=\"account.inbox=none\"/>"));
+  REQUIRE_THAT(xml, Catch::Contains("<property name=\"rate\" value=\"50\"/>"));
+  // A value with a space or a quote is quoted for the shell.
+  options.sets = {"account.retry=intervals:1,2", "x=it's here"};
+  REQUIRE(replay_command(options, 9) ==
+          "inboxsim fuzz --seeds 9..9 --workload small --rate 50 --set "
+          "account.retry=intervals:1,2 --set 'x=it'\\''s here'");
+}

@@ -231,9 +231,9 @@ TEST_CASE("account-service: inbox rows older than the window are cleaned up", "[
   service.open_accounts({{"alice", {10000, false}}, {"bob", {0, false}}});
   run(service.handle(kRequested));
   host.now = 500;
-  REQUIRE(service.cleanup_inbox(host.now) == 0);
+  REQUIRE(service.cleanup_inbox(host.now).dedupe_rows == 0);
   host.now = 5000;
-  REQUIRE(service.cleanup_inbox(host.now) == 1);
+  REQUIRE(service.cleanup_inbox(host.now).dedupe_rows == 1);
   // After the window the duplicate is consumed again; the ledger index is what stops it.
   REQUIRE_THROWS_AS(run(service.handle(kRequested)), ConsumerFault);
   REQUIRE(entries(service, EntryType::debit) == 1);

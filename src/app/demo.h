@@ -2,6 +2,7 @@
 // whole teaching library in order with an HTML report per scenario and an index page (`demo`).
 #pragma once
 
+#include <functional>
 #include <iosfwd>
 #include <optional>
 #include <string>
@@ -22,6 +23,8 @@ struct NarratedRunOptions {
   std::string db_dir;             // keep the databases as files here
   bool record_rows = false;       // keep the tables event by event for an HTML report
   bool show_rows = false;         // print the changed rows under each event (--show-rows)
+  // Called after each step with the steps played and the story's steps (a progress line).
+  std::function<void(size_t steps_done, size_t steps_total)> on_step;
 };
 
 // Runs one scenario, narrating it to `out` as it happens when asked to; returns the result.

@@ -10,6 +10,7 @@
 #include "app/cli_common.h"
 #include "fuzz/explore.h"
 #include "fuzz/matrix.h"
+#include "fuzz/progress.h"
 #include "kernel/assert.h"
 #include "kernel/file_names.h"
 #include "kernel/text.h"
@@ -46,30 +47,32 @@ std::optional<std::array<bool, kFaultKindCount>> parse_kinds(const std::string& 
   return kinds;
 }
 
-// A progress line on a terminal, at most five times a second.
+// A progress line on a terminal. How many states a search will reach is not known before it
+// ends, so the time left is an upper bound: the time to reach --max-states at the rate so far.
 class Progress {
  public:
-  explicit Progress(std::string name) : name_(std::move(name)) {}
-  void update(int64_t states, int64_t transitions, int64_t frontier, int64_t depth) {
-    const auto now = std::chrono::steady_clock::now();
-    if (now - last_ < std::chrono::milliseconds(200)) return;
-    last_ = now;
-    const double seconds = std::chrono::duration<double>(now - start_).count();
-    std::cerr << "\rexplore " << printable(name_) << ": " << states << " states, " << transitions
-              << " transitions, " << frontier << " waiting, depth " << depth << ", "
-              << static_cast<int64_t>(static_cast<double>(states) / std::max(seconds, 1e-3))
-              << " states/s   " << std::flush;
-    shown_ = true;
-  }
-  ~Progress() {
-    if (shown_) std::cerr << "\r\033[K" << std::flush;
+  Progress(const std::string& name, int64_t max_states)
+      : line_(std::cerr, "explore " + printable(name)), max_states_(max_states) {}
+  void update(int64_t states, int64_t transitions, int64_t frontier, int64_t depth,
+              int64_t violations) {
+    const double seconds = std::max(line_.elapsed_seconds(), 1e-3);
+    const double rate = static_cast<double>(states) / seconds;
+    std::string counters = std::to_string(states) + " states, " + std::to_string(transitions) +
+                           " transitions, " + std::to_string(frontier) + " waiting, depth " +
+                           std::to_string(depth) + ", " + std::to_string(violations) +
+                           " violation(s), " + std::to_string(static_cast<int64_t>(rate)) +
+                           " states/s";
+    if (rate > 0 && states < max_states_) {
+      counters += ", at most " +
+                  duration_text(static_cast<double>(max_states_ - states) / rate) +
+                  " to --max-states";
+    }
+    line_.update(counters, -1);
   }
 
  private:
-  std::string name_;
-  std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
-  std::chrono::steady_clock::time_point last_{};
-  bool shown_ = false;
+  ProgressLine line_;
+  int64_t max_states_;
 };
 
 // Writes each counterexample and checks that `inboxsim run` replays it to the same violation.
@@ -180,10 +183,10 @@ int explore_command(const ExploreCommand& command) {
     settings.keep_going = command.keep_going;
     std::optional<Progress> progress;
     if (tty) {
-      progress.emplace(scenario.name);
+      progress.emplace(scenario.name, command.max_states);
       settings.progress = [&](int64_t states, int64_t transitions, int64_t frontier,
-                              int64_t depth) {
-        progress->update(states, transitions, frontier, depth);
+                              int64_t depth, int64_t violations) {
+        progress->update(states, transitions, frontier, depth, violations);
       };
     }
     ExploreResult result = explore(scenario, settings);
@@ -246,28 +249,24 @@ int exhaustive_matrix_command(const ExhaustiveMatrixCommand& command) {
   settings.jobs = command.jobs;
   const bool tty = isatty(STDERR_FILENO) != 0;
   constexpr size_t kRows = size_t{1} << kDefenceCount;
+  // The progress line names the row being explored; it is made again for each row.
   std::optional<Progress> progress;
   if (tty) {
-    settings.progress = [&](int64_t states, int64_t transitions, int64_t frontier,
-                            int64_t depth) {
-      if (progress) progress->update(states, transitions, frontier, depth);
+    settings.progress = [&](int64_t states, int64_t transitions, int64_t frontier, int64_t depth,
+                            int64_t violations) {
+      if (progress) progress->update(states, transitions, frontier, depth, violations);
     };
+    progress.emplace(story.name + " row 1/" + std::to_string(kRows), settings.max_states);
   }
   bool written = true;
-  size_t started = 0;
-  // The progress line names the row being explored; it is re-made for each row.
-  progress.reset();
-  if (tty) progress.emplace(story.name + " row 1/" + std::to_string(kRows));
   const std::vector<ExhaustiveRow> rows =
       run_exhaustive_matrix(story, settings, [&](size_t index, ExhaustiveRow& row) {
-        started = index + 1;
         if (!command.out_dir.empty()) written &= write_counterexamples(command.out_dir, row.result);
-        if (tty) {
-          progress.reset();
-          if (started < kRows) {
-            progress.emplace(story.name + " row " + std::to_string(started + 1) + "/" +
-                             std::to_string(kRows));
-          }
+        progress.reset();
+        if (tty && index + 1 < kRows) {
+          progress.emplace(story.name + " row " + std::to_string(index + 2) + "/" +
+                               std::to_string(kRows),
+                           settings.max_states);
         }
       });
   progress.reset();

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <optional>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -23,6 +24,7 @@
 #include "app/library.h"
 #include "fuzz/campaign.h"
 #include "fuzz/matrix.h"
+#include "fuzz/progress.h"
 #include "kernel/file_names.h"
 #include "kernel/text.h"
 #include "report/campaign_view.h"
@@ -91,6 +93,7 @@ struct FuzzCommand {
   CampaignFlags campaign = campaign_flags("1..1000");
   std::optional<int64_t> transfers;
   std::optional<int64_t> accounts;
+  std::optional<int64_t> rate_per_second;
   std::string shard = "1/1";
   std::string junit_path;
   int64_t shrink_max = 3;
@@ -181,8 +184,21 @@ int run_command(const RunCommand& command) {
   options.db_dir = command.db_dir;
   options.record_rows = !command.html_path.empty();
   options.show_rows = command.show_rows;
+  // A long run shows its progress on a terminal's stderr, unless the narration is going to the
+  // terminal itself (it is its own progress there) or a demo waits for Enter after each step.
+  const bool progress = isatty(STDERR_FILENO) != 0 && !command.step &&
+                        (command.json || command.quiet || isatty(STDOUT_FILENO) == 0);
   for (const Scenario& scenario : scenarios) {
+    std::optional<ProgressLine> line;
+    if (progress) {
+      line.emplace(std::cerr, "run " + printable(scenario.name));
+      options.on_step = [&line](size_t done, size_t total) {
+        line->update("step " + std::to_string(done) + "/" + std::to_string(total),
+                     static_cast<double>(done) / static_cast<double>(std::max<size_t>(total, 1)));
+      };
+    }
     RunResult result = narrated_run(scenario, options, std::cout);
+    line.reset();
     views_ok &= write_views(command, result, several);
     all_passed &= result.passed;
     if (command.json) json_results.push_back(run_result_json(result));
@@ -277,8 +293,10 @@ int fuzz_command(const FuzzCommand& command) {
     return *failed;
   }
   options.generator.swarm = flags.swarm;
+  options.sets = flags.sets;
   options.generator.transfers = command.transfers;
   options.generator.accounts = command.accounts;
+  options.generator.rate_per_second = command.rate_per_second;
   options.jobs = flags.jobs;
   options.out_dir = flags.out_dir;
   options.shrink_max = command.shrink_max;
@@ -437,6 +455,10 @@ CLI::App* add_fuzz_verb(CLI::App& app, FuzzCommand& command) {
                        "Print one JSON object");
   fuzz_app->add_option("--transfers", command.transfers, "Transfers per seed")
       ->check(CLI::Range(int64_t{1}, kStoryCountMax));
+  fuzz_app
+      ->add_option("--rate", command.rate_per_second,
+                   "Transfers arriving per virtual second, spread over virtual time (1-1000)")
+      ->check(CLI::Range(int64_t{1}, kRatePerSecondMax));
   fuzz_app->add_option("--accounts", command.accounts, "Accounts per seed")
       ->check(CLI::Range(int64_t{2}, kStoryCountMax));
   fuzz_app->add_option("--shard", command.shard, "Run shard K of N (1-based) of the seed range");

@@ -12,6 +12,7 @@
 #include <ostream>
 #include <thread>
 
+#include "fuzz/progress.h"
 #include "fuzz/shrink.h"
 #include "kernel/assert.h"
 #include "kernel/file_names.h"
@@ -23,7 +24,6 @@ namespace inboxsim {
 namespace {
 
 constexpr int64_t kJobsMax = 256;
-constexpr auto kProgressInterval = std::chrono::milliseconds(200);
 constexpr size_t kNoCutoff = std::numeric_limits<size_t>::max();
 
 using Clock = std::chrono::steady_clock;
@@ -32,9 +32,35 @@ int64_t elapsed_ms(Clock::time_point start) {
   return std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start).count();
 }
 
-SeedOutcome run_seed(uint64_t seed, const GeneratorOptions& generator) {
+// What the seeds running now have played of their stories, for the progress line.
+struct RunningSteps {
+  std::atomic<int64_t> done{0};
+  std::atomic<int64_t> total{0};
+  std::atomic<int64_t> done_per_million{0};  // sum over running seeds of their share, x 1e6
+};
+
+SeedOutcome run_seed(uint64_t seed, const GeneratorOptions& generator, RunningSteps* running) {
   const Generated generated = generate_scenario(seed, generator);
-  const RunResult result = fuzz_run(generated.scenario);
+  const auto steps = static_cast<int64_t>(generated.scenario.steps.size());
+  int64_t played = 0;
+  int64_t share = 0;  // this seed's part of running->done_per_million
+  std::function<void()> after_step;
+  if (running != nullptr) {
+    running->total.fetch_add(steps);
+    after_step = [&] {
+      ++played;
+      running->done.fetch_add(1);
+      const int64_t now = played * 1'000'000 / std::max<int64_t>(steps, 1);
+      running->done_per_million.fetch_add(now - share);
+      share = now;
+    };
+  }
+  const RunResult result = fuzz_run(generated.scenario, after_step);
+  if (running != nullptr) {
+    running->total.fetch_sub(steps);
+    running->done.fetch_sub(played);
+    running->done_per_million.fetch_sub(share);
+  }
   SeedOutcome outcome;
   outcome.seed = seed;
   outcome.drawn = generated.drawn;
@@ -75,26 +101,20 @@ void parallel_for(size_t count, int64_t jobs, Work work, Stop stop, Tick tick) {
   for (std::thread& thread : threads) thread.join();
 }
 
-class Progress {
- public:
-  Progress(std::ostream* stream, size_t total) : stream_(stream), total_(total) {}
-  void maybe_print(size_t done, size_t failures, bool final_line = false) {
-    if (stream_ == nullptr) return;
-    const auto now = Clock::now();
-    if (!final_line && now - last_ < kProgressInterval) return;
-    last_ = now;
-    const double seconds = std::max(1e-3, std::chrono::duration<double>(now - start_).count());
-    *stream_ << "\rfuzz: " << done << "/" << total_ << " seeds, "
-             << static_cast<int64_t>(static_cast<double>(done) / seconds) << " seeds/s, "
-             << failures << " failing" << (final_line ? "\n" : "   ") << std::flush;
+// "120/1000 seeds, 3 failing, 850 seeds/s" (and the steps of a long seed while it runs).
+std::string progress_counters(const CampaignProgress& progress, double seconds) {
+  std::string text = std::to_string(progress.seeds_done) + "/" +
+                     std::to_string(progress.seeds_total) + " seeds, " +
+                     std::to_string(progress.failures) + " failing, " +
+                     std::to_string(static_cast<int64_t>(
+                         static_cast<double>(progress.seeds_done) / std::max(seconds, 1e-3))) +
+                     " seeds/s";
+  if (progress.steps_total > 0 && progress.seeds_total - progress.seeds_done <= 4) {
+    text += ", running: step " + std::to_string(progress.steps_done) + "/" +
+            std::to_string(progress.steps_total);
   }
-
- private:
-  std::ostream* stream_;
-  size_t total_;
-  Clock::time_point start_ = Clock::now();
-  Clock::time_point last_ = Clock::now();
-};
+  return text;
+}
 
 Counterexample shrink_seed(const SeedOutcome& outcome, const CampaignOptions& options) {
   const Generated generated = generate_scenario(outcome.seed, options.generator);
@@ -170,10 +190,14 @@ CampaignResult run_campaign(const CampaignOptions& options, std::ostream* progre
   std::atomic<size_t> cutoff{kNoCutoff};
   std::mutex failures_mutex;
   std::vector<size_t> failing_indexes;  // guarded by failures_mutex
-  Progress progress(options.progress ? progress_stream : nullptr, seeds.size());
+  const bool show = options.progress && progress_stream != nullptr;
+  std::optional<ProgressLine> line;
+  if (show) line.emplace(*progress_stream, "fuzz");
+  RunningSteps running;
+  RunningSteps* running_steps = show || options.on_progress ? &running : nullptr;
 
   auto work = [&](size_t index) {
-    outcomes[index] = run_seed(seeds[index], options.generator);
+    outcomes[index] = run_seed(seeds[index], options.generator, running_steps);
     done[index] = 1;
     done_count.fetch_add(1);
     if (!outcomes[index].failed()) return;
@@ -189,7 +213,19 @@ CampaignResult run_campaign(const CampaignOptions& options, std::ostream* progre
     }
   };
   auto stop = [&](size_t index) { return index > cutoff.load(); };
-  auto tick = [&] { progress.maybe_print(done_count.load(), failure_count.load()); };
+  auto tick = [&] {
+    if (running_steps == nullptr) return;
+    CampaignProgress progress;
+    progress.seeds_done = static_cast<int64_t>(done_count.load());
+    progress.seeds_total = static_cast<int64_t>(seeds.size());
+    progress.failures = static_cast<int64_t>(failure_count.load());
+    progress.seeds_running_done = static_cast<double>(running.done_per_million.load()) / 1e6;
+    progress.steps_done = running.done.load();
+    progress.steps_total = running.total.load();
+    if (options.on_progress) options.on_progress(progress);
+    if (line) line->update(progress_counters(progress, line->elapsed_seconds()),
+                           progress.fraction_done());
+  };
   parallel_for(seeds.size(), options.jobs, work, stop, tick);
 
   CampaignResult result;
@@ -219,7 +255,7 @@ CampaignResult run_campaign(const CampaignOptions& options, std::ostream* progre
   result.coverage_missing.erase(
       std::unique(result.coverage_missing.begin(), result.coverage_missing.end()),
       result.coverage_missing.end());
-  progress.maybe_print(static_cast<size_t>(result.seeds), result.failures.size(), true);
+  line.reset();  // erased: the summary follows
 
   // Shrink the lowest failing seeds, in parallel, then write them in seed order.
   const size_t shrink_count = std::min(

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <iosfwd>
 #include <optional>
 #include <string>
@@ -18,6 +19,23 @@
 
 namespace inboxsim {
 
+// How far a running campaign is, for a progress line (never for its result).
+struct CampaignProgress {
+  int64_t seeds_done = 0;
+  int64_t seeds_total = 0;
+  int64_t failures = 0;
+  // The seeds still running, each counted by the share of its story's steps already played:
+  // with one long seed, this is what moves.
+  double seeds_running_done = 0;
+  int64_t steps_done = 0;  // of the seeds running now
+  int64_t steps_total = 0;
+  double fraction_done() const {
+    if (seeds_total == 0) return 1.0;
+    return (static_cast<double>(seeds_done) + seeds_running_done) /
+           static_cast<double>(seeds_total);
+  }
+};
+
 struct CampaignOptions {
   uint64_t seed_first = 1;
   uint64_t seed_last = 1000;
@@ -25,10 +43,17 @@ struct CampaignOptions {
   int64_t shard_count = 1;
   int64_t jobs = 1;
   GeneratorOptions generator;
+  // The --set assignments as typed, for the command that replays a seed: a key set to its
+  // default still pins what the generator would otherwise draw, so the config alone is not
+  // enough to say how a seed ran.
+  std::vector<std::string> sets;
   std::string out_dir = "counterexamples";  // empty: shrink but write nothing
   int64_t shrink_max = 3;                   // failing seeds shrunk and saved, lowest seeds first
   int64_t stop_after = 0;  // stop after this many failing seeds (0: run every seed)
   bool progress = false;   // a live progress line on `progress_stream`
+  // Called now and then (about every 20 ms, on the calling thread) while the seeds run, for a
+  // caller that draws its own progress (the matrix).
+  std::function<void(const CampaignProgress&)> on_progress;
   // Probes the campaign must reach (fuzz --require-coverage): each one never reached is
   // reported in CampaignResult::coverage_missing.
   std::vector<Probe> required_coverage;
@@ -67,8 +92,8 @@ struct CampaignResult {
   std::vector<std::string> write_errors;  // counterexample files that could not be written
 };
 
-// Runs the campaign. Progress (seeds done, seeds/s, failures) goes to `progress_stream` when
-// options.progress is set.
+// Runs the campaign. Progress (seeds done, failures, seeds/s, time left) goes to
+// `progress_stream` when options.progress is set (the CLI sets it only on a terminal).
 // REQUIRES: seed_first <= seed_last, 1 <= shard_index <= shard_count, jobs >= 1.
 CampaignResult run_campaign(const CampaignOptions& options, std::ostream* progress_stream);
 

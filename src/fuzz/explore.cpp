@@ -299,7 +299,8 @@ ExploreResult explore(const Scenario& scenario, const ExploreSettings& settings)
         int64_t frontier = static_cast<int64_t>(nodes.size() - first - count);
         for (const auto& [depth, waiting] : levels) frontier += static_cast<int64_t>(waiting.size());
         settings.progress(result.states, result.transitions, frontier,
-                          static_cast<int64_t>(length));
+                          static_cast<int64_t>(length),
+                          static_cast<int64_t>(result.counterexamples.size()));
       }
     }
   }

@@ -33,8 +33,10 @@ struct ExploreSettings {
   // Go on after the first violation, to find the shortest order for every invariant that
   // breaks (TLC's -continue); by default the search ends with the batch that found the first.
   bool keep_going = false;
-  // Called now and then with the counters so far (a terminal's progress line).
-  std::function<void(int64_t states, int64_t transitions, int64_t frontier, int64_t depth)>
+  // Called now and then with the counters so far (a terminal's progress line); `violations`
+  // is the invariants found broken so far.
+  std::function<void(int64_t states, int64_t transitions, int64_t frontier, int64_t depth,
+                     int64_t violations)>
       progress;
 };
 

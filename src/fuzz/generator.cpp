@@ -434,7 +434,16 @@ Generated generate_scenario(uint64_t seed, const GeneratorOptions& options) {
         scenario.steps.push_back(fault_step(draw_fault(rng, action, scenario.config, transfer)));
       }
     }
-    if (b + 1 < batch_count && rng.chance(1, 2)) {
+    if (b + 1 < batch_count && options.rate_per_second) {
+      // Transfer n arrives at n / rate seconds: this batch came at first / rate, the next one
+      // comes at requested / rate, each computed from the start so that rounding never drifts.
+      const auto rate = static_cast<size_t>(*options.rate_per_second);
+      Step run;
+      run.kind = StepKind::run;
+      run.until_quiescent = false;
+      run.ms = static_cast<int64_t>(requested * 1000 / rate - first * 1000 / rate);
+      if (run.ms > 0) scenario.steps.push_back(run);
+    } else if (b + 1 < batch_count && rng.chance(1, 2)) {
       Step run;
       run.kind = StepKind::run;
       run.until_quiescent = rng.chance(1, 4);

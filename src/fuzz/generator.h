@@ -23,6 +23,9 @@ namespace inboxsim {
 // The most accounts or transfers one generated story may have (DESIGN §7: a million
 // transfers in one run).
 inline constexpr int64_t kStoryCountMax = 1'000'000;
+// The highest arrival rate (transfers per virtual second) a story may ask for: one per
+// millisecond, the clock's resolution.
+inline constexpr int64_t kRatePerSecondMax = 1'000;
 
 enum class Workload : uint8_t { small, standard, large };
 std::string_view workload_name(Workload workload);
@@ -59,6 +62,11 @@ struct GeneratorOptions {
   Workload workload = Workload::standard;
   std::optional<int64_t> transfers;  // overrides the workload's transfer count
   std::optional<int64_t> accounts;   // overrides the workload's account count
+  // Transfers requested per virtual second (fuzz --rate): the batches arrive spread over virtual
+  // time at this rate, each followed by a `run` of the time until the next, instead of the
+  // drawn pauses between batches. A long story then spans hours or days of virtual time, so the
+  // dedupe windows and the TTLs expire during it as they do in production.
+  std::optional<int64_t> rate_per_second;
   bool swarm = false;
   // Whether a story may drop processed_messages' unique index mid-run (the seed's "delete the
   // unique index" experiment). The matrix turns it off: its rows say which defences are on.

@@ -1,10 +1,12 @@
 #include "fuzz/matrix.h"
 
 #include <algorithm>
+#include <optional>
 #include <ostream>
 
 #include "kernel/assert.h"
 #include "scenario/parse.h"
+#include "fuzz/progress.h"
 
 namespace inboxsim {
 
@@ -43,6 +45,11 @@ Config config_with_defences(const Config& base, const std::array<bool, kDefenceC
 std::vector<MatrixRow> run_matrix(const MatrixOptions& options, std::ostream* progress_stream) {
   std::vector<MatrixRow> rows;
   constexpr unsigned kCombinations = 1U << kDefenceCount;
+  std::optional<ProgressLine> line;
+  if (progress_stream != nullptr) line.emplace(*progress_stream, "matrix");
+  int64_t seeds_before = 0;  // seeds of the rows already done
+  int64_t failures_before = 0;
+  int64_t broken_rows = 0;
   for (unsigned off_mask = 0; off_mask < kCombinations; ++off_mask) {
     MatrixRow row;
     for (size_t i = 0; i < kDefenceCount; ++i) row.defences[i] = ((off_mask >> i) & 1U) == 0;
@@ -56,19 +63,33 @@ std::vector<MatrixRow> run_matrix(const MatrixOptions& options, std::ostream* pr
     campaign.generator.drop_indexes = false;
     campaign.out_dir = options.out_dir.empty() ? "" : options.out_dir + "/" + row_tag(row.defences);
     campaign.shrink_max = 1;
+    if (line) {
+      campaign.on_progress = [&](const CampaignProgress& progress) {
+        const int64_t done = seeds_before + progress.seeds_done;
+        const int64_t total = progress.seeds_total * kCombinations;
+        line->update(
+            "row " + std::to_string(off_mask + 1) + "/" + std::to_string(kCombinations) + ", " +
+                std::to_string(done) + "/" + std::to_string(total) + " seeds, " +
+                std::to_string(failures_before + progress.failures) + " failing in " +
+                std::to_string(broken_rows + (progress.failures > 0 ? 1 : 0)) + " row(s), " +
+                std::to_string(static_cast<int64_t>(static_cast<double>(done) /
+                                                    std::max(line->elapsed_seconds(), 1e-3))) +
+                " seeds/s",
+            (static_cast<double>(seeds_before) + progress.fraction_done() *
+                 static_cast<double>(progress.seeds_total)) / static_cast<double>(total));
+      };
+    }
     const CampaignResult result = run_campaign(campaign, nullptr);
+    seeds_before += result.seeds;
+    failures_before += static_cast<int64_t>(result.failures.size());
+    if (!result.failures.empty()) ++broken_rows;
     row.seeds = result.seeds;
     row.failing_seeds = static_cast<int64_t>(result.failures.size());
     row.violated = result.violated;
     if (!result.counterexamples.empty()) row.counterexample = result.counterexamples[0].path;
     row.write_errors = result.write_errors;
-    if (progress_stream != nullptr) {
-      *progress_stream << "\rmatrix: " << off_mask + 1 << "/" << kCombinations << " rows"
-                       << std::flush;
-    }
     rows.push_back(std::move(row));
   }
-  if (progress_stream != nullptr) *progress_stream << "\n";
   return rows;
 }
 

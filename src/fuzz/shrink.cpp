@@ -257,9 +257,10 @@ std::string_view invariant_lesson(Invariant invariant) {
 
 }  // namespace
 
-RunResult fuzz_run(const Scenario& scenario) {
+RunResult fuzz_run(const Scenario& scenario, std::function<void()> after_step) {
   RunOptions options;
   options.keep_trace = false;
+  options.after_step = std::move(after_step);
   return run_scenario(scenario, options);
 }
 

@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 
@@ -20,7 +21,7 @@
 namespace inboxsim {
 
 // Runs a scenario the way the fuzzer does (no trace kept).
-RunResult fuzz_run(const Scenario& scenario);
+RunResult fuzz_run(const Scenario& scenario, std::function<void()> after_step = {});
 
 // Returns the first invariant (in contract order) that `result` found broken, if any.
 std::optional<Invariant> first_violation(const RunResult& result);

@@ -1,7 +1,10 @@
 #include "report/campaign_view.h"
 
 #include <algorithm>
+#include <cctype>
 #include <ostream>
+#include <string_view>
+#include <utility>
 
 #include "kernel/text.h"
 #include "report/html.h"         // escape_html, also right for XML text and attributes
@@ -49,7 +52,66 @@ void print_coverage(std::ostream& out, const CampaignResult& result) {
   out << "  never reached: " << (unreached.empty() ? "none" : probes_text(unreached)) << "\n";
 }
 
+// Quotes `word` for a POSIX shell when it holds anything but plain characters.
+std::string shell_quoted(const std::string& word) {
+  const bool plain = !word.empty() && std::all_of(word.begin(), word.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) != 0 ||
+           std::string_view("@%+=:,./_-").find(c) != std::string_view::npos;
+  });
+  if (plain) return word;
+  std::string quoted = "'";
+  for (const char c : word) quoted += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return quoted + "'";
+}
+
+// The campaign's configuration as JUnit properties: what a reader of the CI's test view needs
+// to run the campaign, or one of its seeds, again.
+std::string junit_properties(const CampaignOptions& options) {
+  std::vector<std::pair<std::string, std::string>> properties = {
+      {"inboxsim.version", INBOXSIM_VERSION},
+      {"seeds", std::to_string(options.seed_first) + ".." + std::to_string(options.seed_last)},
+      {"shard", std::to_string(options.shard_index) + "/" + std::to_string(options.shard_count)},
+      {"workload", std::string(workload_name(options.generator.workload))},
+      {"swarm", options.generator.swarm ? "true" : "false"},
+      {"config", config_diff_json(options.generator.config).dump()},
+  };
+  if (options.generator.transfers) {
+    properties.emplace_back("transfers", std::to_string(*options.generator.transfers));
+  }
+  if (options.generator.accounts) {
+    properties.emplace_back("accounts", std::to_string(*options.generator.accounts));
+  }
+  if (options.generator.rate_per_second) {
+    properties.emplace_back("rate", std::to_string(*options.generator.rate_per_second));
+  }
+  for (const std::string& set : options.sets) properties.emplace_back("set", set);
+  std::string xml = "    <properties>\n";
+  for (const auto& [name, value] : properties) {
+    xml += "      <property name=\"" + escape_html(name) + "\" value=\"" + escape_html(value) +
+           "\"/>\n";
+  }
+  return xml + "    </properties>\n";
+}
+
 }  // namespace
+
+std::string replay_command(const CampaignOptions& options, uint64_t seed) {
+  std::string command = "inboxsim fuzz --seeds " + std::to_string(seed) + ".." +
+                        std::to_string(seed) + " --workload " +
+                        std::string(workload_name(options.generator.workload));
+  if (options.generator.swarm) command += " --swarm";
+  if (options.generator.transfers) {
+    command += " --transfers " + std::to_string(*options.generator.transfers);
+  }
+  if (options.generator.accounts) {
+    command += " --accounts " + std::to_string(*options.generator.accounts);
+  }
+  if (options.generator.rate_per_second) {
+    command += " --rate " + std::to_string(*options.generator.rate_per_second);
+  }
+  for (const std::string& set : options.sets) command += " --set " + shell_quoted(set);
+  return command;
+}
 
 nlohmann::ordered_json campaign_json(const CampaignOptions& options, const CampaignResult& result) {
   nlohmann::ordered_json out;
@@ -84,6 +146,7 @@ nlohmann::ordered_json campaign_json(const CampaignOptions& options, const Campa
     for (const Invariant invariant : outcome.violated) names.push_back(invariant_name(invariant));
     entry["violated"] = names;
     entry["options"] = describe_drawn(outcome.drawn);
+    entry["replay"] = replay_command(options, outcome.seed);
     details.push_back(entry);
   }
   out["failed"] = details;
@@ -95,6 +158,7 @@ std::string campaign_junit(const CampaignOptions& options, const CampaignResult&
   xml += "<testsuites>\n<testsuite name=\"inboxsim fuzz\" tests=\"" + std::to_string(result.seeds) +
          "\" failures=\"" + std::to_string(result.failures.size()) + "\" errors=\"0\" time=\"" +
          std::to_string(static_cast<double>(result.wall_ms) / 1000.0) + "\">\n";
+  xml += junit_properties(options);
   const std::vector<uint64_t> seeds = shard_seeds(options);
   size_t failure = 0;
   for (size_t i = 0; i < static_cast<size_t>(result.seeds); ++i) {
@@ -102,9 +166,10 @@ std::string campaign_junit(const CampaignOptions& options, const CampaignResult&
     xml += "  <testcase classname=\"inboxsim.fuzz\" name=\"seed " + std::to_string(seed) + "\"";
     if (failure < result.failures.size() && result.failures[failure].seed == seed) {
       const SeedOutcome& outcome = result.failures[failure++];
-      std::string body = "options: " + describe_drawn(outcome.drawn);
+      std::string body = "options: " + describe_drawn(outcome.drawn) +
+                         "\nreplay: " + replay_command(options, seed);
       for (const Counterexample& cx : result.counterexamples) {
-        if (cx.seed == seed && !cx.path.empty()) body += "\nreplay: inboxsim run " + cx.path;
+        if (cx.seed == seed && !cx.path.empty()) body += "\nshrunk: inboxsim run " + cx.path;
       }
       xml += ">\n    <failure message=\"" + escape_html(invariants_text(outcome.violated)) + "\">" +
              escape_html(body) + "</failure>\n  </testcase>\n";
@@ -121,7 +186,8 @@ void print_campaign(std::ostream& out, const CampaignOptions& options,
   for (size_t i = 0; i < result.failures.size() && i < kFailuresPrintedMax; ++i) {
     const SeedOutcome& outcome = result.failures[i];
     out << "FAIL  seed " << outcome.seed << ": " << invariants_text(outcome.violated)
-        << "\n      options: " << describe_drawn(outcome.drawn) << "\n";
+        << "\n      options: " << describe_drawn(outcome.drawn)
+        << "\n      replay:  " << replay_command(options, outcome.seed) << "\n";
   }
   if (result.failures.size() > kFailuresPrintedMax) {
     out << "      ... and " << result.failures.size() - kFailuresPrintedMax

@@ -17,8 +17,13 @@ namespace inboxsim {
 // each probe, the probes required and those of them never reached, and the config under test).
 nlohmann::ordered_json campaign_json(const CampaignOptions& options, const CampaignResult& result);
 
-// A JUnit XML report: one test case per seed, a failure for each failing one.
+// A JUnit XML report: one test case per seed, a failure for each failing one with the command
+// that replays it (replay_command), and the campaign's configuration as the suite's properties.
 std::string campaign_junit(const CampaignOptions& options, const CampaignResult& result);
+
+// The command that runs `seed` again exactly as the campaign ran it: its workload, swarm, story
+// size and every --set, each argument quoted for a POSIX shell where it needs it.
+std::string replay_command(const CampaignOptions& options, uint64_t seed);
 
 // The human summary printed on stdout: failing seeds with the options they drew, each
 // counterexample with its replay command, the probes reached (how often, in how many seeds) and

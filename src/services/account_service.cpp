@@ -686,9 +686,9 @@ void AccountService::restart() {
   if (config_.account_inbox != AccountInbox::masstransit) host_.schedule_account_outbox_sweep();
 }
 
-int64_t AccountService::cleanup_inbox(int64_t as_of_ms) {
+CleanupCounts AccountService::cleanup_inbox(int64_t as_of_ms) {
   const int64_t cutoff = as_of_ms - config_.account_inbox_window_ms;
-  if (cutoff <= 0) return 0;
+  if (cutoff <= 0) return {};
   UnitOfWork work(*this);
   int64_t deleted = 0;
   {
@@ -701,14 +701,18 @@ int64_t AccountService::cleanup_inbox(int64_t as_of_ms) {
     documents->bind(1, static_cast<int64_t>(cutoff));
     deleted += documents->exec();
   }
+  int64_t outbox_deleted = 0;
   {
     StatementUse outbox(statements_->outbox_cleanup);
     outbox->bind(1, static_cast<int64_t>(cutoff));
-    outbox->exec();
+    outbox_deleted = outbox->exec();
   }
-  if (deleted == 0) return 0;
+  // One unit of work deletes both: returning before the commit when only outbox rows went
+  // would roll their delete back, and the outboxes of the modes without an inbox row (none,
+  // the external seen-sets) would never shrink.
+  if (deleted == 0 && outbox_deleted == 0) return {};
   commit(work);
-  return deleted;
+  return {deleted, outbox_deleted};
 }
 
 bool AccountService::drop_index(IndexName index) {

@@ -60,8 +60,9 @@ class AccountService : private ServiceCore {
   }
 
   // MassTransit's InboxCleanupService, as of `as_of_ms`: deletes inbox rows delivered longer
-  // than the window before it. Returns the number of rows deleted.
-  int64_t cleanup_inbox(int64_t as_of_ms);
+  // than the window before it, and the outbox rows delivered as long ago, in one transaction.
+  // Returns how many rows of each went.
+  CleanupCounts cleanup_inbox(int64_t as_of_ms);
 
   // Drops a unique index this service owns. Returns false if it has no such index.
   bool drop_index(IndexName index);

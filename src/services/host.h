@@ -41,6 +41,13 @@ enum class PublishResult : uint8_t {
   nacked,     // the broker refused it (basic.nack): it was not routed
 };
 
+// What one retention cleanup deleted: dedupe records (inbox rows, inbox documents,
+// processed_messages) and outbox rows that were sent long enough ago.
+struct CleanupCounts {
+  int64_t dedupe_rows = 0;
+  int64_t outbox_rows = 0;
+};
+
 // The participant names one instance appears under in traces (DESIGN §8.1).
 struct InstanceNames {
   std::string_view service;        // "account-service", or "account-service#2" with several

@@ -29,6 +29,7 @@ void create_tables(SQLite::Database& db, const Config& config) {
       "  to_account TEXT NOT NULL, amount INTEGER NOT NULL, created_ms INTEGER NOT NULL,"
       "  sent_ms INTEGER);"
       "CREATE INDEX outbox_unsent ON outbox (seq) WHERE sent_ms IS NULL;"
+      "CREATE INDEX outbox_sent ON outbox (sent_ms) WHERE sent_ms IS NOT NULL;"
       "CREATE TABLE notifications (id INTEGER PRIMARY KEY, transfer_id TEXT NOT NULL,"
       "  kind TEXT NOT NULL, created_ms INTEGER NOT NULL);");
   if (config.transfer_processed_unique) {
@@ -88,6 +89,7 @@ struct TransferService::Statements {
                          "INSERT INTO processed_messages (message_id, consumer, processed_ms)"
                          " VALUES (?, ?, ?)"),
         processed_cleanup(db, "DELETE FROM processed_messages WHERE processed_ms < ?"),
+        outbox_sent_cleanup(db, "DELETE FROM outbox WHERE sent_ms < ?"),
         outbox_insert(db,
                       "INSERT INTO outbox (message_id, type, transfer_id, from_account,"
                       " to_account, amount, created_ms) VALUES (?, ?, ?, ?, ?, ?, ?)"),
@@ -106,6 +108,7 @@ struct TransferService::Statements {
   LazyStatement saga_update;
   LazyStatement processed_insert;
   LazyStatement processed_cleanup;
+  LazyStatement outbox_sent_cleanup;
   LazyStatement outbox_insert;
   LazyStatement outbox_unsent;
   LazyStatement outbox_mark_sent;
@@ -372,17 +375,22 @@ void TransferService::crash() { awaiting_confirm_.clear(); }
 
 void TransferService::restart() { host_.schedule_relay_poll(); }
 
-int64_t TransferService::cleanup_processed(int64_t as_of_ms) {
+CleanupCounts TransferService::cleanup_processed(int64_t as_of_ms) {
   const int64_t cutoff = as_of_ms - config_.transfer_processed_ttl_ms;
-  if (cutoff <= 0) return 0;
+  if (cutoff <= 0) return {};
   UnitOfWork work(*this);
-  int deleted = 0;
+  CleanupCounts deleted;
   {
     StatementUse remove(statements_->processed_cleanup);
     remove->bind(1, static_cast<int64_t>(cutoff));
-    deleted = remove->exec();
+    deleted.dedupe_rows = remove->exec();
   }
-  if (deleted == 0) return 0;
+  {
+    StatementUse remove(statements_->outbox_sent_cleanup);
+    remove->bind(1, static_cast<int64_t>(cutoff));
+    deleted.outbox_rows = remove->exec();
+  }
+  if (deleted.dedupe_rows == 0 && deleted.outbox_rows == 0) return {};
   commit(work);
   return deleted;
 }

@@ -68,9 +68,10 @@ class TransferService : private ServiceCore {
     for (const int64_t seq : awaiting_confirm_) hasher.add_signed(seq);
   }
 
-  // The Mongo TTL monitor, as of `as_of_ms`: deletes processed_messages older than the TTL.
-  // Returns rows deleted.
-  int64_t cleanup_processed(int64_t as_of_ms);
+  // The Mongo TTL monitor, as of `as_of_ms`: deletes processed_messages older than the TTL,
+  // and outbox rows sent longer ago than the TTL (the outbox collection's TTL index on its
+  // sent time: the relay never reads a sent row again). Returns how many rows of each went.
+  CleanupCounts cleanup_processed(int64_t as_of_ms);
 
   bool drop_index(IndexName index);
 

@@ -1174,13 +1174,19 @@ void World::on_cleanup(int64_t tick_ms) {
     for (Instance& instance : instances_) {
       if (instance.service != service || !instance.up || paused(instance)) continue;
       if (instance.account) {
-        record_cleanup(instance.names.service, instance.account->cleanup_inbox(tick_ms),
-                       "inbox cleanup: rows delivered more than " +
-                           std::to_string(config_.account_inbox_window_ms) + " ms ago deleted");
+        const CleanupCounts deleted = instance.account->cleanup_inbox(tick_ms);
+        const std::string window = std::to_string(config_.account_inbox_window_ms);
+        record_cleanup(instance.names.service, deleted.dedupe_rows,
+                       "inbox cleanup: rows delivered more than " + window + " ms ago deleted");
+        record_cleanup(instance.names.service, deleted.outbox_rows,
+                       "outbox cleanup: rows delivered more than " + window + " ms ago deleted");
       } else {
-        record_cleanup(instance.names.service, instance.transfer->cleanup_processed(tick_ms),
-                       "TTL: processed_messages older than " +
-                           std::to_string(config_.transfer_processed_ttl_ms) + " ms deleted");
+        const CleanupCounts deleted = instance.transfer->cleanup_processed(tick_ms);
+        const std::string ttl = std::to_string(config_.transfer_processed_ttl_ms);
+        record_cleanup(instance.names.service, deleted.dedupe_rows,
+                       "TTL: processed_messages older than " + ttl + " ms deleted");
+        record_cleanup(instance.names.service, deleted.outbox_rows,
+                       "TTL: outbox rows sent more than " + ttl + " ms ago deleted");
       }
       break;
     }

@@ -1,0 +1,122 @@
+// Retention (issue 14): what a long run keeps per transfer is released once the transfer is
+// settled and its retention has passed: the account outbox in every inbox mode, the transfer
+// outbox's sent rows, the dedupe records. The business data (sagas, ledger) stays, and a late
+// duplicate is still stopped by the second line of defence.
+#include <SQLiteCpp/SQLiteCpp.h>
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <filesystem>
+
+#include "scenario/parse.h"
+#include "scenario/runner.h"
+
+using namespace inboxsim;
+
+namespace {
+
+Scenario parse_ok(const std::string& text) {
+  const ParseResult parsed = parse_scenario_text(text, "test.json");
+  if (parsed.error) FAIL(parsed.error->message());
+  REQUIRE(parsed.scenario.has_value());
+  return *parsed.scenario;
+}
+
+struct TemporaryDirectory {
+  std::filesystem::path path;
+  explicit TemporaryDirectory(const std::string& name)
+      : path(std::filesystem::temp_directory_path() /
+             (name + "-" + std::to_string(static_cast<long long>(::getpid())))) {
+    std::filesystem::remove_all(path);
+  }
+  ~TemporaryDirectory() {
+    std::error_code ignored;
+    std::filesystem::remove_all(path, ignored);
+  }
+  TemporaryDirectory(const TemporaryDirectory&) = delete;
+  TemporaryDirectory& operator=(const TemporaryDirectory&) = delete;
+};
+
+int64_t count_rows(const std::filesystem::path& file, const std::string& sql) {
+  SQLite::Database db(file.string(), SQLite::OPEN_READONLY);
+  return db.execAndGet(sql).getInt64();
+}
+
+// Two transfers settle, virtual time passes `advance_ms`, and a copy of t1's request is
+// published again by hand.
+std::string story(const std::string& inbox, int64_t advance_ms) {
+  return R"({
+    "name": "retention",
+    "seed": 3,
+    "config": { "account.inbox": ")" +
+         inbox + R"(" },
+    "accounts": { "alice": 10000, "bob": 0 },
+    "steps": [
+      { "transfer": { "id": "t1", "from": "alice", "to": "bob", "amount": 100 } },
+      { "transfer": { "id": "t2", "from": "alice", "to": "bob", "amount": 200 } },
+      { "run": { "until": "quiescent" } },
+      { "advance": { "ms": )" +
+         std::to_string(advance_ms) + R"( } },
+      { "fault": { "kind": "duplicate", "match": { "type": "Transfer.Requested",
+                                                   "transfer": "t1" } } },
+      { "run": { "until": "quiescent" } }
+    ]
+  })";
+}
+
+bool has_cleanup(const RunResult& result, const std::string& service, const std::string& what) {
+  return std::any_of(result.events.begin(), result.events.end(), [&](const TraceEvent& e) {
+    return e.kind == EventKind::cleanup && e.service == service &&
+           e.detail.find(what) != std::string::npos && e.amount > 0;
+  });
+}
+
+}  // namespace
+
+TEST_CASE("retention: the account outbox is cleaned in every inbox mode, not only with rows",
+          "[retention]") {
+  // In these modes no inbox row is ever deleted, which once rolled the outbox delete back.
+  for (const std::string inbox : {"none", "external-after", "external-before", "masstransit",
+                                  "marten"}) {
+    CAPTURE(inbox);
+    const TemporaryDirectory dir("inboxsim-test-retention-" + inbox);
+    RunOptions options;
+    options.db_dir = dir.path.string();
+    const RunResult result = run_scenario(parse_ok(story(inbox, 2 * 1'800'000)), options);
+    REQUIRE(result.violations.empty());
+    REQUIRE(result.balances.at("alice") == 9700);
+    const auto file = dir.path / "retention.account-service.sqlite";
+    // The duplicate's own outbox row (if it produced one) is younger than the window.
+    REQUIRE(count_rows(file, "SELECT COUNT(*) FROM outbox WHERE created_ms < 3600000") == 0);
+    REQUIRE(count_rows(file, "SELECT COUNT(*) FROM ledger") == 4);
+    if (inbox == "none" || inbox.rfind("external", 0) == 0) {
+      REQUIRE(has_cleanup(result, "account-service", "outbox cleanup"));
+    }
+  }
+}
+
+TEST_CASE("retention: the transfer outbox's sent rows go with the TTL, unsent ones stay",
+          "[retention]") {
+  const TemporaryDirectory dir("inboxsim-test-retention-transfer");
+  RunOptions options;
+  options.db_dir = dir.path.string();
+  std::string text = story("masstransit", 2 * 86'400'000);
+  const RunResult result = run_scenario(parse_ok(text), options);
+  REQUIRE(result.violations.empty());
+  REQUIRE(has_cleanup(result, "transfer-service", "outbox rows sent"));
+  REQUIRE(has_cleanup(result, "transfer-service", "processed_messages"));
+  const auto file = dir.path / "retention.transfer-service.sqlite";
+  REQUIRE(count_rows(file, "SELECT COUNT(*) FROM outbox") == 0);
+  REQUIRE(count_rows(file, "SELECT COUNT(*) FROM processed_messages") == 0);
+  // The sagas are business data: they stay, and the late duplicate changed nothing.
+  REQUIRE(count_rows(file, "SELECT COUNT(*) FROM sagas WHERE state = 'COMPLETED'") == 2);
+  REQUIRE(result.balances.at("bob") == 300);
+
+  // Within the TTL nothing of it is deleted.
+  const TemporaryDirectory young("inboxsim-test-retention-transfer-young");
+  options.db_dir = young.path.string();
+  const RunResult kept = run_scenario(parse_ok(story("masstransit", 3'600'000)), options);
+  REQUIRE_FALSE(has_cleanup(kept, "transfer-service", "outbox rows sent"));
+  REQUIRE(count_rows(young.path / "retention.transfer-service.sqlite",
+                     "SELECT COUNT(*) FROM outbox WHERE sent_ms IS NOT NULL") >= 4);
+}
