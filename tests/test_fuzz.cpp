@@ -300,6 +300,9 @@ TEST_CASE("every broken configuration is found within 500 seeds and shrunk small
       // state machine) stops the duplicate, so these rows switch it off to see the first line.
       {"transfer external-after (no state machine)",
        config_from({{"transfer.dedupe", "external-after"}, {"transfer.state_machine", "false"}})},
+      // Scenario 45: the same table, a second transaction; the same break as external-after.
+      {"transfer processed-after (no state machine)",
+       config_from({{"transfer.dedupe", "processed-after"}, {"transfer.state_machine", "false"}})},
       {"unstable message ids, no ledger index",
        config_from({{"relay.stable_message_id", "false"}, {"account.ledger_unique", "false"}})},
       {"zero dedupe window, no ledger index",

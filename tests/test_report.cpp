@@ -274,7 +274,7 @@ TEST_CASE("mermaid draws one arrow per message event", "[report][mermaid]") {
   CHECK(arrows == static_cast<size_t>(messages));
   CHECK(contains(diagram, "participant Operator as operator"));
   CHECK_FALSE(contains(diagram, "Notifications"));  // absent from this run
-  CHECK(contains(diagram, "REDELIVERED (delivery 2)"));
+  CHECK(contains(diagram, "REDELIVERED (x-delivery-count 2)"));
   CHECK(contains(diagram, "Note over AccountService: CRASH at after_commit"));
 }
 
@@ -309,7 +309,7 @@ TEST_CASE("html shows the story and embeds every event", "[report][html]") {
   CHECK(contains(page, "A crash after commit: the redelivery is acked without effect"));
   CHECK(contains(page, "Dedupe does not mean ignore the message"));
   CHECK(occurrences(page, "<g class=\"ev ") == run.events.size());
-  CHECK(contains(page, "REDELIVERED #2"));
+  CHECK(contains(page, "REDELIVERED (x-delivery-count 2)"));
   CHECK(contains(page, "CRASH at after_commit"));
 }
 
@@ -324,7 +324,7 @@ TEST_CASE("reports show no x-delivery-count where RabbitMQ sends none", "[report
   }
   const std::string page = render_html(run);
   CHECK(contains(page, "REDELIVERED · "));
-  CHECK_FALSE(contains(page, "REDELIVERED #0"));
+  CHECK_FALSE(contains(page, "REDELIVERED (x-delivery-count 0)"));
   const std::string diagram = render_mermaid(run);
   CHECK(contains(diagram, " REDELIVERED"));
   CHECK_FALSE(contains(diagram, "(delivery 0)"));

@@ -12,8 +12,8 @@ namespace {
 
 constexpr std::array<std::string_view, 5> kAccountInboxNames = {
     "masstransit", "marten", "none", "external-before", "external-after"};
-constexpr std::array<std::string_view, 4> kTransferDedupeNames = {
-    "processed_messages", "none", "external-before", "external-after"};
+constexpr std::array<std::string_view, 5> kTransferDedupeNames = {
+    "processed_messages", "none", "external-before", "external-after", "processed-after"};
 constexpr std::array<std::string_view, 2> kDedupeKeyNames = {"message_id", "message_id+consumer"};
 constexpr std::array<std::string_view, 2> kQueueTypeNames = {"quorum", "classic"};
 constexpr std::array<std::string_view, 2> kLedgerConflictNames = {"fault", "ack"};

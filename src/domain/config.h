@@ -15,7 +15,15 @@
 namespace inboxsim {
 
 enum class AccountInbox : uint8_t { masstransit, marten, none, external_before, external_after };
-enum class TransferDedupe : uint8_t { processed_messages, none, external_before, external_after };
+// processed_after: processed_messages in the same database, but inserted by a second
+// transaction after the business commit (the seed's atomicity argument inside one store).
+enum class TransferDedupe : uint8_t {
+  processed_messages,
+  none,
+  external_before,
+  external_after,
+  processed_after
+};
 enum class DedupeKey : uint8_t { message_id, message_id_and_consumer };
 // RabbitMQ's queue types (DESIGN §8.2): a quorum queue counts deliveries (x-delivery-count) and
 // dead-letters past the delivery limit; a classic queue does neither.

@@ -90,7 +90,8 @@ std::vector<CrashPoint> crash_points(ServiceId service, const Config& config) {
                             ? (config.account_inbox == AccountInbox::external_before ||
                                config.account_inbox == AccountInbox::external_after)
                             : (config.transfer_dedupe == TransferDedupe::external_before ||
-                               config.transfer_dedupe == TransferDedupe::external_after);
+                               config.transfer_dedupe == TransferDedupe::external_after ||
+                               config.transfer_dedupe == TransferDedupe::processed_after);
   std::vector<CrashPoint> points;
   for (const CrashPoint point : crash_points_of(service)) {
     if (point == CrashPoint::after_mark && !external) continue;

@@ -68,7 +68,7 @@ std::string arrow_label(const TraceEvent& event) {
              (!event.redelivered ? ""
               // A classic queue counts nothing: its redeliveries carry no x-delivery-count.
               : event.delivery_count > 0
-                  ? " REDELIVERED (delivery " + std::to_string(event.delivery_count) + ")"
+                  ? " REDELIVERED (x-delivery-count " + std::to_string(event.delivery_count) + ")"
                   : " REDELIVERED");
     case EventKind::ack: return "ack" + tag;
     case EventKind::ack_lost: return "ack" + tag + " LOST";

@@ -89,6 +89,10 @@ struct TransferService::Statements {
                          "INSERT INTO processed_messages (message_id, consumer, processed_ms)"
                          " VALUES (?, ?, ?)"),
         processed_cleanup(db, "DELETE FROM processed_messages WHERE processed_ms < ?"),
+        // The consumer is bound NULL when the key is the message id alone.
+        processed_find(db,
+                       "SELECT 1 FROM processed_messages WHERE message_id = ?1"
+                       " AND (?2 IS NULL OR consumer = ?2)"),
         outbox_sent_cleanup(db, "DELETE FROM outbox WHERE sent_ms < ?"),
         outbox_insert(db,
                       "INSERT INTO outbox (message_id, type, transfer_id, from_account,"
@@ -108,6 +112,7 @@ struct TransferService::Statements {
   LazyStatement saga_update;
   LazyStatement processed_insert;
   LazyStatement processed_cleanup;
+  LazyStatement processed_find;
   LazyStatement outbox_sent_cleanup;
   LazyStatement outbox_insert;
   LazyStatement outbox_unsent;
@@ -190,12 +195,52 @@ Task<Outcome> TransferService::handle(TransferConsumer consumer, MessagePtr mess
     mark_seen(participant_of(consumer_name), key, message, "after");
     co_await step(CrashPointSet(CrashPoint::after_mark), message);
   }
+  if (dedupe == TransferDedupe::processed_after) {
+    record_processed_after(message, consumer_name);
+    co_await step(CrashPointSet(CrashPoint::after_mark), message);
+  }
   co_return Outcome::ack;
 }
 
-// The external seen-set's pre-check. Traces the dedupe hit when it finds the message.
+// processed_after's second transaction: the dedupe record, committed on its own after the
+// business commit. A unique violation means a concurrent copy recorded it first: nothing to do.
+void TransferService::record_processed_after(const Message& message, std::string_view consumer) {
+  UnitOfWork work(*this);
+  try {
+    StatementUse insert(statements_->processed_insert);
+    insert->bind(1, message.message_id);
+    insert->bind(2, std::string(consumer));
+    insert->bind(3, static_cast<int64_t>(host_.now_ms()));
+    insert->exec();
+  } catch (const SQLite::Exception& error) {
+    if (!is_unique_violation(error)) throw;
+    return;
+  }
+  TraceEvent event =
+      event_about(EventKind::dedupe_record, host_.now_ms(), participant_of(consumer), message);
+  event.detail = "processed_messages: " + message.message_id +
+                 " inserted in a transaction of its own, after the business commit";
+  pending_.events.push_back(std::move(event));
+  commit(work);
+}
+
+// The pre-check of the modes that keep the record outside the business transaction: the
+// external seen-set, or processed_messages read before the business transaction
+// (processed_after). Traces the dedupe hit when it finds the message.
 bool TransferService::already_seen(const Message& message, std::string_view consumer,
                                    const std::string& key) {
+  if (config_.transfer_dedupe == TransferDedupe::processed_after) {
+    StatementUse find(statements_->processed_find);
+    find->bind(1, message.message_id);
+    if (config_.transfer_dedupe_key == DedupeKey::message_id_and_consumer) {
+      find->bind(2, std::string(consumer));
+    }
+    if (!find->executeStep()) return false;
+    dedupe_hit(Probe::dedupe_processed_messages, participant_of(consumer), message,
+               "processed_messages: " + message.message_id +
+                   " found by the pre-check, acked without effect");
+    return true;
+  }
   const bool external = config_.transfer_dedupe == TransferDedupe::external_before ||
                         config_.transfer_dedupe == TransferDedupe::external_after;
   if (!external || !host_.seen_store().contains(key)) return false;

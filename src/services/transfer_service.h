@@ -81,6 +81,7 @@ class TransferService : private ServiceCore {
   int64_t unsent_outbox_rows();
 
  private:
+  void record_processed_after(const Message& message, std::string_view consumer);
   bool already_seen(const Message& message, std::string_view consumer, const std::string& key);
   bool commit_event(TransferConsumer consumer, const Message& message);
   bool claim_message(const Message& message, std::string_view consumer);

@@ -53,7 +53,8 @@ bool CoverageRecorder::past_commit(const TraceEvent& crash) const {
       if (participant_base(crash.service) == participant::account_service) {
         return config_.account_inbox == AccountInbox::external_after;
       }
-      return config_.transfer_dedupe == TransferDedupe::external_after;
+      return config_.transfer_dedupe == TransferDedupe::external_after ||
+             config_.transfer_dedupe == TransferDedupe::processed_after;
     default: return false;
   }
 }
