@@ -8,18 +8,8 @@ bin=$(realpath "$1")
 cd "$(dirname "$0")/.." || exit 2
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-passed=0
-failed=0
-check() {  # check NAME COMMAND...: the command must succeed
-  local name=$1
-  shift
-  if "$@"; then
-    passed=$((passed + 1))
-  else
-    failed=$((failed + 1))
-    echo "FAILED: $name"
-  fi
-}
+# shellcheck source=check.sh
+source tests/check.sh  # check, finish
 
 happy=scenarios/01-happy-path.json
 
@@ -295,5 +285,4 @@ check "and names the file and the step" grep -q "14-window-too-short.json: point
 "$bin" matrix --exhaustive --fault-kinds crash,bogus >/dev/null 2>"$work/err"
 check "matrix --exhaustive refuses an unknown fault kind (exit 2)" test $? -eq 2
 
-echo "$passed passed, $failed failed"
-test "$failed" -eq 0
+finish

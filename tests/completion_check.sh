@@ -12,18 +12,8 @@ completion=$2
 cd "$(dirname "$0")/.." || exit 2
 # shellcheck source=../completion/inboxsim.bash
 source "$completion" || exit 2
-passed=0
-failed=0
-check() {  # check NAME COMMAND...: the command must succeed
-  local name=$1
-  shift
-  if "$@"; then
-    passed=$((passed + 1))
-  else
-    failed=$((failed + 1))
-    echo "FAILED: $name"
-  fi
-}
+# shellcheck source=check.sh
+source tests/check.sh  # check, finish
 
 # Prints what completing the command line WORD... offers (the last word is the one being
 # completed, possibly empty), one per line, sorted.
@@ -108,5 +98,4 @@ check "demo completes the names of the --scenarios folder" \
   same "inboxsim demo --scenarios DIR" "$(printf '%s\n' 01-happy-path 09-crash-after-commit)" \
   "$(complete_line demo --scenarios "$work" "")"
 
-echo "$passed passed, $failed failed"
-[[ $failed -eq 0 ]]
+finish

@@ -16,23 +16,8 @@ cd "$(dirname "$0")/.." || exit 2
 source_root=$PWD
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-passed=0
-failed=0
-check() {  # check NAME COMMAND...: the command must succeed
-  local name=$1
-  shift
-  if "$@"; then
-    passed=$((passed + 1))
-  else
-    failed=$((failed + 1))
-    echo "FAILED: $name"
-  fi
-}
-finish() {
-  echo "$passed passed, $failed failed"
-  [[ $failed -eq 0 ]]
-  exit
-}
+# shellcheck source=check.sh
+source tests/check.sh  # check, finish
 
 # The source's library, by file name: what every installed copy must hold.
 library_files=$(cd scenarios && ls -- *.json)

@@ -9,18 +9,8 @@ bin=$(realpath "$1")
 cd "$(dirname "$0")/.." || exit 2
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-passed=0
-failed=0
-check() {  # check NAME COMMAND...: the command must succeed
-  local name=$1
-  shift
-  if "$@"; then
-    passed=$((passed + 1))
-  else
-    failed=$((failed + 1))
-    echo "FAILED: $name"
-  fi
-}
+# shellcheck source=check.sh
+source tests/check.sh  # check, finish
 
 # A configuration that breaks (no inbox, no ledger index), with a value containing a space-free
 # comma list so that quoting is exercised only where needed.
@@ -105,5 +95,4 @@ check "naming the file" grep -q "broken.json" "$work/merge-error.txt"
 check "fuzz --rate 0 exits 2" test $? -eq 2
 check "naming --rate" grep -q -- "--rate" "$work/rate-error.txt"
 
-echo "$passed passed, $failed failed"
-test "$failed" -eq 0
+finish

@@ -13,12 +13,14 @@
 #include <string>
 #include <vector>
 
+#include "support.h"
 #include "scenario/parse.h"
 #include "scenario/runner.h"
 #include "scenario/write.h"
 #include "world/row_locks.h"
 
 using namespace inboxsim;
+using inboxsim::testing::TemporaryDirectory;
 
 namespace {
 
@@ -130,22 +132,6 @@ DeliverAndAck first_delivery_and_ack(const RunResult& result) {
   REQUIRE(ack < result.events.size());
   return {d, result.events[ack]};
 }
-
-// A directory of its own under the system's temporary directory, removed when it goes.
-struct TemporaryDirectory {
-  std::filesystem::path path;
-  explicit TemporaryDirectory(const std::string& name)
-      : path(std::filesystem::temp_directory_path() /
-             (name + "-" + std::to_string(static_cast<long long>(::getpid())))) {
-    std::filesystem::remove_all(path);
-  }
-  ~TemporaryDirectory() {
-    std::error_code ignored;
-    std::filesystem::remove_all(path, ignored);
-  }
-  TemporaryDirectory(const TemporaryDirectory&) = delete;
-  TemporaryDirectory& operator=(const TemporaryDirectory&) = delete;
-};
 
 }  // namespace
 

@@ -6,6 +6,7 @@
 #include <sstream>
 #include <string>
 
+#include "support.h"
 #include "app/demo.h"
 #include "domain/config.h"
 #include "report/legend.h"
@@ -14,16 +15,11 @@
 #include "scenario/runner.h"
 
 using namespace inboxsim;
+using inboxsim::testing::library_scenario;
 
 namespace {
 
 const std::string kLibrary = INBOXSIM_SOURCE_DIR "/scenarios/";
-
-Scenario library_scenario(const std::string& file) {
-  ParseResult parsed = parse_scenario_file(kLibrary + file);
-  if (parsed.error) FAIL(parsed.error->message());
-  return std::move(*parsed.scenario);
-}
 
 // Runs a library file narrated, as `inboxsim run` does, and returns what it printed.
 std::string narrated(const Scenario& scenario, RunResult* result = nullptr) {

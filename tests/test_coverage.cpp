@@ -10,6 +10,7 @@
 #include <sstream>
 #include <tuple>
 
+#include "support.h"
 #include "fuzz/campaign.h"
 #include "fuzz/generator.h"
 #include "fuzz/shrink.h"
@@ -19,15 +20,9 @@
 #include "scenario/runner.h"
 
 using namespace inboxsim;
+using inboxsim::testing::library_scenario;
 
 namespace {
-
-Scenario library_scenario(const std::string& file) {
-  const ParseResult parsed =
-      parse_scenario_file(std::string(INBOXSIM_SOURCE_DIR "/scenarios/") + file);
-  if (parsed.error) FAIL(parsed.error->message());
-  return *parsed.scenario;
-}
 
 RunResult run(const Scenario& scenario, bool keep_trace = true) {
   RunOptions options;

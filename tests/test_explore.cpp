@@ -5,6 +5,7 @@
 #include <catch2/catch.hpp>
 #include <string>
 
+#include "support.h"
 #include "fuzz/explore.h"
 #include "fuzz/matrix.h"
 #include "scenario/parse.h"
@@ -12,13 +13,9 @@
 #include "scenario/write.h"
 
 namespace inboxsim {
-namespace {
 
-Scenario library_scenario(const std::string& file) {
-  ParseResult parsed = parse_scenario_file(std::string(INBOXSIM_SOURCE_DIR "/scenarios/") + file);
-  REQUIRE(parsed.scenario.has_value());
-  return std::move(*parsed.scenario);
-}
+using testing::library_scenario;
+namespace {
 
 ExploreSettings settings_with(int64_t faults, std::initializer_list<FaultKind> kinds) {
   ExploreSettings settings;

@@ -8,10 +8,12 @@
 #include <catch2/catch.hpp>
 #include <filesystem>
 
+#include "support.h"
 #include "scenario/parse.h"
 #include "scenario/runner.h"
 
 using namespace inboxsim;
+using inboxsim::testing::TemporaryDirectory;
 
 namespace {
 
@@ -21,21 +23,6 @@ Scenario parse_ok(const std::string& text) {
   REQUIRE(parsed.scenario.has_value());
   return *parsed.scenario;
 }
-
-struct TemporaryDirectory {
-  std::filesystem::path path;
-  explicit TemporaryDirectory(const std::string& name)
-      : path(std::filesystem::temp_directory_path() /
-             (name + "-" + std::to_string(static_cast<long long>(::getpid())))) {
-    std::filesystem::remove_all(path);
-  }
-  ~TemporaryDirectory() {
-    std::error_code ignored;
-    std::filesystem::remove_all(path, ignored);
-  }
-  TemporaryDirectory(const TemporaryDirectory&) = delete;
-  TemporaryDirectory& operator=(const TemporaryDirectory&) = delete;
-};
 
 int64_t count_rows(const std::filesystem::path& file, const std::string& sql) {
   SQLite::Database db(file.string(), SQLite::OPEN_READONLY);

@@ -9,6 +9,7 @@
 #include <map>
 #include <sstream>
 
+#include "support.h"
 #include "kernel/file_names.h"
 #include "report/html.h"
 #include "report/narrate.h"
@@ -16,15 +17,10 @@
 #include "scenario/runner.h"
 
 using namespace inboxsim;
+using inboxsim::testing::library_scenario;
+using inboxsim::testing::TemporaryDirectory;
 
 namespace {
-
-Scenario library_scenario(const std::string& file) {
-  const ParseResult parsed =
-      parse_scenario_file(std::string(INBOXSIM_SOURCE_DIR "/scenarios/") + file);
-  if (parsed.error) FAIL(parsed.error->message());
-  return *parsed.scenario;
-}
 
 std::vector<std::string> library_files() {
   std::vector<std::string> files;
@@ -82,21 +78,6 @@ Table read_table(const std::string& path, const TableColumns& spec) {
   }
   return table;
 }
-
-struct TemporaryDirectory {
-  std::filesystem::path path;
-  explicit TemporaryDirectory(const std::string& name)
-      : path(std::filesystem::temp_directory_path() /
-             (name + "-" + std::to_string(static_cast<long long>(::getpid())))) {
-    std::filesystem::remove_all(path);
-  }
-  ~TemporaryDirectory() {
-    std::error_code ignored;
-    std::filesystem::remove_all(path, ignored);
-  }
-  TemporaryDirectory(const TemporaryDirectory&) = delete;
-  TemporaryDirectory& operator=(const TemporaryDirectory&) = delete;
-};
 
 const TableColumns* find_table(const RowHistory& history, std::string_view source,
                                std::string_view table) {

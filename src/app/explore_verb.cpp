@@ -271,18 +271,7 @@ int exhaustive_matrix_command(const ExhaustiveMatrixCommand& command) {
       });
   progress.reset();
   if (command.json) {
-    nlohmann::ordered_json out;
-    out["story"] = story.name;
-    out["faults"] = settings.faults;
-    nlohmann::ordered_json& kinds_json = out["fault_kinds"] = nlohmann::ordered_json::array();
-    for (size_t kind = 0; kind < kFaultKindCount; ++kind) {
-      if (settings.fault_kinds[kind]) {
-        kinds_json.push_back(fault_kind_name(static_cast<FaultKind>(kind)));
-      }
-    }
-    out["max_states"] = settings.max_states;
-    out["rows"] = exhaustive_matrix_json(rows);
-    std::cout << out.dump(2) << "\n";
+    std::cout << exhaustive_matrix_json(story, settings, rows).dump(2) << "\n";
   } else {
     print_exhaustive_matrix(std::cout, story, settings, rows);
   }

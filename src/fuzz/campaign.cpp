@@ -10,8 +10,8 @@
 #include <limits>
 #include <mutex>
 #include <ostream>
-#include <thread>
 
+#include "fuzz/parallel.h"
 #include "fuzz/progress.h"
 #include "fuzz/shrink.h"
 #include "kernel/assert.h"
@@ -23,7 +23,6 @@ namespace inboxsim {
 
 namespace {
 
-constexpr int64_t kJobsMax = 256;
 constexpr size_t kNoCutoff = std::numeric_limits<size_t>::max();
 
 using Clock = std::chrono::steady_clock;
@@ -72,33 +71,6 @@ SeedOutcome run_seed(uint64_t seed, const GeneratorOptions& generator, RunningSt
   outcome.violated.erase(std::unique(outcome.violated.begin(), outcome.violated.end()),
                          outcome.violated.end());
   return outcome;
-}
-
-// Runs `work(i)` for i in [0, count) on `jobs` threads; `stop(i)` is asked before claiming i.
-// Claims are in increasing order, so once stop(i) holds for some i it may be assumed to hold
-// for every later one.
-template <typename Work, typename Stop, typename Tick>
-void parallel_for(size_t count, int64_t jobs, Work work, Stop stop, Tick tick) {
-  std::atomic<size_t> next{0};
-  std::atomic<size_t> running{0};
-  auto worker = [&] {
-    for (;;) {
-      const size_t index = next.fetch_add(1);
-      if (index >= count || stop(index)) break;
-      work(index);
-    }
-    running.fetch_sub(1);
-  };
-  const auto threads_count = static_cast<size_t>(std::min<int64_t>(jobs, kJobsMax));
-  running.store(threads_count);
-  std::vector<std::thread> threads;
-  threads.reserve(threads_count);
-  for (size_t t = 0; t < threads_count; ++t) threads.emplace_back(worker);
-  while (running.load() > 0) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    tick();
-  }
-  for (std::thread& thread : threads) thread.join();
 }
 
 // "120/1000 seeds, 3 failing, 850 seeds/s" (and the steps of a long seed while it runs).

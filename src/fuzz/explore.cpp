@@ -1,13 +1,12 @@
 #include "fuzz/explore.h"
 
 #include <algorithm>
-#include <atomic>
 #include <chrono>
 #include <map>
-#include <thread>
 #include <iterator>
 #include <unordered_map>
 
+#include "fuzz/parallel.h"
 #include "kernel/assert.h"
 #include "scenario/runner.h"
 #include "world/world.h"
@@ -17,7 +16,6 @@ namespace inboxsim {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-constexpr int64_t kJobsMax = 256;
 
 // A node of the search: the choices that reach it from the story's start. Choices are small
 // (an index among the events pending, or a fault's yes/no); 16 bits keep a million nodes
@@ -117,26 +115,6 @@ NodeRun run_node(const Scenario& scenario, const Choices& choices,
   return run;
 }
 
-// Runs `work(i)` for every i in [0, count) on up to `jobs` threads.
-template <typename Work>
-void parallel_for(size_t count, int64_t jobs, Work work) {
-  const auto threads_count = static_cast<size_t>(
-      std::clamp<int64_t>(std::min<int64_t>(jobs, static_cast<int64_t>(count)), 1, kJobsMax));
-  if (threads_count <= 1) {
-    for (size_t i = 0; i < count; ++i) work(i);
-    return;
-  }
-  std::atomic<size_t> next{0};
-  std::vector<std::thread> threads;
-  threads.reserve(threads_count);
-  for (size_t t = 0; t < threads_count; ++t) {
-    threads.emplace_back([&] {
-      for (size_t i = next.fetch_add(1); i < count; i = next.fetch_add(1)) work(i);
-    });
-  }
-  for (std::thread& thread : threads) thread.join();
-}
-
 std::string counterexample_description(const ExploreResult& result, const Violation& violation,
                                        size_t choices) {
   return "Found by `inboxsim explore` (at most " + std::to_string(result.faults) +
@@ -200,9 +178,10 @@ ExploreResult explore(const Scenario& scenario, const ExploreSettings& settings)
     for (size_t first = 0; first < nodes.size() && !stopped; first += kBatch) {
       const size_t count = std::min(kBatch, nodes.size() - first);
       std::vector<NodeRun> runs(count);
-      parallel_for(count, settings.jobs, [&](size_t i) {
-        runs[i] = run_node(scenario, nodes[first + i].choices, settings);
-      });
+      parallel_for(
+          count, settings.jobs,
+          [&](size_t i) { runs[i] = run_node(scenario, nodes[first + i].choices, settings); },
+          [](size_t) { return false; });
       result.replays += static_cast<int64_t>(count);
       for (size_t i = 0; i < count; ++i) {
         const Node& node = nodes[first + i];

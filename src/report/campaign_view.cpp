@@ -234,12 +234,16 @@ void print_matrix(std::ostream& out, const std::vector<MatrixRow>& rows) {
   }
 }
 
+void add_defences_json(nlohmann::ordered_json& row,
+                       const std::array<bool, kDefenceCount>& defences) {
+  for (size_t i = 0; i < kDefenceCount; ++i) row[std::string(defence_names()[i])] = defences[i];
+}
+
 nlohmann::ordered_json matrix_json(const std::vector<MatrixRow>& rows) {
   nlohmann::ordered_json out = nlohmann::ordered_json::array();
   for (const MatrixRow& row : rows) {
     nlohmann::ordered_json entry;
-    for (size_t i = 0; i < kDefenceCount; ++i)
-      entry[std::string(defence_names()[i])] = row.defences[i];
+    add_defences_json(entry, row.defences);
     entry["seeds"] = row.seeds;
     entry["failing_seeds"] = row.failing_seeds;
     nlohmann::ordered_json violated = nlohmann::ordered_json::array();

@@ -36,4 +36,8 @@ void print_campaign(std::ostream& out, const CampaignOptions& options,
 void print_matrix(std::ostream& out, const std::vector<MatrixRow>& rows);
 nlohmann::ordered_json matrix_json(const std::vector<MatrixRow>& rows);
 
+// A matrix row's defence columns, "inbox": true, … in the order of defence_names().
+void add_defences_json(nlohmann::ordered_json& row,
+                       const std::array<bool, kDefenceCount>& defences);
+
 }  // namespace inboxsim

@@ -4,18 +4,28 @@
 #include <string>
 
 #include "kernel/text.h"
+#include "report/campaign_view.h"  // add_defences_json
 #include "report/json_output.h"
 
 namespace inboxsim {
+
+namespace {
+
+nlohmann::ordered_json fault_kinds_json(const std::array<bool, kFaultKindCount>& kinds) {
+  nlohmann::ordered_json out = nlohmann::ordered_json::array();
+  for (size_t kind = 0; kind < kFaultKindCount; ++kind) {
+    if (kinds[kind]) out.push_back(fault_kind_name(static_cast<FaultKind>(kind)));
+  }
+  return out;
+}
+
+}  // namespace
 
 nlohmann::ordered_json explore_json(const ExploreResult& result) {
   nlohmann::ordered_json out;
   out["scenario"] = result.name;
   out["faults"] = result.faults;
-  nlohmann::ordered_json& kinds = out["fault_kinds"] = nlohmann::ordered_json::array();
-  for (size_t kind = 0; kind < kFaultKindCount; ++kind) {
-    if (result.fault_kinds[kind]) kinds.push_back(fault_kind_name(static_cast<FaultKind>(kind)));
-  }
+  out["fault_kinds"] = fault_kinds_json(result.fault_kinds);
   out["states"] = result.states;
   out["transitions"] = result.transitions;
   out["revisits"] = result.revisits;
@@ -70,15 +80,21 @@ std::string_view exhaustive_verdict(const ExploreResult& result) {
   return result.complete ? "proven" : "unfinished";
 }
 
-nlohmann::ordered_json exhaustive_matrix_json(const std::vector<ExhaustiveRow>& rows) {
-  nlohmann::ordered_json out = nlohmann::ordered_json::array();
+nlohmann::ordered_json exhaustive_matrix_json(const Scenario& story,
+                                              const ExploreSettings& settings,
+                                              const std::vector<ExhaustiveRow>& rows) {
+  nlohmann::ordered_json out;
+  out["story"] = story.name;
+  out["faults"] = settings.faults;
+  out["fault_kinds"] = fault_kinds_json(settings.fault_kinds);
+  out["max_states"] = settings.max_states;
+  nlohmann::ordered_json& rows_json = out["rows"] = nlohmann::ordered_json::array();
   for (const ExhaustiveRow& row : rows) {
     nlohmann::ordered_json entry;
-    for (size_t i = 0; i < kDefenceCount; ++i)
-      entry[std::string(defence_names()[i])] = row.defences[i];
+    add_defences_json(entry, row.defences);
     entry["verdict"] = exhaustive_verdict(row.result);
     entry["exploration"] = explore_json(row.result);
-    out.push_back(std::move(entry));
+    rows_json.push_back(std::move(entry));
   }
   return out;
 }

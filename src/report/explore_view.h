@@ -19,9 +19,12 @@ nlohmann::ordered_json explore_json(const ExploreResult& result);
 // violation with its shortest schedule and the command that replays it) or "incomplete".
 void print_explore(std::ostream& out, const ExploreResult& result);
 
-// `matrix --exhaustive`: one object per row (the defences, "verdict": proven, broken or
-// unfinished, and the row's exploration as explore_json has it).
-nlohmann::ordered_json exhaustive_matrix_json(const std::vector<ExhaustiveRow>& rows);
+// `matrix --exhaustive`: the story, faults, fault_kinds, max_states, and "rows", one object per
+// row (the defences, "verdict": proven, broken or unfinished, and the row's exploration as
+// explore_json has it).
+nlohmann::ordered_json exhaustive_matrix_json(const Scenario& story,
+                                              const ExploreSettings& settings,
+                                              const std::vector<ExhaustiveRow>& rows);
 
 // The table: one line per combination with its verdict, the states explored and the broken
 // invariants; under a broken row the command that replays its shortest counterexample.
