@@ -1,11 +1,14 @@
-// What several test files need: a scenario of the library, and a temporary directory.
+// What several test files need: scenarios (of the library, or written in the test), and a
+// temporary directory.
 #pragma once
 
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
+#include <algorithm>
 #include <filesystem>
 #include <string>
+#include <vector>
 #include <system_error>
 
 #include "scenario/parse.h"
@@ -15,6 +18,24 @@ namespace inboxsim::testing {
 // A file of scenarios/, parsed; the test fails with the parser's message if it does not parse.
 inline Scenario library_scenario(const std::string& file) {
   ParseResult parsed = parse_scenario_file(std::string(INBOXSIM_SOURCE_DIR "/scenarios/") + file);
+  if (parsed.error) FAIL(parsed.error->message());
+  return std::move(*parsed.scenario);
+}
+
+// The file names of scenarios/, sorted.
+inline std::vector<std::string> library_files() {
+  std::vector<std::string> files;
+  for (const auto& entry :
+       std::filesystem::directory_iterator(std::string(INBOXSIM_SOURCE_DIR "/scenarios"))) {
+    if (entry.path().extension() == ".json") files.push_back(entry.path().filename().string());
+  }
+  std::sort(files.begin(), files.end());
+  return files;
+}
+
+// A scenario written in the test; the test fails with the parser's message if it does not parse.
+inline Scenario parse_ok(const std::string& text, const std::string& label = "test.json") {
+  ParseResult parsed = parse_scenario_text(text, label);
   if (parsed.error) FAIL(parsed.error->message());
   return std::move(*parsed.scenario);
 }

@@ -20,16 +20,10 @@
 #include "world/row_locks.h"
 
 using namespace inboxsim;
+using inboxsim::testing::parse_ok;
 using inboxsim::testing::TemporaryDirectory;
 
 namespace {
-
-Scenario parse_ok(const std::string& text) {
-  const ParseResult parsed = parse_scenario_text(text, "test.json");
-  if (parsed.error) FAIL(parsed.error->message());
-  REQUIRE(parsed.scenario.has_value());
-  return *parsed.scenario;
-}
 
 RunResult run(const Scenario& scenario, std::optional<uint64_t> seed = std::nullopt) {
   RunOptions options;

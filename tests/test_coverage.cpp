@@ -20,6 +20,7 @@
 #include "scenario/runner.h"
 
 using namespace inboxsim;
+using inboxsim::testing::library_files;
 using inboxsim::testing::library_scenario;
 
 namespace {
@@ -47,16 +48,6 @@ std::string reached_text(const std::map<std::string, int64_t>& counts) {
     text += (text.empty() ? "" : ", ") + name + "=" + std::to_string(count);
   }
   return text;
-}
-
-std::vector<std::string> library_files() {
-  std::vector<std::string> files;
-  for (const auto& entry :
-       std::filesystem::directory_iterator(std::string(INBOXSIM_SOURCE_DIR "/scenarios"))) {
-    if (entry.path().extension() == ".json") files.push_back(entry.path().filename().string());
-  }
-  std::sort(files.begin(), files.end());
-  return files;
 }
 
 int64_t count_events(const RunResult& result, EventKind kind) {

@@ -8,10 +8,12 @@
 #include <string>
 #include <vector>
 
+#include "support.h"
 #include "scenario/parse.h"
 #include "scenario/write.h"
 
 using namespace inboxsim;
+using inboxsim::testing::parse_ok;
 
 namespace {
 
@@ -43,13 +45,6 @@ const std::string kDesignExample = R"json({
     "violations": []
   }
 })json";
-
-Scenario parse_ok(const std::string& text, const std::string& label = "test.json") {
-  const ParseResult result = parse_scenario_text(text, label);
-  if (result.error) FAIL(result.error->message());
-  REQUIRE(result.scenario);
-  return *result.scenario;
-}
 
 InputError parse_error(const std::string& text, const std::string& label = "test.json") {
   const ParseResult result = parse_scenario_text(text, label);

@@ -13,16 +13,10 @@
 #include "scenario/runner.h"
 
 using namespace inboxsim;
+using inboxsim::testing::parse_ok;
 using inboxsim::testing::TemporaryDirectory;
 
 namespace {
-
-Scenario parse_ok(const std::string& text) {
-  const ParseResult parsed = parse_scenario_text(text, "test.json");
-  if (parsed.error) FAIL(parsed.error->message());
-  REQUIRE(parsed.scenario.has_value());
-  return *parsed.scenario;
-}
 
 int64_t count_rows(const std::filesystem::path& file, const std::string& sql) {
   SQLite::Database db(file.string(), SQLite::OPEN_READONLY);

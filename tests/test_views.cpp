@@ -17,20 +17,11 @@
 #include "scenario/runner.h"
 
 using namespace inboxsim;
+using inboxsim::testing::library_files;
 using inboxsim::testing::library_scenario;
 using inboxsim::testing::TemporaryDirectory;
 
 namespace {
-
-std::vector<std::string> library_files() {
-  std::vector<std::string> files;
-  for (const auto& entry :
-       std::filesystem::directory_iterator(std::string(INBOXSIM_SOURCE_DIR "/scenarios"))) {
-    if (entry.path().extension() == ".json") files.push_back(entry.path().filename().string());
-  }
-  std::sort(files.begin(), files.end());
-  return files;
-}
 
 RunResult run_recorded(const Scenario& scenario, const std::string& db_dir = "") {
   RunOptions options;

@@ -207,21 +207,28 @@ Task<Outcome> TransferService::handle(TransferConsumer consumer, MessagePtr mess
 void TransferService::record_processed_after(const Message& message, std::string_view consumer) {
   UnitOfWork work(*this);
   try {
-    StatementUse insert(statements_->processed_insert);
-    insert->bind(1, message.message_id);
-    insert->bind(2, std::string(consumer));
-    insert->bind(3, static_cast<int64_t>(host_.now_ms()));
-    insert->exec();
+    insert_processed(message, consumer,
+                     " in a transaction of its own, after the business commit");
   } catch (const SQLite::Exception& error) {
     if (!is_unique_violation(error)) throw;
     return;
   }
+  commit(work);
+}
+
+// Inserts the processed_messages row in the open transaction and traces it on commit: "… m-3
+// inserted" followed by `how`. Throws SQLite's unique violation when the index already holds it.
+void TransferService::insert_processed(const Message& message, std::string_view consumer,
+                                       std::string_view how) {
+  StatementUse insert(statements_->processed_insert);
+  insert->bind(1, message.message_id);
+  insert->bind(2, std::string(consumer));
+  insert->bind(3, static_cast<int64_t>(host_.now_ms()));
+  insert->exec();
   TraceEvent event =
       event_about(EventKind::dedupe_record, host_.now_ms(), participant_of(consumer), message);
-  event.detail = "processed_messages: " + message.message_id +
-                 " inserted in a transaction of its own, after the business commit";
+  event.detail = "processed_messages: " + message.message_id + " inserted" + std::string(how);
   pending_.events.push_back(std::move(event));
-  commit(work);
 }
 
 // The pre-check of the modes that keep the record outside the business transaction: the
@@ -290,17 +297,10 @@ void TransferService::write_notification(const Message& message) {
 // (the E11000 of the original, caught, logged and acked).
 bool TransferService::claim_message(const Message& message, std::string_view consumer) {
   try {
-    StatementUse insert(statements_->processed_insert);
-    insert->bind(1, message.message_id);
-    insert->bind(2, std::string(consumer));
-    insert->bind(3, static_cast<int64_t>(host_.now_ms()));
-    insert->exec();
-    TraceEvent event =
-        event_about(EventKind::dedupe_record, host_.now_ms(), participant_of(consumer), message);
-    event.detail = "processed_messages: " + message.message_id +
-                   " inserted, in one transaction with the " +
-                   (consumer == kSagaConsumer ? "saga update and its outbox row" : "notification");
-    pending_.events.push_back(std::move(event));
+    insert_processed(message, consumer,
+                     consumer == kSagaConsumer
+                         ? ", in one transaction with the saga update and its outbox row"
+                         : ", in one transaction with the notification");
     return true;
   } catch (const SQLite::Exception& error) {
     if (!is_unique_violation(error)) throw;
