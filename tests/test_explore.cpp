@@ -3,6 +3,7 @@
 // replayed by `run` to the violation it was found for.
 #include <algorithm>
 #include <catch2/catch.hpp>
+#include <set>
 #include <string>
 
 #include "support.h"
@@ -42,13 +43,21 @@ RunResult replay(const ExploreCounterexample& cx) {
 
 TEST_CASE("explore proves the rejected transfer for every order of its events", "[explore]") {
   const Scenario scenario = library_scenario("02-insufficient-funds.json");
-  const ExploreResult result = explore(scenario, settings_with(0, {}));
+  ExploreSettings every_order = settings_with(0, {});
+  every_order.persistent_sets = false;
+  const ExploreResult result = explore(scenario, every_order);
   CHECK(result.complete);
   CHECK(result.counterexamples.empty());
   // The relay's confirm, the acks and the handlers' steps interleave: many states, one end.
   CHECK(result.states > 20);
   CHECK(result.leaves == 1);
   CHECK(result.transitions >= result.states);
+  // Taking an ack or a confirm first where nothing can race it: the same end, fewer states.
+  const ExploreResult reduced = explore(scenario, settings_with(0, {}));
+  CHECK(reduced.complete);
+  CHECK(reduced.counterexamples.empty());
+  CHECK(reduced.leaves == 1);
+  CHECK(reduced.states < result.states);
 }
 
 TEST_CASE("explore reports the same search with any number of jobs", "[explore]") {
@@ -65,11 +74,13 @@ TEST_CASE("explore reports the same search with any number of jobs", "[explore]"
   CHECK(a.max_depth == b.max_depth);
 }
 
-// Explores `file` with and without sleep sets: the same states, fewer transitions.
+// Explores `file` with and without sleep sets (persistent sets off in both, since they do cut
+// states): the same states, fewer transitions.
 void check_sleep_sets_lose_no_state(const std::string& file, int64_t jobs) {
   const Scenario scenario = library_scenario(file);
   ExploreSettings with = settings_with(0, {});
   with.jobs = jobs;
+  with.persistent_sets = false;
   ExploreSettings without = with;
   without.sleep_sets = false;
   const ExploreResult reduced = explore(scenario, with);
@@ -81,6 +92,67 @@ void check_sleep_sets_lose_no_state(const std::string& file, int64_t jobs) {
 
 TEST_CASE("sleep sets explore fewer transitions and lose no state", "[explore]") {
   check_sleep_sets_lose_no_state("02-insufficient-funds.json", 1);
+}
+
+std::set<Invariant> broken_invariants(const ExploreResult& result) {
+  std::set<Invariant> out;
+  for (const ExploreCounterexample& cx : result.counterexamples) out.insert(cx.invariant);
+  return out;
+}
+
+// Explores with and without persistent sets, going on past violations: the same final states
+// (fingerprints) and the same broken invariants, through fewer states. Returns the reduced
+// search.
+ExploreResult check_persistent_sets_lose_nothing(const Scenario& scenario,
+                                                 ExploreSettings settings) {
+  settings.keep_going = true;
+  ExploreSettings without = settings;
+  without.persistent_sets = false;
+  const ExploreResult reduced = explore(scenario, settings);
+  const ExploreResult full = explore(scenario, without);
+  REQUIRE(full.complete);
+  REQUIRE(reduced.complete);
+  CHECK_FALSE(reduced.persistent_sets_unsound);
+  CHECK(reduced.leaves == full.leaves);
+  CHECK(reduced.leaf_states == full.leaf_states);
+  CHECK(broken_invariants(reduced) == broken_invariants(full));
+  CHECK(reduced.states < full.states);
+  return reduced;
+}
+
+TEST_CASE("persistent sets lose no final state of the rejected transfer", "[explore]") {
+  check_persistent_sets_lose_nothing(library_scenario("02-insufficient-funds.json"),
+                                     settings_with(0, {}));
+}
+
+TEST_CASE("persistent sets lose no final state and no violation with a duplicate anywhere",
+          "[explore]") {
+  const ExploreResult result = check_persistent_sets_lose_nothing(
+      library_scenario("02-insufficient-funds.json"), settings_with(1, {FaultKind::duplicate}));
+  CHECK(result.counterexamples.empty());
+}
+
+TEST_CASE("persistent sets lose no violation of a defenceless bank", "[explore]") {
+  Scenario scenario = library_scenario("05-duplicate-by-hand.json");
+  REQUIRE(config_set_text(scenario.config, "account.inbox", "none").empty());
+  REQUIRE(config_set_text(scenario.config, "account.ledger_unique", "false").empty());
+  const ExploreResult result = check_persistent_sets_lose_nothing(scenario, settings_with(0, {}));
+  CHECK(breaks(result, Invariant::single_effect));
+}
+
+TEST_CASE("where a consumer's prefetch can fill, the search goes without persistent sets",
+          "[explore]") {
+  Scenario scenario = library_scenario("02-insufficient-funds.json");
+  REQUIRE(config_set_text(scenario.config, "broker.prefetch", "1").empty());
+  ExploreSettings settings = settings_with(0, {});
+  ExploreSettings without = settings;
+  without.persistent_sets = false;
+  const ExploreResult guarded = explore(scenario, settings);
+  const ExploreResult full = explore(scenario, without);
+  CHECK(guarded.persistent_sets_unsound);
+  CHECK_FALSE(guarded.persistent_sets);
+  CHECK(guarded.states == full.states);
+  CHECK(guarded.leaf_states == full.leaf_states);
 }
 
 TEST_CASE("the search stops at --max-states and says it is incomplete", "[explore]") {

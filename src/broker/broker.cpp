@@ -251,6 +251,7 @@ void Broker::deliver(size_t consumer_index, std::vector<Delivery>& out) {
   Queued queued = std::move(source.front());
   source.pop_front();
   const int64_t tag = consumer.next_tag++;
+  ++queue.deliveries;
   out.push_back(as_delivery(queued, consumer_index, consumer.channel, tag));
   consumer.unacked.emplace(tag, std::move(queued));
   // Back to the end of the line: a quorum queue's consumer only while it has room left, a
@@ -403,6 +404,14 @@ void Broker::record(EventKind kind, const Queued& queued, std::string_view queue
   event.detail = std::string(queue) + ": " + detail;
   record_(std::move(event));
 }
+
+int64_t Broker::most_deliveries_from_one_queue() const {
+  int64_t most = 0;
+  for (const Queue& queue : queues_) most = std::max(most, queue.deliveries);
+  return most;
+}
+
+int64_t Broker::prefetch() const { return prefetch_; }
 
 void Broker::fingerprint(Hasher& hasher) const {
   const auto add_queued = [&](const Queued& queued) {

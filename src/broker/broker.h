@@ -162,6 +162,11 @@ class Broker {
   // The queues (by index, as bits) whose messages, consumers or channels were read or changed
   // since the last call, which clears them: the explorer's footprint of an event.
   uint64_t take_touched() { return std::exchange(touched_, 0); }
+  // The most deliveries any one queue has made so far. While it stays below the prefetch, no
+  // consumer can be full, so an ack never decides who gets a message (docs/model.md,
+  // "Exploration": the explorer's persistent sets rely on it and check it).
+  int64_t most_deliveries_from_one_queue() const;
+  int64_t prefetch() const;
 
   // True when some work queue has a ready message and a consumer that could take it: never
   // after pump() (the explorer relies on it, and checks it).
@@ -194,6 +199,7 @@ class Broker {
     std::deque<Queued> ready;     // sorted by position (classic queues requeue into it)
     std::deque<Queued> returned;  // quorum queues: returned deliveries, served before `ready`
     std::deque<size_t> line;      // consumers waiting for a message, first served first
+    int64_t deliveries = 0;       // deliveries made from it so far (not part of the state)
   };
   struct Consumer {
     std::string name;

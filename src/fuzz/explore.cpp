@@ -73,6 +73,7 @@ struct NodeRun {
   Fingerprint leaf_state;
   std::vector<Violation> violations;
   Coverage coverage;  // what the order reached on its way
+  bool assumptions_held = true;  // World::persistent_sets_assumptions_held at its end
 };
 
 Schedule schedule_of(const Choices& choices, const ExploreSettings& settings) {
@@ -111,6 +112,7 @@ NodeRun run_node(const Scenario& scenario, const Choices& choices,
   }
   run.outcome = world.explore_outcome();
   run.coverage = world.coverage();
+  run.assumptions_held = world.persistent_sets_assumptions_held();
   INBOXSIM_ASSERT(!run.outcome.misfit);
   return run;
 }
@@ -125,9 +127,7 @@ std::string counterexample_description(const ExploreResult& result, const Violat
          "does, so replaying this file fails until the bug is fixed.";
 }
 
-}  // namespace
-
-ExploreResult explore(const Scenario& scenario, const ExploreSettings& settings) {
+ExploreResult explore_once(const Scenario& scenario, const ExploreSettings& settings) {
   INBOXSIM_ASSERT(!clockless_refusal(scenario));
   const Clock::time_point start = Clock::now();
   ExploreResult result;
@@ -135,6 +135,8 @@ ExploreResult explore(const Scenario& scenario, const ExploreSettings& settings)
   result.name = scenario.name;
   result.faults = settings.faults;
   result.fault_kinds = settings.fault_kinds;
+  result.persistent_sets = settings.persistent_sets;
+  result.sleep_sets = settings.sleep_sets;
 
   // Breadth-first by schedule length: a level's nodes are replayed in parallel and their
   // results taken in node order, so the search (and which counterexample is found first) is
@@ -153,7 +155,9 @@ ExploreResult explore(const Scenario& scenario, const ExploreSettings& settings)
                           std::vector<Sleeper> sleep, const std::vector<Fingerprint>* only) {
     const auto parent = static_cast<int64_t>(parents.size());
     parents.push_back(Parent{std::move(sleep), {}});
+    const int64_t alone = settings.persistent_sets ? at.outcome.alone : -1;
     for (size_t option = 0; option < at.outcome.enabled; ++option) {
+      if (alone >= 0 && option != static_cast<size_t>(alone)) continue;
       const Fingerprint& job = at.outcome.enabled_jobs[option];
       if (only != nullptr && std::find(only->begin(), only->end(), job) == only->end()) continue;
       const std::vector<Sleeper>& asleep = parents[static_cast<size_t>(parent)].sleep;
@@ -187,6 +191,11 @@ ExploreResult explore(const Scenario& scenario, const ExploreSettings& settings)
         const Node& node = nodes[first + i];
         const NodeRun& run = runs[i];
         ++result.transitions;
+        if (!run.assumptions_held && settings.persistent_sets) {
+          result.persistent_sets_unsound = true;
+          stopped = true;
+          break;
+        }
         // The choices this replay made past the node, each option 0: their other options (a
         // fault injected) are nodes of their own, with nothing asleep.
         Choices path = node.choices;
@@ -263,6 +272,7 @@ ExploreResult explore(const Scenario& scenario, const ExploreSettings& settings)
         count_coverage();
         if (run.ended) {
           ++result.leaves;
+          result.leaf_states.push_back(state);
         } else {
           INBOXSIM_ASSERT(run.outcome.at_frontier);
           INBOXSIM_ASSERT(run.outcome.enabled <= 0xffff);
@@ -284,6 +294,7 @@ ExploreResult explore(const Scenario& scenario, const ExploreSettings& settings)
     }
   }
   result.complete = !stopped && levels.empty();
+  std::sort(result.leaf_states.begin(), result.leaf_states.end());
   for (ExploreCounterexample& cx : result.counterexamples) {
     cx.scenario.name = scenario.name + "-explored-" + std::string(invariant_name(cx.invariant));
     cx.scenario.title = scenario.title.empty()
@@ -295,6 +306,23 @@ ExploreResult explore(const Scenario& scenario, const ExploreSettings& settings)
   }
   result.wall_ms =
       std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start).count();
+  return result;
+}
+
+}  // namespace
+
+ExploreResult explore(const Scenario& scenario, const ExploreSettings& settings) {
+  ExploreResult result = explore_once(scenario, settings);
+  if (settings.persistent_sets && result.persistent_sets_unsound) {
+    // A run went where persistent sets of one event are not known to lose nothing (a consumer's
+    // prefetch or a relay's batch could fill up): the whole search again without them.
+    ExploreSettings plain = settings;
+    plain.persistent_sets = false;
+    ExploreResult again = explore_once(scenario, plain);
+    again.persistent_sets_unsound = true;
+    again.wall_ms += result.wall_ms;
+    return again;
+  }
   return result;
 }
 

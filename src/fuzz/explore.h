@@ -19,6 +19,7 @@
 
 #include "domain/result.h"
 #include "domain/scenario.h"
+#include "kernel/fingerprint.h"
 
 namespace inboxsim {
 
@@ -30,6 +31,10 @@ struct ExploreSettings {
   // Sleep sets on (the default) or off: off explores every transition of every state, which
   // the tests use to check that sleep sets lose no state.
   bool sleep_sets = true;
+  // Persistent sets of one event on (the default) or off: on, at a state where an ack or a
+  // confirm commutes with everything that can still happen, only that event is taken there
+  // (docs/model.md). Off explores every event of every state; the tests compare the two.
+  bool persistent_sets = true;
   // Go on after the first violation, to find the shortest order for every invariant that
   // breaks (TLC's -continue); by default the search ends with the batch that found the first.
   bool keep_going = false;
@@ -58,12 +63,19 @@ struct ExploreResult {
   int64_t replays = 0;      // worlds built to reach states
   int64_t max_depth = 0;    // the longest schedule explored, in choices
   bool complete = false;    // false when --max-states stopped it
+  bool sleep_sets = false;       // the reductions used (ExploreSettings)
+  bool persistent_sets = false;
+  // A run left what persistent sets assume (a consumer could fill its prefetch, a relay its
+  // batch): the search was made again without them (`persistent_sets` false).
+  bool persistent_sets_unsound = false;
   int64_t faults = 0;
   std::array<bool, kFaultKindCount> fault_kinds{};
   // One per invariant found broken, the shortest schedule first found for it, in the order
   // found. Empty: no order of this story with at most `faults` faults breaks an invariant
   // (when complete).
   std::vector<ExploreCounterexample> counterexamples;
+  // The distinct final states reached, sorted: the reductions keep every one (tests).
+  std::vector<Fingerprint> leaf_states;
   // Per probe, how many of the states explored (and orders that broke an invariant) were
   // reached through an order that reached the probe.
   Coverage coverage;

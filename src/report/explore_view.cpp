@@ -33,6 +33,10 @@ nlohmann::ordered_json explore_json(const ExploreResult& result) {
   out["replays"] = result.replays;
   out["max_depth"] = result.max_depth;
   out["complete"] = result.complete;
+  nlohmann::ordered_json& reduction = out["reduction"];
+  reduction["sleep_sets"] = result.sleep_sets;
+  reduction["persistent_sets"] = result.persistent_sets;
+  reduction["persistent_sets_fallback"] = result.persistent_sets_unsound;
   nlohmann::ordered_json& violations = out["violations"] = nlohmann::ordered_json::array();
   nlohmann::ordered_json& paths = out["counterexamples"] = nlohmann::ordered_json::array();
   for (const ExploreCounterexample& cx : result.counterexamples) {
@@ -56,6 +60,11 @@ void print_explore(std::ostream& out, const ExploreResult& result) {
       << result.transitions << " transitions, " << result.revisits
       << " of them to a state already explored; longest schedule " << result.max_depth
       << " choices; " << result.wall_ms << " ms\n";
+  if (result.persistent_sets_unsound) {
+    out << "  (searched without persistent sets: a consumer's prefetch or a relay's batch could "
+           "fill up in this story, where taking an ack or a confirm first is not known to lose "
+           "nothing)\n";
+  }
   for (const ExploreCounterexample& cx : result.counterexamples) {
     out << "  BROKEN " << invariant_name(cx.invariant) << ": " << printable(cx.detail) << "\n";
     out << "    shortest order found: " << cx.choices << " choices";

@@ -11,7 +11,6 @@ namespace inboxsim {
 namespace {
 
 // Rows one relay poll publishes at most; a full batch asks for another poll at once.
-constexpr int64_t kRelayBatchRows = 64;
 
 constexpr std::string_view kSagaConsumer = "saga";
 constexpr std::string_view kNotificationsConsumer = "notifications";
@@ -100,7 +99,7 @@ struct TransferService::Statements {
         outbox_unsent(db,
                       "SELECT seq, message_id, type, transfer_id, from_account, to_account,"
                       " amount, created_ms FROM outbox WHERE sent_ms IS NULL ORDER BY seq LIMIT " +
-                          std::to_string(kRelayBatchRows)),
+                          std::to_string(TransferService::kRelayBatchRows)),
         outbox_mark_sent(db, "UPDATE outbox SET sent_ms = ? WHERE seq = ? AND sent_ms IS NULL"),
         outbox_unsent_count(db, "SELECT COUNT(*) FROM outbox WHERE sent_ms IS NULL"),
         notification_insert(db,
@@ -394,7 +393,7 @@ void TransferService::relay_poll() {
     host_.relay_publish(message, seq);
     crash_point(CrashPoint::after_publish, *message);
   }
-  if (static_cast<int64_t>(rows.size()) == kRelayBatchRows) host_.schedule_relay_poll();
+  if (static_cast<int64_t>(rows.size()) == TransferService::kRelayBatchRows) host_.schedule_relay_poll();
 }
 
 void TransferService::relay_confirmed(int64_t outbox_seq) {

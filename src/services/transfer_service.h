@@ -31,6 +31,9 @@ enum class TransferConsumer : uint8_t { saga, notifications };
 
 class TransferService : private ServiceCore {
  public:
+  // Outbox rows a relay poll reads at most; a full batch polls again at once.
+  static constexpr int64_t kRelayBatchRows = 64;
+
   // An instance on its own connection `db` to the service's database.
   TransferService(ServiceHost& host, const Config& config, Connection& connection);
   ~TransferService();

@@ -47,6 +47,9 @@ class FaultBook {
     return true;
   }
 
+  // True when a fault of `kind` is armed and has not fired yet.
+  bool armed(FaultKind kind) const { return !buckets_[static_cast<size_t>(kind)].empty(); }
+
   // What is still armed, and how far each has counted, for the explorer.
   void fingerprint(Hasher& hasher) const;
 

@@ -311,6 +311,15 @@ bool World::step_once() {
     explore_outcome_.state = fingerprint();
     for (const Job& job : scheduler_.pending()) {
       explore_outcome_.enabled_jobs.push_back(fingerprint_job(job));
+      // Of several, the one with the least fingerprint: a state picks the same one however
+      // it was reached.
+      const size_t option = explore_outcome_.enabled_jobs.size() - 1;
+      const int64_t alone = explore_outcome_.alone;
+      if (commutes_with_the_rest(job) &&
+          (alone < 0 || explore_outcome_.enabled_jobs[option] <
+                            explore_outcome_.enabled_jobs[static_cast<size_t>(alone)])) {
+        explore_outcome_.alone = static_cast<int64_t>(option);
+      }
     }
     if (recording_) {
       std::vector<uint64_t>& footprint = explore_outcome_.footprint;
@@ -340,6 +349,36 @@ bool World::step_once() {
   // because nothing is ever left dispatchable after an event.
   INBOXSIM_ASSERT(!broker_.dispatchable());
   return true;
+}
+
+// Persistent sets of one event (docs/model.md, "Exploration", where the argument is): an ack
+// or a confirm that no event still possible in this run can race. Past the story's armed faults
+// and the explorer's fault budget (or outside the kinds it injects), nothing closes the channel
+// an ack travels on, so an ack only takes its delivery off the consumer's unacked list; no
+// consumer is ever full (checked: persistent_sets_assumptions_held), so that never decides who
+// gets a message. A confirm marks its outbox row sent; with one transfer-service instance its
+// relay is the only reader of that row, it skips a row it awaits a confirm for, and it never
+// reads a full batch (checked), so it does the same before the confirm as after it.
+bool World::commutes_with_the_rest(const Job& job) const {
+  const bool budget = explore_outcome_.faults_injected < explore_.schedule.faults;
+  const auto may_strike = [&](FaultKind kind) {
+    return faults_.armed(kind) ||
+           (budget && explore_.schedule.fault_kinds[static_cast<size_t>(kind)]);
+  };
+  switch (job.kind) {
+    case JobKind::ack:
+      return !may_strike(FaultKind::crash) && !may_strike(FaultKind::drop_connection) &&
+             !may_strike(FaultKind::drop_ack) && !may_strike(FaultKind::pause);
+    case JobKind::confirm:
+      return config_.transfer_instances == 1 && !may_strike(FaultKind::crash) &&
+             !may_strike(FaultKind::lose_confirm) && !may_strike(FaultKind::pause);
+    default: return false;
+  }
+}
+
+bool World::persistent_sets_assumptions_held() const {
+  return broker_.most_deliveries_from_one_queue() < broker_.prefetch() &&
+         largest_relayed_seq_ < TransferService::kRelayBatchRows;
 }
 
 void World::touch_instance(size_t instance) {
@@ -1071,6 +1110,7 @@ PublishResult World::publish_and_confirm(size_t index, const MessagePtr& message
 
 void World::relay_publish(size_t index, const MessagePtr& message, int64_t outbox_seq) {
   const Instance& instance = instances_[index];
+  largest_relayed_seq_ = std::max(largest_relayed_seq_, outbox_seq);
   Job job = Job::of_instance(JobKind::confirm, index, instance.incarnation);
   job.outbox_seq = outbox_seq;
   job.channel = instance.publish_channel;

@@ -68,6 +68,10 @@ struct ExploreOutcome {
   bool recorded = false;
   Fingerprint transition;
   std::vector<uint64_t> footprint;
+  // At the frontier: an event that commutes with every event that can still happen in this
+  // run (an ack or a publisher confirm no fault left can race), so that taking it alone loses
+  // no order: a persistent set of one (docs/model.md, "Exploration"). -1: none.
+  int64_t alone = -1;
 };
 
 struct WorldOptions {
@@ -110,6 +114,10 @@ class World {
 
   // Exploration: whether the run stopped for the explorer, and where.
   bool exploration_stopped() const { return explore_stop_; }
+  // What persistent sets of one event (ExploreOutcome::alone) assume and this run has kept to so
+  // far: no queue has made as many deliveries as the prefetch (so no consumer was ever full and
+  // an ack never decided who got a message), and no relay met a full batch of outbox rows.
+  bool persistent_sets_assumptions_held() const;
   const ExploreOutcome& explore_outcome() const { return explore_outcome_; }
   // The coverage probes reached so far.
   const Coverage& coverage() const { return coverage_.coverage(); }
@@ -343,6 +351,8 @@ class World {
   void touch(uint64_t resource) {
     if (recording_) explore_outcome_.footprint.push_back(resource);
   }
+  bool commutes_with_the_rest(const Job& job) const;
+  int64_t largest_relayed_seq_ = 0;
   void touch_instance(size_t instance);
   void touch_database(ServiceId service);
   ExploreControl explore_;
