@@ -414,13 +414,34 @@ int64_t Broker::most_deliveries_from_one_queue() const {
 int64_t Broker::prefetch() const { return prefetch_; }
 
 void Broker::fingerprint(Hasher& hasher) const {
+  // A message's position only orders it among the messages of its own queue (a classic queue
+  // requeues by it), so it goes in as its rank there: two orders that published to two queues
+  // in turn, or the other way round, meet.
+  std::vector<std::vector<uint64_t>> positions(queues_.size());
+  for (size_t index = 0; index < queues_.size(); ++index) {
+    for (const Queued& queued : queues_[index].ready) positions[index].push_back(queued.position);
+    for (const Queued& queued : queues_[index].returned) {
+      positions[index].push_back(queued.position);
+    }
+  }
+  for (const Consumer& consumer : consumers_) {
+    for (const auto& [tag, queued] : consumer.unacked) {
+      positions[consumer.queue].push_back(queued.position);
+    }
+  }
+  for (std::vector<uint64_t>& list : positions) std::sort(list.begin(), list.end());
+  size_t queue_of = 0;
   const auto add_queued = [&](const Queued& queued) {
     fingerprint_message(hasher, *queued.message);
-    hasher.add(queued.position).add_signed(queued.delivery_count).add_signed(queued.attempts);
+    const std::vector<uint64_t>& list = positions[queue_of];
+    const auto rank = std::lower_bound(list.begin(), list.end(), queued.position) - list.begin();
+    hasher.add(static_cast<uint64_t>(rank)).add_signed(queued.delivery_count);
+    hasher.add_signed(queued.attempts);
     hasher.add(queued.redelivered).add(queued.dead_letter_reason);
   };
   hasher.add(next_position_);
   for (const Queue& queue : queues_) {
+    queue_of = static_cast<size_t>(&queue - queues_.data());
     hasher.add(static_cast<uint64_t>(queue.ready.size()));
     for (const Queued& queued : queue.ready) add_queued(queued);
     hasher.add(static_cast<uint64_t>(queue.returned.size()));
@@ -429,6 +450,7 @@ void Broker::fingerprint(Hasher& hasher) const {
     for (const size_t consumer : queue.line) hasher.add(static_cast<uint64_t>(consumer));
   }
   for (const Consumer& consumer : consumers_) {
+    queue_of = consumer.queue;
     hasher.add(consumer.connected).add(consumer.in_line).add(consumer.channel);
     hasher.add_signed(consumer.next_tag).add(static_cast<uint64_t>(consumer.unacked.size()));
     for (const auto& [tag, queued] : consumer.unacked) {
