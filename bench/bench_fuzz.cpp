@@ -213,22 +213,38 @@ void time_exploration() {
                 static_cast<double>(result.states) / elapsed,
                 static_cast<double>(result.replays) / elapsed, result.complete ? "" : " (incomplete)");
   }
+  // One transfer with one fault anywhere: what a row of `matrix --exhaustive --faults 1` costs.
+  for (const char* kind : {"duplicate", "crash"}) {
+    inboxsim::ExploreSettings settings;
+    settings.faults = 1;
+    settings.fault_kinds[static_cast<size_t>(*inboxsim::parse_fault_kind(kind))] = true;
+    settings.jobs = 2;
+    settings.max_states = 1'000'000;
+    const auto start = Clock::now();
+    const inboxsim::ExploreResult result = inboxsim::explore(*happy.scenario, settings);
+    std::printf("explore 01-happy-path, K=1 %s, --jobs 2: %lld states in %.1f s, %s\n", kind,
+                static_cast<long long>(result.states), seconds_since(start),
+                result.complete ? "complete" : "incomplete");
+  }
   inboxsim::Scenario reference = *parsed.scenario;
   reference.config.account_instances = 2;
   reference.config.transfer_instances = 2;
-  inboxsim::ExploreSettings settings;
-  settings.faults = 2;
-  settings.fault_kinds = inboxsim::explorable_fault_kinds();
-  settings.jobs = 2;
-  settings.max_states = 20'000;
-  const auto start = Clock::now();
-  const inboxsim::ExploreResult result = inboxsim::explore(reference, settings);
-  const double elapsed = seconds_since(start);
-  std::printf("explore 2 accounts, 2 transfers, 2+2 instances, K=2, --jobs 2: %lld states "
-              "(budget %lld) in %.1f s, depth %lld, %s\n",
-              static_cast<long long>(result.states), static_cast<long long>(settings.max_states),
-              elapsed, static_cast<long long>(result.max_depth),
-              result.complete ? "complete" : "incomplete");
+  for (const int64_t faults : {0, 2}) {
+    inboxsim::ExploreSettings settings;
+    settings.faults = faults;
+    settings.fault_kinds = inboxsim::explorable_fault_kinds();
+    settings.jobs = 2;
+    settings.max_states = 100'000;
+    const auto start = Clock::now();
+    const inboxsim::ExploreResult result = inboxsim::explore(reference, settings);
+    const double elapsed = seconds_since(start);
+    std::printf("explore 2 accounts, 2 transfers, 2+2 instances, K=%lld, --jobs 2: %lld states "
+                "(budget %lld) in %.1f s, depth %lld, %s\n",
+                static_cast<long long>(faults), static_cast<long long>(result.states),
+                static_cast<long long>(settings.max_states), elapsed,
+                static_cast<long long>(result.max_depth),
+                result.complete ? "complete" : "incomplete");
+  }
 }
 
 }  // namespace

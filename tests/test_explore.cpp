@@ -245,6 +245,26 @@ TEST_CASE("a late confirm of a crashed relay's channel is void: every crash orde
   CHECK_FALSE(breaks(result, Invariant::termination));
 }
 
+TEST_CASE("persistent sets lose nothing with a crash anywhere (void acks and confirms after it)",
+          "[.explore_long]") {
+  ExploreSettings settings = settings_with(1, {FaultKind::crash});
+  settings.jobs = 2;
+  const ExploreResult result =
+      check_persistent_sets_lose_nothing(library_scenario("02-insufficient-funds.json"), settings);
+  CHECK(result.counterexamples.empty());
+}
+
+TEST_CASE("persistent sets lose nothing where two instances race two copies (lesson 50)",
+          "[.explore_long]") {
+  ExploreSettings settings = settings_with(0, {});
+  settings.jobs = 2;
+  Scenario scenario = library_scenario("50-explorer-proves-the-key.json");
+  check_persistent_sets_lose_nothing(scenario, settings);
+  scenario.config.account_ledger_unique = false;
+  const ExploreResult broken = check_persistent_sets_lose_nothing(scenario, settings);
+  CHECK(breaks(broken, Invariant::single_effect));
+}
+
 TEST_CASE("lesson 50: the ledger key alone is proven for every order, and breaks without it",
           "[.explore_long]") {
   Scenario scenario = library_scenario("50-explorer-proves-the-key.json");

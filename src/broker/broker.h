@@ -156,6 +156,11 @@ class Broker {
   // REQUIRES: it holds no unacked delivery.
   void open_connection(size_t consumer);
   bool connected(size_t consumer) const;
+  // The same as channel_open, without counting as a read (the explorer asking, not an event):
+  // a channel once closed never opens again (a reconnect opens a new one).
+  bool channel_still_open(size_t consumer, uint64_t channel) const {
+    return consumers_[consumer].connected && consumers_[consumer].channel == channel;
+  }
 
   size_t consumer_count() const { return consumers_.size(); }
 

@@ -367,9 +367,13 @@ bool World::commutes_with_the_rest(const Job& job) const {
   };
   switch (job.kind) {
     case JobKind::ack:
+      // An ack on a channel closed since is void, and stays void: it changes nothing.
+      if (!broker_.channel_still_open(job.consumer, job.channel)) return true;
       return !may_strike(FaultKind::crash) && !may_strike(FaultKind::drop_connection) &&
              !may_strike(FaultKind::drop_ack) && !may_strike(FaultKind::pause);
     case JobKind::confirm:
+      // A confirm of a relay channel closed since is never seen (on_confirm), and stays so.
+      if (job.channel != instances_[job.instance].publish_channel) return true;
       return config_.transfer_instances == 1 && !may_strike(FaultKind::crash) &&
              !may_strike(FaultKind::lose_confirm) && !may_strike(FaultKind::pause);
     default: return false;
