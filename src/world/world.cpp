@@ -365,17 +365,39 @@ bool World::commutes_with_the_rest(const Job& job) const {
     return faults_.armed(kind) ||
            (budget && explore_.schedule.fault_kinds[static_cast<size_t>(kind)]);
   };
+  if (void_forever(job)) return true;
   switch (job.kind) {
     case JobKind::ack:
-      // An ack on a channel closed since is void, and stays void: it changes nothing.
-      if (!broker_.channel_still_open(job.consumer, job.channel)) return true;
       return !may_strike(FaultKind::crash) && !may_strike(FaultKind::drop_connection) &&
              !may_strike(FaultKind::drop_ack) && !may_strike(FaultKind::pause);
     case JobKind::confirm:
-      // A confirm of a relay channel closed since is never seen (on_confirm), and stays so.
-      if (job.channel != instances_[job.instance].publish_channel) return true;
       return config_.transfer_instances == 1 && !may_strike(FaultKind::crash) &&
              !may_strike(FaultKind::lose_confirm) && !may_strike(FaultKind::pause);
+    default: return false;
+  }
+}
+
+// A job whose target is gone, for good: it will do nothing when it runs, whatever happens
+// first. Channels never reopen (a reconnect opens a new one), handler ids and incarnations are
+// never reused. Each case mirrors the early return of the job's handler (on_ack, on_confirm,
+// on_publish_nack, on_deliver, run_handler's caller, on_retry, on_relay_poll, on_account_sweep).
+bool World::void_forever(const Job& job) const {
+  const Instance& instance = instances_[job.instance];
+  switch (job.kind) {
+    case JobKind::ack:
+    case JobKind::nack: return !broker_.channel_still_open(job.consumer, job.channel);
+    case JobKind::confirm: return job.channel != instance.publish_channel;
+    case JobKind::publish_nack:
+      return instance.incarnation != job.incarnation || instance.publish_channel != job.channel;
+    case JobKind::deliver: {
+      const auto found = in_flight_.find(job.delivery_id);
+      INBOXSIM_ASSERT(found != in_flight_.end());
+      return !broker_.channel_still_open(found->second.consumer, found->second.channel);
+    }
+    case JobKind::resume:
+    case JobKind::retry: return handlers_.count(job.handler) == 0;
+    case JobKind::relay_poll:
+    case JobKind::account_sweep: return instance.incarnation != job.incarnation;
     default: return false;
   }
 }

@@ -352,6 +352,7 @@ class World {
     if (recording_) explore_outcome_.footprint.push_back(resource);
   }
   bool commutes_with_the_rest(const Job& job) const;
+  bool void_forever(const Job& job) const;
   int64_t largest_relayed_seq_ = 0;
   void touch_instance(size_t instance);
   void touch_database(ServiceId service);
