@@ -271,6 +271,23 @@ check "the counterexample carries its schedule" python3 -c "import json,sys; ass
 "$bin" explore "$rejected" --fault-kinds crash,pause >/dev/null 2>"$work/err"
 check "explore refuses a fault kind that needs a clock (exit 2)" test $? -eq 2
 check "and lists the kinds it takes" grep -q "crash,drop_ack,drop_connection,nack,duplicate" "$work/err"
+"$bin" explore "$work/dup.json" --faults 0 --reduction none --json --out "$work/explored-full" \
+  >"$work/explore-full.json"
+check "explore --reduction none finds the same violation (exit 1)" test $? -eq 1
+check "through at least as many states, and says it used no reduction" python3 - \
+  "$work/explore-full.json" "$work/dup.json" "$bin" <<'PY'
+import json, subprocess, sys
+full = json.load(open(sys.argv[1]))
+reduced = json.loads(subprocess.run([sys.argv[3], "explore", sys.argv[2], "--faults", "0", "--json",
+                                     "--out", ""], capture_output=True, text=True).stdout)
+assert full["reduction"] == {"sleep_sets": False, "persistent_sets": False,
+                             "persistent_sets_fallback": False}, full["reduction"]
+assert [v["invariant"] for v in full["violations"]] == [v["invariant"] for v in reduced["violations"]]
+assert full["states"] >= reduced["states"] and full["transitions"] > reduced["transitions"]
+PY
+"$bin" explore "$rejected" --reduction sleep,fast >/dev/null 2>"$work/err"
+check "explore refuses an unknown reduction (exit 2)" test $? -eq 2
+check "and lists the ones it has" grep -q "expected a comma-separated list of sleep,persistent, or none" "$work/err"
 "$bin" explore scenarios/14-window-too-short.json >/dev/null 2>"$work/err"
 check "explore refuses a timed story (exit 2)" test $? -eq 2
 check "and names the step" grep -q "pointer: /steps/" "$work/err"

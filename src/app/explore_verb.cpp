@@ -148,6 +148,10 @@ CLI::App* add_explore_verb(CLI::App& app, ExploreCommand& command) {
   verb->add_flag("--continue", command.keep_going,
                  "Go on after the first violation: the shortest order for every invariant that "
                  "breaks");
+  verb->add_option("--reduction", command.reduction,
+                   "Comma-separated reductions to use: sleep (sleep sets), persistent (an ack or "
+                   "a confirm nothing can race is taken alone), or none (every event of every "
+                   "state: slower, the same verdict; default sleep,persistent)");
   verb->add_flag("--json", command.json, "Print one JSON object (an array for several files)");
   verb->add_option("--out", command.out_dir,
                    "Where counterexamples go (default ./counterexamples)");
@@ -160,6 +164,28 @@ int explore_command(const ExploreCommand& command) {
     return bad_input("--fault-kinds " + command.fault_kinds +
                      ": expected a comma-separated list of " + fault_kinds_text(explorable_fault_kinds(), ",") +
                      ", or none (delay and pause need a clock, which an exploration has not)");
+  }
+  bool sleep_sets = false;
+  bool persistent_sets = false;
+  if (command.reduction != "none") {
+    std::string_view rest = command.reduction;
+    bool known = !rest.empty();
+    while (known && !rest.empty()) {
+      const size_t comma = rest.find(',');
+      const std::string_view name = rest.substr(0, comma);
+      rest = comma == std::string_view::npos ? std::string_view{} : rest.substr(comma + 1);
+      if (name == "sleep") {
+        sleep_sets = true;
+      } else if (name == "persistent") {
+        persistent_sets = true;
+      } else {
+        known = false;
+      }
+    }
+    if (!known) {
+      return bad_input("--reduction " + command.reduction +
+                       ": expected a comma-separated list of sleep,persistent, or none");
+    }
   }
   std::vector<Scenario> scenarios;
   for (const std::string& file : command.files) {
@@ -181,6 +207,8 @@ int explore_command(const ExploreCommand& command) {
     settings.max_states = command.max_states;
     settings.jobs = command.jobs;
     settings.keep_going = command.keep_going;
+    settings.sleep_sets = sleep_sets;
+    settings.persistent_sets = persistent_sets;
     std::optional<Progress> progress;
     if (tty) {
       progress.emplace(scenario.name, command.max_states);

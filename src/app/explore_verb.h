@@ -18,6 +18,7 @@ struct ExploreCommand {
   std::vector<std::string> sets;
   bool json = false;
   bool keep_going = false;
+  std::string reduction = "sleep,persistent";  // the reductions used, or none
   std::string out_dir = "counterexamples";
 };
 
