@@ -13,7 +13,9 @@
 #include "fuzz/matrix.h"
 #include "fuzz/shrink.h"
 #include "report/campaign_view.h"
+#include "report/json_output.h"
 #include "scenario/parse.h"
+#include "scenario/runner.h"
 #include "scenario/write.h"
 
 using namespace inboxsim;
@@ -448,4 +450,27 @@ TEST_CASE("every failing JUnit testcase names the command that replays its seed"
   REQUIRE(replay_command(options, 9) ==
           "inboxsim fuzz --seeds 9..9 --workload small --rate 50 --set "
           "account.retry=intervals:1,2 --set 'x=it'\\''s here'");
+}
+
+TEST_CASE("a fuzz run reports everything a plain run does but the trace hash", "[fuzz]") {
+  // Campaigns and the shrinker never read a run's trace_hash, so fuzz_run does not compute it;
+  // every verdict, count, balance and row it reports must still be the plain run's.
+  GeneratorOptions options;
+  options.workload = Workload::small;
+  options.swarm = true;
+  for (uint64_t seed = 1; seed <= 40; ++seed) {
+    INFO("seed " << seed);
+    const Scenario scenario = generate_scenario(seed, options).scenario;
+    RunOptions plain_options;
+    plain_options.keep_trace = false;
+    const RunResult plain = run_scenario(scenario, plain_options);
+    const RunResult fuzzed = fuzz_run(scenario);
+    REQUIRE(plain.trace_hash.size() == 16);
+    REQUIRE(fuzzed.trace_hash.empty());
+    nlohmann::ordered_json plain_json = run_result_json(plain);
+    nlohmann::ordered_json fuzzed_json = run_result_json(fuzzed);
+    plain_json.erase("trace_hash");
+    fuzzed_json.erase("trace_hash");
+    REQUIRE(fuzzed_json == plain_json);
+  }
 }

@@ -60,7 +60,7 @@ struct RunResult {
   std::string lesson;
   nlohmann::ordered_json config;  // every config key with the value the run used
   uint64_t seed = 0;
-  std::string trace_hash;
+  std::string trace_hash;  // empty when the run was not hashed (fuzz_run)
   int64_t virtual_ms = 0;
   Stats stats;
   std::map<ServiceId, int64_t> dedupe_hits;      // per service

@@ -91,6 +91,7 @@ NodeRun run_node(const Scenario& scenario, const Choices& choices,
   WorldOptions options;
   options.seed = scenario.seed;
   options.keep_trace = false;
+  options.hash_trace = false;  // a node is known by its fingerprint, not its trace
   options.explore.enabled = true;
   options.explore.stop_at_frontier = true;
   options.explore.schedule = schedule_of(choices, settings);

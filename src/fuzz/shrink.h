@@ -20,7 +20,7 @@
 
 namespace inboxsim {
 
-// Runs a scenario the way the fuzzer does (no trace kept).
+// Runs a scenario the way the fuzzer does: no trace kept and none hashed (trace_hash empty).
 RunResult fuzz_run(const Scenario& scenario, std::function<void()> after_step = {});
 
 // Returns the first invariant (in contract order) that `result` found broken, if any.

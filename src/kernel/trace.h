@@ -4,7 +4,8 @@
 // which message id, delivery tag and redelivered flag. The trace is what the narration, the
 // JSONL file, the sequence diagram and the HTML report are drawn from, and trace_hash (FNV-1a 64
 // over the canonical JSONL lines) is how determinism is checked. A Trace can keep its events or
-// only hash them (fuzzing keeps nothing it does not need).
+// only hash them, or neither (fuzzing keeps and computes nothing it does not report: a campaign
+// reports verdicts, stats and coverage, never a seed's trace hash).
 #pragma once
 
 #include <cstdint>
@@ -80,12 +81,16 @@ std::string trace_event_json(const TraceEvent& event);
 
 class Trace {
  public:
-  explicit Trace(bool keep_events) : keep_events_(keep_events) {}
+  // `hashed` false: nothing reads the hash, so record() does not compute it.
+  explicit Trace(bool keep_events, bool hashed = true)
+      : keep_events_(keep_events), hashed_(hashed) {}
 
-  // Appends an event: hashes its canonical line, keeps it if asked, tells the listener.
+  // Appends an event: hashes its canonical line (if hashed), keeps it if asked, tells the
+  // listener.
   void record(TraceEvent event);
 
-  // Returns the FNV-1a 64 hash of all canonical lines so far, as 16 hex digits.
+  // Returns the FNV-1a 64 hash of all canonical lines so far, as 16 hex digits; empty when
+  // the trace is not hashed.
   std::string hash_hex() const;
   const std::vector<TraceEvent>& events() const { return events_; }
 
@@ -94,6 +99,7 @@ class Trace {
 
  private:
   bool keep_events_;
+  bool hashed_;
   uint64_t hash_ = 0xcbf29ce484222325ULL;
   std::vector<TraceEvent> events_;
 };

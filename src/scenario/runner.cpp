@@ -178,6 +178,7 @@ RunResult run_scenario(const Scenario& scenario, const RunOptions& options) {
   WorldOptions world_options;
   world_options.seed = options.seed.value_or(scenario.seed);
   world_options.keep_trace = options.keep_trace;
+  world_options.hash_trace = options.hash_trace;
   world_options.record_rows = options.record_rows || options.row_listener != nullptr;
   world_options.row_listener = options.row_listener;
   if (scenario.schedule) {

@@ -15,6 +15,7 @@ struct RunOptions {
   std::optional<uint64_t> seed;  // overrides the scenario's seed
   std::string db_dir;            // keep each service's database as a file here
   bool keep_trace = true;        // keep events in the result (views need them)
+  bool hash_trace = true;        // compute RunResult::trace_hash (empty when false)
   // Called with each event as it happens (live narration), if set.
   std::function<void(const TraceEvent&)> listener;
   // Record the tables and queues event by event (RunResult::rows) for a view; costs a run

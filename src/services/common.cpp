@@ -53,6 +53,7 @@ SQLite::Database& schema_template(const std::string& schema_key,
   auto& template_db = templates[schema_key];
   if (!template_db) {
     template_db = std::make_unique<SQLite::Database>(":memory:", kOpenFlags);
+    template_db->exec("PRAGMA page_size = 1024");
     create_schema(*template_db);
   }
   return *template_db;

@@ -79,7 +79,7 @@ World::World(const Scenario& scenario, const Config& config, const WorldOptions&
     : config_(config),
       accounts_(scenario.accounts),
       rng_(options.seed),
-      trace_(options.keep_trace),
+      trace_(options.keep_trace, options.hash_trace),
       coverage_(config_),
       publications_(options.keep_trace),
       checker_(scenario.accounts, config.transfer_notifications),

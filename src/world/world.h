@@ -79,6 +79,7 @@ struct WorldOptions {
   std::string db_dir;     // empty: databases in memory
   std::string db_prefix;  // file name prefix inside db_dir
   bool keep_trace = true;
+  bool hash_trace = true;  // false: RunResult::trace_hash stays empty and costs nothing
   ExploreControl explore;
   // Record every row change and queue change for a view (RunResult::rows). Off, no hook is
   // installed and a run pays nothing.
