@@ -100,16 +100,24 @@ std::set<Invariant> broken_invariants(const ExploreResult& result) {
   return out;
 }
 
+// The same search with the settings' persistent sets and without them.
+struct BothWays {
+  ExploreResult reduced;
+  ExploreResult full;
+};
+BothWays explore_both_ways(const Scenario& scenario, const ExploreSettings& settings) {
+  ExploreSettings without = settings;
+  without.persistent_sets = false;
+  return BothWays{explore(scenario, settings), explore(scenario, without)};
+}
+
 // Explores with and without persistent sets, going on past violations: the same final states
 // (fingerprints) and the same broken invariants, through fewer states. Returns the reduced
 // search.
 ExploreResult check_persistent_sets_lose_nothing(const Scenario& scenario,
                                                  ExploreSettings settings) {
   settings.keep_going = true;
-  ExploreSettings without = settings;
-  without.persistent_sets = false;
-  const ExploreResult reduced = explore(scenario, settings);
-  const ExploreResult full = explore(scenario, without);
+  const auto [reduced, full] = explore_both_ways(scenario, settings);
   REQUIRE(full.complete);
   REQUIRE(reduced.complete);
   CHECK_FALSE(reduced.persistent_sets_unsound);
@@ -144,11 +152,7 @@ TEST_CASE("where a consumer's prefetch can fill, the search goes without persist
           "[explore]") {
   Scenario scenario = library_scenario("02-insufficient-funds.json");
   REQUIRE(config_set_text(scenario.config, "broker.prefetch", "1").empty());
-  ExploreSettings settings = settings_with(0, {});
-  ExploreSettings without = settings;
-  without.persistent_sets = false;
-  const ExploreResult guarded = explore(scenario, settings);
-  const ExploreResult full = explore(scenario, without);
+  const auto [guarded, full] = explore_both_ways(scenario, settings_with(0, {}));
   CHECK(guarded.persistent_sets_unsound);
   CHECK_FALSE(guarded.persistent_sets);
   CHECK(guarded.states == full.states);
