@@ -7,6 +7,7 @@
 
 #include "fuzz/generator.h"
 #include "fuzz/shrink.h"
+#include "scenario/runner.h"
 #include "scenario/write.h"
 
 using namespace inboxsim;
@@ -80,4 +81,42 @@ TEST_CASE("seed 1 with 4,000 transfers settles: an outbox row sent before its in
   const RunResult result = fuzz_run(generate_scenario(1, long_story(4'000)).scenario);
   for (const Violation& violation : result.violations) INFO(violation.detail);
   CHECK(result.violations.empty());
+}
+
+TEST_CASE("a story played from temporary database files has the trace it has in memory",
+          "[fuzz][scale]") {
+  // Long stories keep their databases in temporary files (fuzz, from 20,000 transfers on);
+  // the run must be the same run. Swarm seeds: several instances, dropped indexes, retries.
+  for (uint64_t seed = 1; seed <= 24; ++seed) {
+    GeneratorOptions options;
+    options.swarm = true;
+    const Scenario scenario = generate_scenario(seed, options).scenario;
+    RunOptions in_memory;
+    in_memory.keep_trace = false;
+    RunOptions in_files = in_memory;
+    in_files.spill_databases = true;
+    const RunResult a = run_scenario(scenario, in_memory);
+    const RunResult b = run_scenario(scenario, in_files);
+    INFO("seed " << seed);
+    CHECK(a.trace_hash == b.trace_hash);
+    CHECK(a.stats.transactions == b.stats.transactions);
+    CHECK(a.violations.size() == b.violations.size());
+    CHECK(a.balances == b.balances);
+  }
+}
+
+TEST_CASE("a story drawn as it is played runs as the story generated whole", "[fuzz][scale]") {
+  for (uint64_t seed = 1; seed <= 24; ++seed) {
+    GeneratorOptions options;
+    options.swarm = seed % 2 == 0;
+    options.workload = seed % 3 == 0 ? Workload::large : Workload::standard;
+    const RunResult whole = fuzz_run(generate_scenario(seed, options).scenario);
+    StoryGenerator story(seed, options);
+    RunOptions run_options;
+    run_options.keep_trace = false;
+    const RunResult drawn = run_story(story.header(), [&] { return story.next(); }, run_options);
+    INFO("seed " << seed);
+    CHECK(drawn.trace_hash == whole.trace_hash);
+    CHECK(drawn.stats.transactions == whole.stats.transactions);
+  }
 }

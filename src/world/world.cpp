@@ -123,7 +123,11 @@ void World::add_instances(ServiceId service, int64_t count, const WorldOptions& 
   const std::string key =
       account ? AccountService::schema_key(config_) : TransferService::schema_key(config_);
   auto& database = databases_[static_cast<size_t>(service)];
-  database = std::make_unique<SharedDatabase>(db_path(options, base), key, create, count);
+  if (options.spill_databases && options.db_dir.empty()) {
+    database = SharedDatabase::temporary(key, create, count);
+  } else {
+    database = std::make_unique<SharedDatabase>(db_path(options, base), key, create, count);
+  }
   for (int64_t number = 1; number <= count; ++number) {
     const size_t index = instances_.size();
     Instance& instance = instances_.emplace_back();

@@ -74,6 +74,8 @@ struct WorldOptions {
   uint64_t seed = 1;
   std::string db_dir;     // empty: databases in memory
   std::string db_prefix;  // file name prefix inside db_dir
+  // Without db_dir: the databases in temporary files instead of memory (a long story).
+  bool spill_databases = false;
   bool keep_trace = true;
   ExploreControl explore;
   // Record every row change and queue change for a view (RunResult::rows). Off, no hook is
