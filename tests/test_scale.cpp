@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <map>
 
+#include "domain/config.h"
 #include "fuzz/generator.h"
 #include "fuzz/shrink.h"
 #include "scenario/runner.h"
@@ -119,4 +120,37 @@ TEST_CASE("a story drawn as it is played runs as the story generated whole", "[f
     CHECK(drawn.trace_hash == whole.trace_hash);
     CHECK(drawn.stats.transactions == whole.stats.transactions);
   }
+}
+
+TEST_CASE("a run that keeps no final tables reaches the same verdicts, details included",
+          "[fuzz][scale]") {
+  // Fuzz seeds keep neither the ledger nor the sagas in their result, and the final check reads
+  // them row by row; a broken bank (no inbox, no ledger key) gives violations to compare.
+  Config broken = campaign_config();
+  REQUIRE(config_set_text(broken, "account.inbox", "none").empty());
+  REQUIRE(config_set_text(broken, "account.ledger_unique", "false").empty());
+  int64_t violations = 0;
+  for (uint64_t seed = 1; seed <= 40; ++seed) {
+    GeneratorOptions options;
+    options.swarm = true;
+    options.config = broken;
+    const Scenario scenario = generate_scenario(seed, options).scenario;
+    RunOptions tables;
+    tables.keep_trace = false;
+    RunOptions lean = tables;
+    lean.keep_final_tables = false;
+    const RunResult a = run_scenario(scenario, tables);
+    const RunResult b = run_scenario(scenario, lean);
+    INFO("seed " << seed);
+    CHECK(a.trace_hash == b.trace_hash);
+    REQUIRE(a.violations.size() == b.violations.size());
+    for (size_t i = 0; i < a.violations.size(); ++i) {
+      CHECK(a.violations[i].invariant == b.violations[i].invariant);
+      CHECK(a.violations[i].detail == b.violations[i].detail);
+    }
+    CHECK(b.ledger.empty());
+    CHECK(b.transfers.empty());
+    violations += static_cast<int64_t>(a.violations.size());
+  }
+  CHECK(violations > 10);
 }

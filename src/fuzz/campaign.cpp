@@ -53,6 +53,7 @@ SeedOutcome run_seed(uint64_t seed, const GeneratorOptions& generator, RunningTr
   RunOptions options;
   options.keep_trace = false;
   options.spill_databases = transfers >= kSpillTransfersMin;
+  options.keep_final_tables = false;  // a seed's outcome is its verdict, stats and coverage
   if (running != nullptr) {
     running->total.fetch_add(transfers);
     options.after_step = [&](const Step& step) {

@@ -763,14 +763,18 @@ std::map<std::string, int64_t> AccountService::balances() {
 
 std::vector<LedgerEntry> AccountService::ledger() {
   std::vector<LedgerEntry> out;
+  for_each_ledger_entry([&](const LedgerEntry& entry) { out.push_back(entry); });
+  return out;
+}
+
+void AccountService::for_each_ledger_entry(const std::function<void(const LedgerEntry&)>& visit) {
   StatementUse query(connection_.prepared("SELECT transfer_id, type, account, amount FROM ledger ORDER BY id"));
   while (query->executeStep()) {
     const auto type = parse_entry_type(query->getColumn(1).getString());
     INBOXSIM_ASSERT(type.has_value());
-    out.push_back(LedgerEntry{query->getColumn(0).getString(), *type, query->getColumn(2).getString(),
-                              query->getColumn(3).getInt64()});
+    visit(LedgerEntry{query->getColumn(0).getString(), *type, query->getColumn(2).getString(),
+                      query->getColumn(3).getInt64()});
   }
-  return out;
 }
 
 int64_t AccountService::undelivered_outbox_rows() {

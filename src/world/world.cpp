@@ -81,11 +81,12 @@ World::World(const Scenario& scenario, const Config& config, const WorldOptions&
       rng_(options.seed),
       trace_(options.keep_trace),
       coverage_(config_),
-      publications_(options.keep_trace),
+      publications_(options.keep_trace, options.spill_databases && options.db_dir.empty()),
       checker_(scenario.accounts, config.transfer_notifications),
       broker_([this](TraceEvent event) { record(std::move(event)); }, config.broker_prefetch,
               config.broker_delivery_limit, config.broker_queue_type == QueueType::quorum),
       explore_(options.explore) {
+  keep_final_tables_ = options.keep_final_tables;
   if (options.record_rows) rows_ = std::make_unique<RowRecorder>(options.row_listener);
   INBOXSIM_ASSERT(config_.account_instances >= 1 && config_.account_instances <= kInstancesMax);
   INBOXSIM_ASSERT(config_.transfer_instances >= 1 && config_.transfer_instances <= kInstancesMax);
@@ -254,7 +255,7 @@ void World::request_transfer(const TransferSpec& transfer) {
   event.detail = transfer.from + " -> " + transfer.to;
   record(std::move(event));
   checker_.register_transfer(transfer.id, transfer.amount);
-  transfer_amounts_[transfer.id] = transfer.amount;
+  if (keep_final_tables_) transfer_amounts_[transfer.id] = transfer.amount;
   instance.transfer->request(transfer);
 }
 
@@ -1338,8 +1339,10 @@ RunResult World::finish() {
   Instance& transfer = first_instance(ServiceId::transfer);
   FinalState final_state;
   final_state.balances = account.account->balances();
-  final_state.ledger = account.account->ledger();
-  final_state.sagas = transfer.transfer->sagas();
+  final_state.for_each_ledger_entry = [&](const auto& visit) {
+    account.account->for_each_ledger_entry(visit);
+  };
+  final_state.for_each_saga = [&](const auto& visit) { transfer.transfer->for_each_saga(visit); };
   final_state.notifications = transfer.transfer->notification_counts();
   final_state.queued_messages =
       static_cast<int64_t>(broker_.ready_messages() + broker_.unacked_messages());
@@ -1371,9 +1374,11 @@ RunResult World::finish() {
   }
   for (const auto& [name, spec] : accounts_) result.opening_balances[name] = spec.balance;
   result.balances = final_state.balances;
-  result.transfers = final_state.sagas;
-  result.transfer_amounts = transfer_amounts_;
-  result.ledger = std::move(final_state.ledger);
+  if (keep_final_tables_) {
+    result.transfers = transfer.transfer->sagas();
+    result.transfer_amounts = transfer_amounts_;
+    result.ledger = account.account->ledger();
+  }
   for (size_t index = 0; index < kInvariantCount; ++index) {
     const auto invariant = static_cast<Invariant>(index);
     result.invariant_applies[index] = checker_.applies(invariant);

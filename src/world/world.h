@@ -76,6 +76,9 @@ struct WorldOptions {
   std::string db_prefix;  // file name prefix inside db_dir
   // Without db_dir: the databases in temporary files instead of memory (a long story).
   bool spill_databases = false;
+  // Put the ledger, the sagas and the transfers' amounts in the result (for expectations and
+  // views); a fuzz seed needs only the verdict, and a long story's tables are large.
+  bool keep_final_tables = true;
   bool keep_trace = true;
   ExploreControl explore;
   // Record every row change and queue change for a view (RunResult::rows). Off, no hook is
@@ -307,7 +310,8 @@ class World {
   CoverageRecorder coverage_;
   PublicationLog publications_;
   Checker checker_;
-  std::map<std::string, int64_t> transfer_amounts_;
+  std::map<std::string, int64_t> transfer_amounts_;  // when keep_final_tables_
+  bool keep_final_tables_ = true;
 
   // The broker and what is on the wire.
   Broker broker_;
