@@ -19,6 +19,7 @@
 
 #include "domain/commit.h"
 #include "domain/result.h"
+#include "check/transfer_table.h"
 #include "domain/scenario.h"
 #include "kernel/fingerprint.h"
 
@@ -88,7 +89,7 @@ class Checker {
 
   void report(Invariant invariant, std::string detail, int64_t now_ms);
   int64_t in_flight(const TransferFacts& facts) const;
-  void check_transfer(const std::string& id, const TransferFacts& facts, int64_t now_ms);
+  void check_transfer(std::string_view id, const TransferFacts& facts, int64_t now_ms);
   void check_account(const std::string& account, int64_t now_ms);
   void check_transition(const SagaTransition& transition, int64_t now_ms);
 
@@ -99,7 +100,7 @@ class Checker {
   std::map<std::string, int64_t> opening_;
   std::map<std::string, int64_t> balance_;
   std::map<std::string, int64_t> ledger_sum_;
-  std::map<std::string, TransferFacts> transfers_;
+  TransferTable<TransferFacts> transfers_;
   std::array<bool, kInvariantCount> violated_{};
   std::vector<Violation> violations_;
 };

@@ -28,8 +28,9 @@ struct RunOptions {
   // cache, instead of in memory: for stories too long for their databases to fit in memory.
   // The run is the same either way.
   bool spill_databases = false;
-  // Put the ledger, the sagas and each transfer's amount in the result (`expect`'s
-  // `transfers` and `effects`, the views); off, a run only reports them through its verdict.
+  // Put the ledger, the sagas, each transfer's amount and the unfired faults in the result
+  // (`expect`'s `transfers` and `effects`, the views); off, a run reports them only through its
+  // verdict.
   bool keep_final_tables = true;
 };
 

@@ -1389,7 +1389,7 @@ RunResult World::finish() {
       if (static_cast<size_t>(violation.invariant) == index) result.violations.push_back(violation);
     }
   }
-  result.unfired_faults = faults_.unfired();
+  if (keep_final_tables_) result.unfired_faults = faults_.unfired();
   result.events = trace_.events();
   result.envelopes = publications_.envelopes();
   if (rows_) result.rows = rows_->finish(broker_);

@@ -76,8 +76,8 @@ struct WorldOptions {
   std::string db_prefix;  // file name prefix inside db_dir
   // Without db_dir: the databases in temporary files instead of memory (a long story).
   bool spill_databases = false;
-  // Put the ledger, the sagas and the transfers' amounts in the result (for expectations and
-  // views); a fuzz seed needs only the verdict, and a long story's tables are large.
+  // Put the ledger, the sagas, the transfers' amounts and the unfired faults in the result (for
+  // expectations and views); a fuzz seed needs only the verdict, and a long story's are large.
   bool keep_final_tables = true;
   bool keep_trace = true;
   ExploreControl explore;
