@@ -6,7 +6,8 @@
 Runs `inboxsim fuzz --seeds 1..1 --transfers N --accounts 10000 --rate R --json` for each N
 (default 100000 300000 1000000), one at a time, and prints per run: the verdict, wall time,
 peak resident memory (the child's ru_maxrss, what `/usr/bin/time -v` reports as "Maximum
-resident set size"), microseconds per transfer and the virtual time the story spanned. Not a
+resident set size"), microseconds per transfer, transactions and messages moved to an error
+queue (which grew with the square of the story before issue 14's fix). Not a
 test: it takes minutes and its figures depend on the machine. The README quotes its output.
 """
 import argparse
@@ -46,13 +47,14 @@ def main():
     parser.add_argument("--rate", type=int, default=0, help="transfers per virtual second")
     args = parser.parse_args()
     print(f"{'transfers':>10} {'verdict':>8} {'wall s':>8} {'peak RSS MB':>12} "
-          f"{'us/transfer':>12} {'transactions':>13}")
+          f"{'us/transfer':>12} {'transactions':>13} {'error_queued':>13}")
     for transfers in args.transfers:
         rc, wall, rss_kib, summary = run_one(os.path.realpath(args.binary), transfers,
                                              args.accounts, args.rate)
         verdict = {0: "pass", 1: "FAIL"}.get(rc, f"exit {rc}")
         print(f"{transfers:>10} {verdict:>8} {wall:>8.1f} {rss_kib / 1024:>12.0f} "
-              f"{wall * 1e6 / transfers:>12.1f} {summary['stats']['transactions']:>13}",
+              f"{wall * 1e6 / transfers:>12.1f} {summary['stats']['transactions']:>13} "
+              f"{summary['stats']['error_queued']:>13}",
               flush=True)
 
 

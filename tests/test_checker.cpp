@@ -46,11 +46,23 @@ void healthy_transfer(Checker& checker) {
   checker.on_commit(transition("t1", SagaState::debited, SagaState::completed), 4);
 }
 
+// The final state's ledger and sagas, handed out row by row as the world reads its databases.
+void set_tables(FinalState& state, std::vector<LedgerEntry> ledger,
+                std::map<std::string, SagaState> sagas) {
+  state.for_each_ledger_entry = [ledger](const auto& visit) {
+    for (const LedgerEntry& entry : ledger) visit(entry);
+  };
+  state.for_each_saga = [sagas](const auto& visit) {
+    for (const auto& [id, saga] : sagas) visit(id, saga);
+  };
+}
+
 FinalState final_state_after_healthy_transfer() {
   FinalState state;
   state.balances = {{"alice", 7500}, {"bob", 2500}};
-  state.ledger = {{"t1", EntryType::debit, "alice", -2500}, {"t1", EntryType::credit, "bob", 2500}};
-  state.sagas = {{"t1", SagaState::completed}};
+  set_tables(state,
+             {{"t1", EntryType::debit, "alice", -2500}, {"t1", EntryType::credit, "bob", 2500}},
+             {{"t1", SagaState::completed}});
   return state;
 }
 
@@ -149,7 +161,7 @@ TEST_CASE("termination fires when a transfer never settles", "[checker]") {
   checker.on_commit(transition("t1", std::nullopt, SagaState::requested), 0);
   FinalState state;
   state.balances = {{"alice", 10000}, {"bob", 0}};
-  state.sagas = {{"t1", SagaState::requested}};
+  set_tables(state, {}, {{"t1", SagaState::requested}});
   state.dead_lettered = 1;
   checker.check_final(state, 10);
   REQUIRE(fired(checker) == std::vector<Invariant>{Invariant::termination});

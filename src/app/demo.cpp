@@ -40,13 +40,13 @@ RunResult narrated_run(const Scenario& scenario, const NarratedRunOptions& optio
   }
   size_t steps_done = 0;
   if (options.pause_after_step) {
-    run_options.after_step = [&out] {
+    run_options.after_step = [&out](const Step&) {
       out << "  [Enter] next step" << std::flush;
       std::string line;
       std::getline(std::cin, line);
     };
   } else if (options.on_step) {
-    run_options.after_step = [&] { options.on_step(++steps_done, scenario.steps.size()); };
+    run_options.after_step = [&](const Step&) { options.on_step(++steps_done, scenario.steps.size()); };
   }
   RunResult result = run_scenario(scenario, run_options);
   if (options.narrate) {

@@ -1,5 +1,6 @@
 #include "check/checker.h"
 
+#include <algorithm>
 #include <set>
 
 #include "kernel/assert.h"
@@ -59,7 +60,7 @@ void Checker::on_commit(const CommitRecord& record, int64_t now_ms) {
   for (const LedgerEntry& entry : record.ledger) {
     TransferFacts& facts = transfers_[entry.transfer];
     in_flight_total_ -= in_flight(facts);
-    ++facts.entries[entry_index(entry.type)];
+    count_one(facts.entries[entry_index(entry.type)]);
     in_flight_total_ += in_flight(facts);
     ledger_sum_[entry.account] += entry.amount;
     touched_transfers.insert(entry.transfer);
@@ -76,7 +77,9 @@ void Checker::on_commit(const CommitRecord& record, int64_t now_ms) {
     touched_transfers.insert(transition.transfer);
   }
   for (const std::string& transfer : record.notifications) {
-    const int64_t count = ++transfers_[transfer].notifications;
+    uint16_t& notifications = transfers_[transfer].notifications;
+    count_one(notifications);
+    const int64_t count = notifications;
     if (notifications_enabled_ && count > 1) {
       report(Invariant::notified,
              "transfer " + transfer + " notified " + std::to_string(count) + " times", now_ms);
@@ -103,11 +106,11 @@ void Checker::check_transition(const SagaTransition& transition, int64_t now_ms)
          now_ms);
 }
 
-void Checker::check_transfer(const std::string& id, const TransferFacts& facts, int64_t now_ms) {
+void Checker::check_transfer(std::string_view id, const TransferFacts& facts, int64_t now_ms) {
   for (size_t type = 0; type < facts.entries.size(); ++type) {
     if (facts.entries[type] > 1) {
       report(Invariant::single_effect,
-             "transfer " + id + " has " + std::to_string(facts.entries[type]) + " " +
+             "transfer " + std::string(id) + " has " + std::to_string(facts.entries[type]) + " " +
                  std::string(entry_type_name(static_cast<EntryType>(type))) + " entries",
              now_ms);
     }
@@ -125,7 +128,7 @@ void Checker::check_transfer(const std::string& id, const TransferFacts& facts, 
   }
   if (!agrees) {
     report(Invariant::saga_ledger,
-           "transfer " + id + " is " + std::string(saga_state_name(*facts.state)) +
+           "transfer " + std::string(id) + " is " + std::string(saga_state_name(*facts.state)) +
                " with DEBIT x" + std::to_string(debits) + ", CREDIT x" + std::to_string(credits) +
                ", REFUND x" + std::to_string(refunds),
            now_ms);
@@ -165,16 +168,25 @@ std::string parked_behind(const std::string& transfer,
 
 void Checker::check_final(const FinalState& state, int64_t now_ms) {
   // Rebuild every fact from the databases, not from what transactions reported, so a
-  // reporting mistake cannot hide a broken invariant.
-  std::map<std::string, TransferFacts> transfers;
-  for (const auto& [id, facts] : transfers_) transfers[id].amount = facts.amount;
+  // reporting mistake cannot hide a broken invariant. In place: only the amounts stay (a copy
+  // of a million transfers' facts would double what the checker holds).
+  TransferTable<TransferFacts>& transfers = transfers_;
+  transfers.for_each([](std::string_view, TransferFacts& facts) {
+    facts = TransferFacts{facts.amount, {}, std::nullopt, 0};
+  });
   std::map<std::string, int64_t> ledger_sum;
-  for (const LedgerEntry& entry : state.ledger) {
-    ++transfers[entry.transfer].entries[entry_index(entry.type)];
-    ledger_sum[entry.account] += entry.amount;
+  if (state.for_each_ledger_entry) {
+    state.for_each_ledger_entry([&](const LedgerEntry& entry) {
+      count_one(transfers[entry.transfer].entries[entry_index(entry.type)]);
+      ledger_sum[entry.account] += entry.amount;
+    });
   }
-  for (const auto& [id, saga] : state.sagas) transfers[id].state = saga;
-  for (const auto& [id, count] : state.notifications) transfers[id].notifications = count;
+  if (state.for_each_saga) {
+    state.for_each_saga([&](const std::string& id, SagaState saga) { transfers[id].state = saga; });
+  }
+  for (const auto& [id, count] : state.notifications) {
+    transfers[id].notifications = static_cast<uint16_t>(std::min<int64_t>(count, kFactCountMax));
+  }
   int64_t total = 0;
   for (const auto& [account, balance] : state.balances) {
     total += balance;
@@ -183,10 +195,10 @@ void Checker::check_final(const FinalState& state, int64_t now_ms) {
     check_account(account, now_ms);
   }
   int64_t in_flight_total = 0;
-  for (const auto& [id, facts] : transfers) {
+  transfers.for_each([&](std::string_view id, const TransferFacts& facts) {
     in_flight_total += in_flight(facts);
     check_transfer(id, facts, now_ms);
-  }
+  });
   if (total + in_flight_total != opening_total_) {
     report(Invariant::conservation,
            "at the end: balances " + money(total) + " + in flight " + money(in_flight_total) +
@@ -194,25 +206,26 @@ void Checker::check_final(const FinalState& state, int64_t now_ms) {
            now_ms);
   }
   if (notifications_enabled_) {
-    for (const auto& [id, facts] : transfers) {
+    transfers.for_each([&](std::string_view id, const TransferFacts& facts) {
       const bool finished = facts.state == SagaState::completed || facts.state == SagaState::failed;
       if (finished && facts.notifications != 1) {
         report(Invariant::notified,
-               "transfer " + id + " is " + std::string(saga_state_name(*facts.state)) + " with " +
+               "transfer " + std::string(id) + " is " +
+                   std::string(saga_state_name(*facts.state)) + " with " +
                    std::to_string(facts.notifications) + " notifications",
                now_ms);
       }
-    }
+    });
   }
   std::string unsettled;
-  for (const auto& [id, facts] : transfers) {
+  transfers.for_each([&](std::string_view id, const TransferFacts& facts) {
     if (!facts.state || !is_terminal(*facts.state)) {
       if (!unsettled.empty()) unsettled += ", ";
-      unsettled +=
-          id + " is " + (facts.state ? std::string(saga_state_name(*facts.state)) : "unknown");
-      unsettled += parked_behind(id, state.parked);
+      unsettled += std::string(id) + " is " +
+                   (facts.state ? std::string(saga_state_name(*facts.state)) : "unknown");
+      unsettled += parked_behind(std::string(id), state.parked);
     }
-  }
+  });
   if (!state.halted.empty()) {
     unsettled += (unsettled.empty() ? "" : "; ") + state.halted;
   } else if (!state.quiescent) {
@@ -248,11 +261,11 @@ void Checker::fingerprint(Hasher& hasher) const {
   hasher.add_signed(balance_total_).add_signed(in_flight_total_);
   for (const auto& [account, balance] : balance_) hasher.add(account).add_signed(balance);
   for (const auto& [account, sum] : ledger_sum_) hasher.add(account).add_signed(sum);
-  for (const auto& [id, facts] : transfers_) {
-    hasher.add(id).add_signed(facts.amount).add_signed(facts.notifications);
+  transfers_.for_each([&](std::string_view id, const TransferFacts& facts) {
+    hasher.add(std::string(id)).add_signed(facts.amount).add_signed(facts.notifications);
     for (const int64_t entries : facts.entries) hasher.add_signed(entries);
     hasher.add_signed(facts.state ? static_cast<int64_t>(*facts.state) : -1);
-  }
+  });
   for (const bool violated : violated_) hasher.add(violated);
 }
 

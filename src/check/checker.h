@@ -10,6 +10,8 @@
 #pragma once
 
 #include <array>
+#include <cstdint>
+#include <limits>
 #include <functional>
 #include <map>
 #include <string>
@@ -17,6 +19,7 @@
 
 #include "domain/commit.h"
 #include "domain/result.h"
+#include "check/transfer_table.h"
 #include "domain/scenario.h"
 #include "kernel/fingerprint.h"
 
@@ -30,11 +33,13 @@ struct ParkedMessageRef {
   std::string message_id;
 };
 
-// The committed state of both services and the broker at the end of a run.
+// The committed state of both services and the broker at the end of a run. The ledger and the
+// sagas, a few rows per transfer, are read as the checker goes rather than held (an empty
+// function: no rows).
 struct FinalState {
   std::map<std::string, int64_t> balances;
-  std::vector<LedgerEntry> ledger;
-  std::map<std::string, SagaState> sagas;
+  std::function<void(const std::function<void(const LedgerEntry&)>&)> for_each_ledger_entry;
+  std::function<void(const std::function<void(const std::string&, SagaState)>&)> for_each_saga;
   std::map<std::string, int64_t> notifications;
   int64_t queued_messages = 0;     // ready or unacked in the broker
   int64_t unsent_outbox_rows = 0;  // both services
@@ -69,16 +74,22 @@ class Checker {
   std::function<void(const Violation&)> on_violation;
 
  private:
+  // What the checker knows of one transfer, kept small: a long run has a million of them.
+  // The counts stop at kFactCountMax; every check asks whether one is above 1.
+  static constexpr uint16_t kFactCountMax = std::numeric_limits<uint16_t>::max();
   struct TransferFacts {
     int64_t amount = 0;
-    std::array<int64_t, 3> entries{};  // per EntryType
+    std::array<uint16_t, 3> entries{};  // per EntryType
     std::optional<SagaState> state;
-    int64_t notifications = 0;
+    uint16_t notifications = 0;
   };
+  static void count_one(uint16_t& count) {
+    if (count < kFactCountMax) ++count;
+  }
 
   void report(Invariant invariant, std::string detail, int64_t now_ms);
   int64_t in_flight(const TransferFacts& facts) const;
-  void check_transfer(const std::string& id, const TransferFacts& facts, int64_t now_ms);
+  void check_transfer(std::string_view id, const TransferFacts& facts, int64_t now_ms);
   void check_account(const std::string& account, int64_t now_ms);
   void check_transition(const SagaTransition& transition, int64_t now_ms);
 
@@ -89,7 +100,7 @@ class Checker {
   std::map<std::string, int64_t> opening_;
   std::map<std::string, int64_t> balance_;
   std::map<std::string, int64_t> ledger_sum_;
-  std::map<std::string, TransferFacts> transfers_;
+  TransferTable<TransferFacts> transfers_;
   std::array<bool, kInvariantCount> violated_{};
   std::vector<Violation> violations_;
 };

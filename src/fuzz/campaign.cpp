@@ -17,6 +17,7 @@
 #include "kernel/assert.h"
 #include "kernel/file_names.h"
 #include "scenario/parse.h"
+#include "scenario/runner.h"
 #include "scenario/write.h"
 
 namespace inboxsim {
@@ -31,38 +32,49 @@ int64_t elapsed_ms(Clock::time_point start) {
   return std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start).count();
 }
 
-// What the seeds running now have played of their stories, for the progress line.
-struct RunningSteps {
+// How many transfers the seeds running now have requested, for the progress line.
+struct RunningTransfers {
   std::atomic<int64_t> done{0};
   std::atomic<int64_t> total{0};
   std::atomic<int64_t> done_per_million{0};  // sum over running seeds of their share, x 1e6
 };
 
-SeedOutcome run_seed(uint64_t seed, const GeneratorOptions& generator, RunningSteps* running) {
-  const Generated generated = generate_scenario(seed, generator);
-  const auto steps = static_cast<int64_t>(generated.scenario.steps.size());
+// A story of this many transfers or more keeps its databases in temporary files: a million
+// transfers' ledger and sagas alone are about 210 MB of SQLite pages.
+constexpr int64_t kSpillTransfersMin = 20'000;
+
+SeedOutcome run_seed(uint64_t seed, const GeneratorOptions& generator, RunningTransfers* running) {
+  // The story is drawn as it is played (a long one is not held whole); progress counts its
+  // transfers requested.
+  StoryGenerator story(seed, generator);
+  const int64_t transfers = story.drawn().transfers;
   int64_t played = 0;
   int64_t share = 0;  // this seed's part of running->done_per_million
-  std::function<void()> after_step;
+  RunOptions options;
+  options.keep_trace = false;
+  options.hash_trace = false;  // as fuzz_run: a campaign never reads a seed's trace hash
+  options.spill_databases = transfers >= kSpillTransfersMin;
+  options.keep_final_tables = false;  // a seed's outcome is its verdict, stats and coverage
   if (running != nullptr) {
-    running->total.fetch_add(steps);
-    after_step = [&] {
+    running->total.fetch_add(transfers);
+    options.after_step = [&](const Step& step) {
+      if (step.kind != StepKind::transfer) return;
       ++played;
       running->done.fetch_add(1);
-      const int64_t now = played * 1'000'000 / std::max<int64_t>(steps, 1);
+      const int64_t now = played * 1'000'000 / std::max<int64_t>(transfers, 1);
       running->done_per_million.fetch_add(now - share);
       share = now;
     };
   }
-  const RunResult result = fuzz_run(generated.scenario, after_step);
+  const RunResult result = run_story(story.header(), [&] { return story.next(); }, options);
   if (running != nullptr) {
-    running->total.fetch_sub(steps);
+    running->total.fetch_sub(transfers);
     running->done.fetch_sub(played);
     running->done_per_million.fetch_sub(share);
   }
   SeedOutcome outcome;
   outcome.seed = seed;
-  outcome.drawn = generated.drawn;
+  outcome.drawn = story.drawn();
   outcome.stats = result.stats;
   outcome.coverage = result.coverage;
   for (const Violation& violation : result.violations)
@@ -81,9 +93,9 @@ std::string progress_counters(const CampaignProgress& progress, double seconds) 
                      std::to_string(static_cast<int64_t>(
                          static_cast<double>(progress.seeds_done) / std::max(seconds, 1e-3))) +
                      " seeds/s";
-  if (progress.steps_total > 0 && progress.seeds_total - progress.seeds_done <= 4) {
-    text += ", running: step " + std::to_string(progress.steps_done) + "/" +
-            std::to_string(progress.steps_total);
+  if (progress.transfers_total > 0 && progress.seeds_total - progress.seeds_done <= 4) {
+    text += ", running: transfer " + std::to_string(progress.transfers_done) + "/" +
+            std::to_string(progress.transfers_total);
   }
   return text;
 }
@@ -165,11 +177,11 @@ CampaignResult run_campaign(const CampaignOptions& options, std::ostream* progre
   const bool show = options.progress && progress_stream != nullptr;
   std::optional<ProgressLine> line;
   if (show) line.emplace(*progress_stream, "fuzz");
-  RunningSteps running;
-  RunningSteps* running_steps = show || options.on_progress ? &running : nullptr;
+  RunningTransfers running;
+  RunningTransfers* running_transfers = show || options.on_progress ? &running : nullptr;
 
   auto work = [&](size_t index) {
-    outcomes[index] = run_seed(seeds[index], options.generator, running_steps);
+    outcomes[index] = run_seed(seeds[index], options.generator, running_transfers);
     done[index] = 1;
     done_count.fetch_add(1);
     if (!outcomes[index].failed()) return;
@@ -186,14 +198,14 @@ CampaignResult run_campaign(const CampaignOptions& options, std::ostream* progre
   };
   auto stop = [&](size_t index) { return index > cutoff.load(); };
   auto tick = [&] {
-    if (running_steps == nullptr) return;
+    if (running_transfers == nullptr) return;
     CampaignProgress progress;
     progress.seeds_done = static_cast<int64_t>(done_count.load());
     progress.seeds_total = static_cast<int64_t>(seeds.size());
     progress.failures = static_cast<int64_t>(failure_count.load());
     progress.seeds_running_done = static_cast<double>(running.done_per_million.load()) / 1e6;
-    progress.steps_done = running.done.load();
-    progress.steps_total = running.total.load();
+    progress.transfers_done = running.done.load();
+    progress.transfers_total = running.total.load();
     if (options.on_progress) options.on_progress(progress);
     if (line) line->update(progress_counters(progress, line->elapsed_seconds()),
                            progress.fraction_done());

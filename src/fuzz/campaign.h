@@ -24,11 +24,11 @@ struct CampaignProgress {
   int64_t seeds_done = 0;
   int64_t seeds_total = 0;
   int64_t failures = 0;
-  // The seeds still running, each counted by the share of its story's steps already played:
+  // The seeds still running, each counted by the share of its story's transfers requested:
   // with one long seed, this is what moves.
   double seeds_running_done = 0;
-  int64_t steps_done = 0;  // of the seeds running now
-  int64_t steps_total = 0;
+  int64_t transfers_done = 0;  // requested, in the seeds running now
+  int64_t transfers_total = 0;
   double fraction_done() const {
     if (seeds_total == 0) return 1.0;
     return (static_cast<double>(seeds_done) + seeds_running_done) /

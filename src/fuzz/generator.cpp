@@ -136,30 +136,6 @@ void draw_fault_paths(Rng& rng, const GeneratorOptions& options, Config& config)
   if (options.draw_queue_type && rng.chance(1, 4)) config.broker_queue_type = QueueType::classic;
 }
 
-// The operator's last act: the world settles, every message parked in an error or dead-letter
-// queue is replayed, and the world settles again. Without it, a message parked by a fault would
-// hold its transfer for good, by design (scenario 37). A fault still armed can park the replay
-// too (two lost confirms on one type of message), so there is one round per fault that can park
-// a message, and one more: the last round runs when the faults have stopped.
-void add_redrives(Scenario& scenario) {
-  int64_t parks = 0;
-  for (const Step& step : scenario.steps) {
-    if (step.kind != StepKind::fault) continue;
-    const FaultKind kind = step.fault.kind;
-    if (kind == FaultKind::publish_nack || kind == FaultKind::lose_confirm) ++parks;
-    if (kind == FaultKind::nack) parks += step.fault.times;
-  }
-  for (int64_t round = 0; round <= parks; ++round) {
-    Step settle;
-    settle.kind = StepKind::run;
-    scenario.steps.push_back(settle);
-    Step redrive;
-    redrive.kind = StepKind::redrive;
-    redrive.queue = "all";
-    scenario.steps.push_back(redrive);
-  }
-}
-
 DrawnOptions draw_options(Rng& rng, const GeneratorOptions& options) {
   const WorkloadSize size = workload_size(options.workload);
   DrawnOptions drawn;
@@ -307,26 +283,6 @@ Step fault_step(FaultSpec fault) {
   return step;
 }
 
-// The tail of a story with late duplicates: everything settles, virtual time jumps past the
-// account inbox's DuplicateDetectionWindow and its cleanup, and old messages are published
-// again. (Not past the processed_messages TTL: a day is longer than any redelivery plausibly
-// takes, which is why the seed keeps dedupe records for days.)
-void add_late_duplicates(Rng& rng, const std::vector<std::string>& targets, Scenario& scenario) {
-  if (targets.empty()) return;
-  Step settle;
-  settle.kind = StepKind::run;
-  scenario.steps.push_back(settle);
-  Step advance;
-  advance.kind = StepKind::advance;
-  advance.ms = scenario.config.account_inbox_window_ms + 2 * kCleanupIntervalMs;
-  scenario.steps.push_back(advance);
-  for (const std::string& transfer : targets) {
-    FaultSpec fault = draw_fault(rng, FaultAction::late_duplicate, scenario.config, transfer);
-    fault.match.occurrence = 1;
-    scenario.steps.push_back(fault_step(std::move(fault)));
-  }
-}
-
 }  // namespace
 
 std::string_view workload_name(Workload workload) {
@@ -374,87 +330,172 @@ std::string describe_drawn(const DrawnOptions& drawn) {
 }
 
 Generated generate_scenario(uint64_t seed, const GeneratorOptions& options) {
-  Rng rng(seed);
+  StoryGenerator story(seed, options);
   Generated out;
-  out.drawn = draw_options(rng, options);
-  const DrawnOptions& drawn = out.drawn;
-  Scenario& scenario = out.scenario;
-  scenario.name = "fuzz-" + std::to_string(seed);
-  scenario.seed = seed;
-  scenario.config = options.config;
-  draw_concurrency(rng, options, scenario.config);
-  draw_fault_paths(rng, options, scenario.config);
-  out.drawn.account_instances = scenario.config.account_instances;
-  out.drawn.transfer_instances = scenario.config.transfer_instances;
-  out.drawn.work_ms_min = scenario.config.work_ms_min;
-  out.drawn.work_ms_max = scenario.config.work_ms_max;
-  out.drawn.heartbeat_ms = scenario.config.broker_heartbeat_ms;
-  add_accounts(rng, drawn, scenario);
+  out.scenario = story.header();
+  out.drawn = story.drawn();
+  while (std::optional<Step> step = story.next()) out.scenario.steps.push_back(std::move(*step));
+  return out;
+}
+
+StoryGenerator::StoryGenerator(uint64_t seed, const GeneratorOptions& options)
+    : options_(options), rng_(seed) {
+  drawn_ = draw_options(rng_, options_);
+  header_.name = "fuzz-" + std::to_string(seed);
+  header_.seed = seed;
+  header_.config = options_.config;
+  draw_concurrency(rng_, options_, header_.config);
+  draw_fault_paths(rng_, options_, header_.config);
+  drawn_.account_instances = header_.config.account_instances;
+  drawn_.transfer_instances = header_.config.transfer_instances;
+  drawn_.work_ms_min = header_.config.work_ms_min;
+  drawn_.work_ms_max = header_.config.work_ms_max;
+  drawn_.heartbeat_ms = header_.config.broker_heartbeat_ms;
+  add_accounts(rng_, drawn_, header_);
 
   // Spread the fault actions over the batches in which the transfers are requested.
-  const auto transfer_count = static_cast<size_t>(drawn.transfers);
-  const auto batch = static_cast<size_t>(drawn.batch);
-  const size_t batch_count = (transfer_count + batch - 1) / batch;
-  std::vector<std::vector<FaultAction>> actions(batch_count);
-  for (int64_t i = 0; i < drawn.faults; ++i) {
-    actions[rng.below(batch_count)].push_back(
-        static_cast<FaultAction>(pick_weighted(rng, drawn.weights)));
+  const auto transfer_count = static_cast<size_t>(drawn_.transfers);
+  const auto batch = static_cast<size_t>(drawn_.batch);
+  batch_count_ = (transfer_count + batch - 1) / batch;
+  actions_.reserve(static_cast<size_t>(drawn_.faults));
+  for (int64_t i = 0; i < drawn_.faults; ++i) {
+    const auto batch_index = static_cast<uint32_t>(rng_.below(batch_count_));
+    actions_.emplace_back(batch_index,
+                          static_cast<FaultAction>(pick_weighted(rng_, drawn_.weights)));
   }
-  std::vector<std::string> late_targets;
-  bool index_dropped = false;
-  size_t requested = 0;
-  for (size_t b = 0; b < batch_count; ++b) {
-    const size_t first = requested;
-    for (size_t i = 0; i < batch && requested < transfer_count; ++i) {
-      Step step;
-      step.kind = StepKind::transfer;
-      step.transfer = draw_transfer(rng, drawn, scenario, ++requested);
-      scenario.steps.push_back(step);
+  std::stable_sort(actions_.begin(), actions_.end(),
+                   [](const auto& a, const auto& b) { return a.first < b.first; });
+  parks_by_transfer_.assign(transfer_count, 0);
+}
+
+std::optional<Step> StoryGenerator::next() {
+  while (pending_.empty()) {
+    if (ended_) return std::nullopt;
+    if (next_batch_ < batch_count_) {
+      draw_batch();
+    } else {
+      draw_ending();
+      ended_ = true;
     }
-    for (const FaultAction action : actions[b]) {
-      // Mostly aim at this batch, whose messages are all still ahead; sometimes at older ones.
-      const size_t target =
-          rng.chance(4, 5) ? first + rng.below(requested - first) : rng.below(requested);
+  }
+  Step step = std::move(pending_.front());
+  pending_.pop_front();
+  return step;
+}
+
+// One batch: its transfers, the fault actions aimed mostly at them, and the pause that follows.
+void StoryGenerator::draw_batch() {
+  const size_t b = next_batch_++;
+  const auto transfer_count = static_cast<size_t>(drawn_.transfers);
+  const auto batch = static_cast<size_t>(drawn_.batch);
+  const size_t first = requested_;
+  for (size_t i = 0; i < batch && requested_ < transfer_count; ++i) {
+    Step step;
+    step.kind = StepKind::transfer;
+    step.transfer = draw_transfer(rng_, drawn_, header_, ++requested_);
+    pending_.push_back(std::move(step));
+  }
+  for (; next_action_ < actions_.size() && actions_[next_action_].first == b; ++next_action_) {
+    draw_fault_action(actions_[next_action_].second, first);
+  }
+  if (b + 1 < batch_count_ && options_.rate_per_second) {
+    // Transfer n arrives at n / rate seconds: this batch came at first / rate, the next one
+    // comes at requested / rate, each computed from the start so that rounding never drifts.
+    const auto rate = static_cast<size_t>(*options_.rate_per_second);
+    Step run;
+    run.kind = StepKind::run;
+    run.until_quiescent = false;
+    run.ms = static_cast<int64_t>(requested_ * 1000 / rate - first * 1000 / rate);
+    if (run.ms > 0) pending_.push_back(std::move(run));
+  } else if (b + 1 < batch_count_ && rng_.chance(1, 2)) {
+    Step run;
+    run.kind = StepKind::run;
+    run.until_quiescent = rng_.chance(1, 4);
+    run.ms = run.until_quiescent ? 0 : rng_.between(1, kRunMsMax);
+    pending_.push_back(std::move(run));
+  }
+  if (next_batch_ == batch_count_) {
+    actions_.clear();
+    actions_.shrink_to_fit();
+  }
+}
+
+void StoryGenerator::draw_fault_action(FaultAction action, size_t first) {
+  // Mostly aim at this batch, whose messages are all still ahead; sometimes at older ones.
+  const size_t target =
+      rng_.chance(4, 5) ? first + rng_.below(requested_ - first) : rng_.below(requested_);
+  if (action == FaultAction::late_duplicate) {
+    late_targets_.push_back(static_cast<uint32_t>(target));
+    return;
+  }
+  if (action == FaultAction::drop_index) {
+    // The seed's experiment: delete the unique index from processed_messages, and see whether
+    // the saga state machine still holds. The notifications consumer has no second line of
+    // defence, so there the drop is the known break of processed_unique=false.
+    if (index_dropped_ || !options_.drop_indexes || header_.config.transfer_notifications) {
+      return;
+    }
+    index_dropped_ = true;
+    Step step;
+    step.kind = StepKind::drop_index;
+    step.index = IndexName::transfer_processed_messages;
+    // Before the batch's transfers: every step of the batch drawn so far is still pending.
+    pending_.insert(pending_.end() - static_cast<ptrdiff_t>(requested_ - first), std::move(step));
+    return;
+  }
+  const std::string transfer = "t" + std::to_string(target + 1);
+  FaultSpec fault = draw_fault(rng_, action, header_.config, transfer);
+  // The faults that can park a message of their transfer, for the story's ending.
+  uint32_t parks = 0;
+  if (fault.kind == FaultKind::publish_nack || fault.kind == FaultKind::lose_confirm) parks = 1;
+  if (fault.kind == FaultKind::nack) parks = static_cast<uint32_t>(fault.times);
+  parks_by_transfer_[target] += parks;
+  parks_max_ = std::max(parks_max_, parks_by_transfer_[target]);
+  pending_.push_back(fault_step(std::move(fault)));
+}
+
+// The story's ending. With late duplicates: everything settles, virtual time jumps past the
+// account inbox's DuplicateDetectionWindow and its cleanup, and old messages are published
+// again. (Not past the processed_messages TTL: a day is longer than any redelivery plausibly
+// takes, which is why the seed keeps dedupe records for days.)
+//
+// Then the operator's last act: the world settles, every message parked in an error or
+// dead-letter queue is replayed, and the world settles again. Without it, a message parked by
+// a fault would hold its transfer for good, by design (scenario 37). A fault still armed can
+// park the replay too (two lost confirms on one type of message), so there are as many rounds
+// as one transfer has faults that can park one of its messages, and one more: the last round
+// runs when that transfer's faults have stopped. Faults name their transfer and strike only its
+// messages, so the transfers' parks happen side by side in the same rounds. (Counting them over
+// the whole story made the rounds grow with the story, and every round sends every poison
+// message parked so far, a duplicate the ledger key rejects, through its consumer again: the
+// time of a story grew with the square of its transfers.)
+void StoryGenerator::draw_ending() {
+  if (!late_targets_.empty()) {
+    Step settle;
+    settle.kind = StepKind::run;
+    pending_.push_back(std::move(settle));
+    Step advance;
+    advance.kind = StepKind::advance;
+    advance.ms = header_.config.account_inbox_window_ms + 2 * kCleanupIntervalMs;
+    pending_.push_back(std::move(advance));
+    for (const uint32_t target : late_targets_) {
       const std::string transfer = "t" + std::to_string(target + 1);
-      if (action == FaultAction::late_duplicate) {
-        late_targets.push_back(transfer);
-      } else if (action == FaultAction::drop_index) {
-        // The seed's experiment: delete the unique index from processed_messages, and see
-        // whether the saga state machine still holds. The notifications consumer has no second
-        // line of defence, so there the drop is the known break of processed_unique=false.
-        if (index_dropped || !options.drop_indexes || scenario.config.transfer_notifications) {
-          continue;
-        }
-        index_dropped = true;
-        Step step;
-        step.kind = StepKind::drop_index;
-        step.index = IndexName::transfer_processed_messages;
-        scenario.steps.insert(scenario.steps.end() - static_cast<ptrdiff_t>(requested - first),
-                              step);
-      } else {
-        scenario.steps.push_back(fault_step(draw_fault(rng, action, scenario.config, transfer)));
-      }
-    }
-    if (b + 1 < batch_count && options.rate_per_second) {
-      // Transfer n arrives at n / rate seconds: this batch came at first / rate, the next one
-      // comes at requested / rate, each computed from the start so that rounding never drifts.
-      const auto rate = static_cast<size_t>(*options.rate_per_second);
-      Step run;
-      run.kind = StepKind::run;
-      run.until_quiescent = false;
-      run.ms = static_cast<int64_t>(requested * 1000 / rate - first * 1000 / rate);
-      if (run.ms > 0) scenario.steps.push_back(run);
-    } else if (b + 1 < batch_count && rng.chance(1, 2)) {
-      Step run;
-      run.kind = StepKind::run;
-      run.until_quiescent = rng.chance(1, 4);
-      run.ms = run.until_quiescent ? 0 : rng.between(1, kRunMsMax);
-      scenario.steps.push_back(run);
+      FaultSpec fault = draw_fault(rng_, FaultAction::late_duplicate, header_.config, transfer);
+      fault.match.occurrence = 1;
+      pending_.push_back(fault_step(std::move(fault)));
     }
   }
-  add_late_duplicates(rng, late_targets, scenario);
-  add_redrives(scenario);
-  return out;
+  for (uint32_t round = 0; round <= parks_max_; ++round) {
+    Step settle;
+    settle.kind = StepKind::run;
+    pending_.push_back(std::move(settle));
+    Step redrive;
+    redrive.kind = StepKind::redrive;
+    redrive.queue = "all";
+    pending_.push_back(std::move(redrive));
+  }
+  late_targets_.clear();
+  parks_by_transfer_.clear();
 }
 
 }  // namespace inboxsim

@@ -12,11 +12,15 @@
 
 #include <array>
 #include <cstdint>
+#include <deque>
 #include <optional>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "domain/config.h"
 #include "domain/scenario.h"
+#include "kernel/rng.h"
 
 namespace inboxsim {
 
@@ -117,5 +121,45 @@ struct Generated {
 // expect empty (every invariant must hold).
 // REQUIRES: the account count, if given, is at least 2; the transfer count at least 1.
 Generated generate_scenario(uint64_t seed, const GeneratorOptions& options);
+
+// The story of `seed`, one step at a time: the steps that generate_scenario() collects, in the
+// same order, drawn only when asked for. A story of a million transfers held whole takes
+// hundreds of megabytes; drawn as it is played, it takes what one batch takes, plus a few
+// bytes per transfer (which transfers a late duplicate aims at, and how many faults each has
+// that can park one of its messages, for the story's ending).
+class StoryGenerator {
+ public:
+  // REQUIRES: as generate_scenario().
+  StoryGenerator(uint64_t seed, const GeneratorOptions& options);
+
+  // The story without its steps: name, seed, config and accounts.
+  const Scenario& header() const { return header_; }
+  const DrawnOptions& drawn() const { return drawn_; }
+
+  // The next step, or nothing when the story has ended.
+  std::optional<Step> next();
+
+ private:
+  void draw_batch();
+  void draw_fault_action(FaultAction action, size_t first);
+  void draw_ending();
+
+  GeneratorOptions options_;
+  Rng rng_;
+  DrawnOptions drawn_;
+  Scenario header_;
+  // The fault actions (batch, action), in batch order and, within a batch, in draw order.
+  std::vector<std::pair<uint32_t, FaultAction>> actions_;
+  size_t next_action_ = 0;
+  size_t batch_count_ = 0;
+  size_t next_batch_ = 0;
+  size_t requested_ = 0;
+  bool index_dropped_ = false;
+  bool ended_ = false;
+  std::vector<uint32_t> late_targets_;       // transfer numbers - 1
+  std::vector<uint32_t> parks_by_transfer_;  // by transfer number - 1
+  uint32_t parks_max_ = 0;
+  std::deque<Step> pending_;  // drawn, not yet taken
+};
 
 }  // namespace inboxsim

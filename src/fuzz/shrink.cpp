@@ -257,7 +257,7 @@ std::string_view invariant_lesson(Invariant invariant) {
 
 }  // namespace
 
-RunResult fuzz_run(const Scenario& scenario, std::function<void()> after_step) {
+RunResult fuzz_run(const Scenario& scenario, std::function<void(const Step&)> after_step) {
   RunOptions options;
   options.keep_trace = false;
   // Campaigns and the shrinker judge a run by its violations; no one reads its trace hash,

@@ -21,7 +21,7 @@
 namespace inboxsim {
 
 // Runs a scenario the way the fuzzer does: no trace kept and none hashed (trace_hash empty).
-RunResult fuzz_run(const Scenario& scenario, std::function<void()> after_step = {});
+RunResult fuzz_run(const Scenario& scenario, std::function<void(const Step&)> after_step = {});
 
 // Returns the first invariant (in contract order) that `result` found broken, if any.
 std::optional<Invariant> first_violation(const RunResult& result);

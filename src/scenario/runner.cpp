@@ -175,12 +175,26 @@ void evaluate_expectations(const Expect& expect, RunResult& result) {
 }
 
 RunResult run_scenario(const Scenario& scenario, const RunOptions& options) {
+  size_t next = 0;
+  return run_story(
+      scenario,
+      [&]() -> std::optional<Step> {
+        if (next == scenario.steps.size()) return std::nullopt;
+        return scenario.steps[next++];
+      },
+      options);
+}
+
+RunResult run_story(const Scenario& scenario, const std::function<std::optional<Step>()>& next_step,
+                    const RunOptions& options) {
   WorldOptions world_options;
   world_options.seed = options.seed.value_or(scenario.seed);
   world_options.keep_trace = options.keep_trace;
   world_options.hash_trace = options.hash_trace;
   world_options.record_rows = options.record_rows || options.row_listener != nullptr;
   world_options.row_listener = options.row_listener;
+  world_options.spill_databases = options.spill_databases;
+  world_options.keep_final_tables = options.keep_final_tables;
   if (scenario.schedule) {
     // An explored order (DESIGN §8.3): its choices, then option 0 to the end.
     world_options.explore.enabled = true;
@@ -193,12 +207,14 @@ RunResult run_scenario(const Scenario& scenario, const RunOptions& options) {
   }
   World world(scenario, scenario.config, world_options);
   if (options.listener) world.trace().listener = options.listener;
-  for (const Step& step : scenario.steps) {
-    world.mark_step(describe_step(step));
-    play_step(world, step);
-    if (options.after_step) options.after_step();
+  bool ends_with_run = false;
+  while (std::optional<Step> step = next_step()) {
+    world.mark_step(describe_step(*step));
+    play_step(world, *step);
+    ends_with_run = step->kind == StepKind::run;
+    if (options.after_step) options.after_step(*step);
   }
-  if (scenario.steps.empty() || scenario.steps.back().kind != StepKind::run) {
+  if (!ends_with_run) {
     world.mark_step("run until quiescent (end of the scenario)");
     world.run_until_quiescent();
   }

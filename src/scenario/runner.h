@@ -23,8 +23,16 @@ struct RunOptions {
   bool record_rows = false;
   // Called with each event's row changes as they are attributed (--show-rows), if set.
   std::function<void(const RowHistory&, const std::vector<RowChange>&)> row_listener;
-  // Called after each step has run (the --step pause), if set.
-  std::function<void()> after_step;
+  // Called after each step has run (the --step pause, progress), if set.
+  std::function<void(const Step&)> after_step;
+  // Keep the services' databases in temporary files, whose pages SQLite keeps in a bounded
+  // cache, instead of in memory: for stories too long for their databases to fit in memory.
+  // The run is the same either way.
+  bool spill_databases = false;
+  // Put the ledger, the sagas, each transfer's amount and the unfired faults in the result
+  // (`expect`'s `transfers` and `effects`, the views); off, a run reports them only through its
+  // verdict.
+  bool keep_final_tables = true;
 };
 
 class World;
@@ -34,6 +42,11 @@ void play_step(World& world, const Step& step);
 
 // Plays `scenario` and returns what happened, expectations evaluated.
 RunResult run_scenario(const Scenario& scenario, const RunOptions& options);
+
+// Plays a story whose steps come one at a time from `next_step` (nothing: the story has ended)
+// after `scenario`'s own, which are not played: a long generated story need not be held whole.
+RunResult run_story(const Scenario& scenario, const std::function<std::optional<Step>()>& next_step,
+                    const RunOptions& options);
 
 // Why a story cannot run without a clock (explored, or replayed from a `schedule`): where in
 // the file (a JSON pointer) and what is expected there. Nothing when it can.

@@ -108,6 +108,34 @@ std::string AccountService::schema_key(const Config& config) {
   return key;
 }
 
+namespace {
+
+// Counts the outbox rows not yet sent. A MassTransit outbox row is written with its inbox row's
+// `consumed` and sent by pass 3, which sets `delivered` on the inbox row (not on the outbox
+// rows); pass 4 then removes it. When pass 4 never ran (the instance died after pass 3, and the
+// redelivery was faulted into the error queue before it got there) the row stays, and once the
+// cleanup has removed its delivered inbox row after the window, a later delivery of the same
+// message starts a new inbox row that is not consumed. MassTransit leaves such a row too
+// (OutboxMessage has no key to InboxState, and InboxCleanupService removes InboxState rows
+// only: MassTransit/MassTransit, EntityFrameworkOutboxConfigurationExtensions.cs,
+// InboxCleanupService.cs); it was sent. So a MassTransit row is unsent while its message has a
+// consumed inbox row that is not delivered (pass 3 is still to come, and will send it); every
+// other mode marks the row itself when it sends it.
+std::string outbox_undelivered_sql(const Config& config) {
+  if (config.account_inbox == AccountInbox::masstransit) {
+    return "SELECT COUNT(*) FROM outbox o WHERE o.delivered_ms IS NULL AND EXISTS"
+           " (SELECT 1 FROM inbox_state i WHERE i.message_id = o.inbox_message_id AND"
+           " i.consumed_ms IS NOT NULL AND i.delivered_ms IS NULL) AND NOT EXISTS (SELECT 1"
+           " FROM inbox_state i WHERE i.message_id = o.inbox_message_id AND i.delivered_ms IS"
+           " NOT NULL)";
+  }
+  return "SELECT COUNT(*) FROM outbox o WHERE o.delivered_ms IS NULL AND NOT EXISTS (SELECT 1"
+         " FROM inbox_state i WHERE i.message_id = o.inbox_message_id AND i.delivered_ms IS NOT"
+         " NULL)";
+}
+
+}  // namespace
+
 // Every statement the instance runs, prepared on its own connection on first use.
 struct AccountService::Statements {
   explicit Statements(Connection& db, const Config& config)
@@ -128,11 +156,7 @@ struct AccountService::Statements {
                                " FROM outbox WHERE delivered_ms IS NULL ORDER BY seq LIMIT " +
                                std::to_string(kSweepBatchRows)),
         outbox_mark_seq(db, "UPDATE outbox SET delivered_ms = ? WHERE seq = ?"),
-        // A MassTransit outbox row whose inbox row is delivered was sent; pass 4 removes it.
-        outbox_undelivered(db,
-                           "SELECT COUNT(*) FROM outbox o WHERE o.delivered_ms IS NULL AND NOT"
-                           " EXISTS (SELECT 1 FROM inbox_state i WHERE i.message_id ="
-                           " o.inbox_message_id AND i.delivered_ms IS NOT NULL)"),
+        outbox_undelivered(db, outbox_undelivered_sql(config)),
         outbox_cleanup(db, "DELETE FROM outbox WHERE delivered_ms < ?"),
         inbox_lookup(db,
                      "SELECT id, consumed_ms IS NOT NULL, delivered_ms IS NOT NULL,"
@@ -739,14 +763,18 @@ std::map<std::string, int64_t> AccountService::balances() {
 
 std::vector<LedgerEntry> AccountService::ledger() {
   std::vector<LedgerEntry> out;
+  for_each_ledger_entry([&](const LedgerEntry& entry) { out.push_back(entry); });
+  return out;
+}
+
+void AccountService::for_each_ledger_entry(const std::function<void(const LedgerEntry&)>& visit) {
   StatementUse query(connection_.prepared("SELECT transfer_id, type, account, amount FROM ledger ORDER BY id"));
   while (query->executeStep()) {
     const auto type = parse_entry_type(query->getColumn(1).getString());
     INBOXSIM_ASSERT(type.has_value());
-    out.push_back(LedgerEntry{query->getColumn(0).getString(), *type, query->getColumn(2).getString(),
-                              query->getColumn(3).getInt64()});
+    visit(LedgerEntry{query->getColumn(0).getString(), *type, query->getColumn(2).getString(),
+                      query->getColumn(3).getInt64()});
   }
-  return out;
 }
 
 int64_t AccountService::undelivered_outbox_rows() {

@@ -15,6 +15,7 @@
 
 #include <SQLiteCpp/SQLiteCpp.h>
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -70,6 +71,8 @@ class AccountService : private ServiceCore {
   // Committed state, read from the database.
   std::map<std::string, int64_t> balances();
   std::vector<LedgerEntry> ledger();
+  // Hands every ledger entry to `visit`, in insertion order, without holding them.
+  void for_each_ledger_entry(const std::function<void(const LedgerEntry&)>& visit);
   int64_t undelivered_outbox_rows();
 
  private:

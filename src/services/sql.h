@@ -113,6 +113,15 @@ class SharedDatabase {
   // REQUIRES: connections >= 1.
   SharedDatabase(std::string path, std::string schema_key,
                  std::function<void(SQLite::Database&)> create_schema, int64_t connections);
+
+  // A database in a temporary file of its own (in the system's temporary directory, removed
+  // when the database is destroyed), for a story whose data would not fit in memory: SQLite
+  // keeps a bounded cache of its pages per connection (kTemporaryCachePages) and the rest is
+  // the operating system's to keep or write out. Same schema, same statements, same results as
+  // in memory.
+  static std::unique_ptr<SharedDatabase> temporary(
+      std::string schema_key, std::function<void(SQLite::Database&)> create_schema,
+      int64_t connections);
   ~SharedDatabase();
   SharedDatabase(const SharedDatabase&) = delete;
   SharedDatabase& operator=(const SharedDatabase&) = delete;
@@ -126,6 +135,8 @@ class SharedDatabase {
   struct Pooled;
 
  private:
+  Connection& connect_temporary(bool first);
+
   std::string path_;
   std::string schema_key_;
   std::function<void(SQLite::Database&)> create_schema_;
@@ -133,6 +144,7 @@ class SharedDatabase {
   int64_t opened_ = 0;
   std::unique_ptr<Pooled> pooled_;                       // in memory
   std::vector<std::unique_ptr<Connection>> files_;        // with a path
+  bool remove_file_ = false;                              // temporary(): removed at the end
 };
 
 }  // namespace inboxsim

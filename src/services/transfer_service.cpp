@@ -447,13 +447,18 @@ bool TransferService::drop_index(IndexName index) {
 
 std::map<std::string, SagaState> TransferService::sagas() {
   std::map<std::string, SagaState> out;
+  for_each_saga([&](const std::string& transfer, SagaState state) { out[transfer] = state; });
+  return out;
+}
+
+void TransferService::for_each_saga(
+    const std::function<void(const std::string&, SagaState)>& visit) {
   StatementUse query(connection_.prepared("SELECT transfer_id, state FROM sagas ORDER BY transfer_id"));
   while (query->executeStep()) {
     const auto state = parse_saga_state(query->getColumn(1).getString());
     INBOXSIM_ASSERT(state.has_value());
-    out[query->getColumn(0).getString()] = *state;
+    visit(query->getColumn(0).getString(), *state);
   }
-  return out;
 }
 
 std::map<std::string, int64_t> TransferService::notification_counts() {

@@ -13,6 +13,7 @@
 
 #include <SQLiteCpp/SQLiteCpp.h>
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <set>
@@ -80,6 +81,8 @@ class TransferService : private ServiceCore {
 
   // Committed state, read from the database.
   std::map<std::string, SagaState> sagas();
+  // Hands every saga (transfer id, state) to `visit`, in transfer id order, without holding them.
+  void for_each_saga(const std::function<void(const std::string&, SagaState)>& visit);
   std::map<std::string, int64_t> notification_counts();
   int64_t unsent_outbox_rows();
 

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <map>
+#include <memory>
 #include <set>
 #include <string>
 #include <utility>
@@ -18,19 +19,25 @@ namespace inboxsim {
 
 class PublicationLog {
  public:
-  explicit PublicationLog(bool keep_envelopes) : keep_envelopes_(keep_envelopes) {}
+  // `keep_envelopes`: keep each message's envelope (the HTML report). `spill`: keep the log in
+  // a temporary SQLite database instead of memory (a long story: its first publications, four
+  // or five per transfer, would take a kilobyte per transfer held as messages). The answers
+  // are the same either way.
+  PublicationLog(bool keep_envelopes, bool spill);
+  ~PublicationLog();
+  PublicationLog(const PublicationLog&) = delete;
+  PublicationLog& operator=(const PublicationLog&) = delete;
 
   // Records a publication. Returns true when the message id was never published before.
   // `by_operator`: an operator's copy is not a first publication a later fault may copy.
   bool record(const MessagePtr& message, bool by_operator);
 
   // The ids published so far (what decides whether a publish is the first), for the explorer.
-  const std::set<std::pair<MessageType, std::string>>& published_ids() const {
-    return published_ids_;
-  }
+  // REQUIRES: not spilled.
+  const std::set<std::pair<MessageType, std::string>>& published_ids() const;
 
   // The first publications a `duplicate` fault with this match may copy, in publication order.
-  const std::vector<MessagePtr>& candidates(const Match& match) const;
+  std::vector<MessagePtr> candidates(const Match& match);
 
   // Records a publish the broker refused: a send, not a publication.
   void record_refused(const Message& message) { ++sends_[message.type]; }
@@ -43,10 +50,13 @@ class PublicationLog {
   const std::map<std::string, std::string>& envelopes() const { return envelopes_; }
 
  private:
+  struct Spilled;
+
   bool keep_envelopes_;
   std::set<std::pair<MessageType, std::string>> published_ids_;
   std::vector<MessagePtr> first_publications_;
   std::map<std::string, std::vector<MessagePtr>, std::less<>> first_publications_by_transfer_;
+  std::unique_ptr<Spilled> spilled_;  // when spilled, instead of the three above
   std::map<std::string, std::string> envelopes_;  // by message id
   std::map<MessageType, int64_t> sends_;
 };

@@ -81,11 +81,12 @@ World::World(const Scenario& scenario, const Config& config, const WorldOptions&
       rng_(options.seed),
       trace_(options.keep_trace, options.hash_trace),
       coverage_(config_),
-      publications_(options.keep_trace),
+      publications_(options.keep_trace, options.spill_databases && options.db_dir.empty()),
       checker_(scenario.accounts, config.transfer_notifications),
       broker_([this](TraceEvent event) { record(std::move(event)); }, config.broker_prefetch,
               config.broker_delivery_limit, config.broker_queue_type == QueueType::quorum),
       explore_(options.explore) {
+  keep_final_tables_ = options.keep_final_tables;
   if (options.record_rows) rows_ = std::make_unique<RowRecorder>(options.row_listener);
   INBOXSIM_ASSERT(config_.account_instances >= 1 && config_.account_instances <= kInstancesMax);
   INBOXSIM_ASSERT(config_.transfer_instances >= 1 && config_.transfer_instances <= kInstancesMax);
@@ -123,7 +124,11 @@ void World::add_instances(ServiceId service, int64_t count, const WorldOptions& 
   const std::string key =
       account ? AccountService::schema_key(config_) : TransferService::schema_key(config_);
   auto& database = databases_[static_cast<size_t>(service)];
-  database = std::make_unique<SharedDatabase>(db_path(options, base), key, create, count);
+  if (options.spill_databases && options.db_dir.empty()) {
+    database = SharedDatabase::temporary(key, create, count);
+  } else {
+    database = std::make_unique<SharedDatabase>(db_path(options, base), key, create, count);
+  }
   for (int64_t number = 1; number <= count; ++number) {
     const size_t index = instances_.size();
     Instance& instance = instances_.emplace_back();
@@ -250,7 +255,7 @@ void World::request_transfer(const TransferSpec& transfer) {
   event.detail = transfer.from + " -> " + transfer.to;
   record(std::move(event));
   checker_.register_transfer(transfer.id, transfer.amount);
-  transfer_amounts_[transfer.id] = transfer.amount;
+  if (keep_final_tables_) transfer_amounts_[transfer.id] = transfer.amount;
   instance.transfer->request(transfer);
 }
 
@@ -1400,8 +1405,10 @@ RunResult World::finish() {
   Instance& transfer = first_instance(ServiceId::transfer);
   FinalState final_state;
   final_state.balances = account.account->balances();
-  final_state.ledger = account.account->ledger();
-  final_state.sagas = transfer.transfer->sagas();
+  final_state.for_each_ledger_entry = [&](const auto& visit) {
+    account.account->for_each_ledger_entry(visit);
+  };
+  final_state.for_each_saga = [&](const auto& visit) { transfer.transfer->for_each_saga(visit); };
   final_state.notifications = transfer.transfer->notification_counts();
   final_state.queued_messages =
       static_cast<int64_t>(broker_.ready_messages() + broker_.unacked_messages());
@@ -1433,9 +1440,11 @@ RunResult World::finish() {
   }
   for (const auto& [name, spec] : accounts_) result.opening_balances[name] = spec.balance;
   result.balances = final_state.balances;
-  result.transfers = final_state.sagas;
-  result.transfer_amounts = transfer_amounts_;
-  result.ledger = std::move(final_state.ledger);
+  if (keep_final_tables_) {
+    result.transfers = transfer.transfer->sagas();
+    result.transfer_amounts = transfer_amounts_;
+    result.ledger = account.account->ledger();
+  }
   for (size_t index = 0; index < kInvariantCount; ++index) {
     const auto invariant = static_cast<Invariant>(index);
     result.invariant_applies[index] = checker_.applies(invariant);
@@ -1446,7 +1455,7 @@ RunResult World::finish() {
       if (static_cast<size_t>(violation.invariant) == index) result.violations.push_back(violation);
     }
   }
-  result.unfired_faults = faults_.unfired();
+  if (keep_final_tables_) result.unfired_faults = faults_.unfired();
   result.events = trace_.events();
   result.envelopes = publications_.envelopes();
   if (rows_) result.rows = rows_->finish(broker_);

@@ -78,6 +78,11 @@ struct WorldOptions {
   uint64_t seed = 1;
   std::string db_dir;     // empty: databases in memory
   std::string db_prefix;  // file name prefix inside db_dir
+  // Without db_dir: the databases in temporary files instead of memory (a long story).
+  bool spill_databases = false;
+  // Put the ledger, the sagas, the transfers' amounts and the unfired faults in the result (for
+  // expectations and views); a fuzz seed needs only the verdict, and a long story's are large.
+  bool keep_final_tables = true;
   bool keep_trace = true;
   bool hash_trace = true;  // false: RunResult::trace_hash stays empty and costs nothing
   ExploreControl explore;
@@ -314,7 +319,8 @@ class World {
   CoverageRecorder coverage_;
   PublicationLog publications_;
   Checker checker_;
-  std::map<std::string, int64_t> transfer_amounts_;
+  std::map<std::string, int64_t> transfer_amounts_;  // when keep_final_tables_
+  bool keep_final_tables_ = true;
 
   // The broker and what is on the wire.
   Broker broker_;
