@@ -36,15 +36,29 @@ std::optional<std::array<bool, kFaultKindCount>> parse_kinds(const std::string& 
   if (text.empty()) return explorable_fault_kinds();
   std::array<bool, kFaultKindCount> kinds{};
   if (text == "none") return kinds;
-  size_t start = 0;
-  while (start <= text.size()) {
-    const size_t comma = std::min(text.find(',', start), text.size());
-    const std::optional<FaultKind> kind = parse_fault_kind(text.substr(start, comma - start));
+  for (const std::string_view name : split_commas(text)) {
+    const std::optional<FaultKind> kind = parse_fault_kind(name);
     if (!kind || !explorable_fault_kind(*kind)) return std::nullopt;
     kinds[static_cast<size_t>(*kind)] = true;
-    start = comma + 1;
   }
   return kinds;
+}
+
+// "sleep,persistent" → those reductions on in `settings`; false on a name that is not one.
+bool parse_reduction(const std::string& text, ExploreSettings& settings) {
+  settings.sleep_sets = false;
+  settings.persistent_sets = false;
+  if (text == "none") return true;
+  for (const std::string_view name : split_commas(text)) {
+    if (name == "sleep") {
+      settings.sleep_sets = true;
+    } else if (name == "persistent") {
+      settings.persistent_sets = true;
+    } else {
+      return false;
+    }
+  }
+  return true;
 }
 
 // A progress line on a terminal. How many states a search will reach is not known before it
@@ -165,27 +179,10 @@ int explore_command(const ExploreCommand& command) {
                      ": expected a comma-separated list of " + fault_kinds_text(explorable_fault_kinds(), ",") +
                      ", or none (delay and pause need a clock, which an exploration has not)");
   }
-  bool sleep_sets = false;
-  bool persistent_sets = false;
-  if (command.reduction != "none") {
-    std::string_view rest = command.reduction;
-    bool known = !rest.empty();
-    while (known && !rest.empty()) {
-      const size_t comma = rest.find(',');
-      const std::string_view name = rest.substr(0, comma);
-      rest = comma == std::string_view::npos ? std::string_view{} : rest.substr(comma + 1);
-      if (name == "sleep") {
-        sleep_sets = true;
-      } else if (name == "persistent") {
-        persistent_sets = true;
-      } else {
-        known = false;
-      }
-    }
-    if (!known) {
-      return bad_input("--reduction " + command.reduction +
-                       ": expected a comma-separated list of sleep,persistent, or none");
-    }
+  ExploreSettings reductions;
+  if (!parse_reduction(command.reduction, reductions)) {
+    return bad_input("--reduction " + command.reduction +
+                     ": expected a comma-separated list of sleep,persistent, or none");
   }
   std::vector<Scenario> scenarios;
   for (const std::string& file : command.files) {
@@ -207,8 +204,8 @@ int explore_command(const ExploreCommand& command) {
     settings.max_states = command.max_states;
     settings.jobs = command.jobs;
     settings.keep_going = command.keep_going;
-    settings.sleep_sets = sleep_sets;
-    settings.persistent_sets = persistent_sets;
+    settings.sleep_sets = reductions.sleep_sets;
+    settings.persistent_sets = reductions.persistent_sets;
     std::optional<Progress> progress;
     if (tty) {
       progress.emplace(scenario.name, command.max_states);

@@ -264,9 +264,8 @@ void Broker::deliver(size_t consumer_index, std::vector<Delivery>& out) {
 
 bool Broker::channel_open(size_t consumer, uint64_t channel) const {
   INBOXSIM_ASSERT(consumer < consumers_.size());
-  const Consumer& c = consumers_[consumer];
-  touch(c.queue);
-  return c.connected && c.channel == channel;
+  touch(consumers_[consumer].queue);
+  return channel_still_open(consumer, channel);
 }
 
 Delivery Broker::as_delivery(const Queued& queued, size_t consumer, uint64_t channel,
@@ -405,13 +404,10 @@ void Broker::record(EventKind kind, const Queued& queued, std::string_view queue
   record_(std::move(event));
 }
 
-int64_t Broker::most_deliveries_from_one_queue() const {
-  int64_t most = 0;
-  for (const Queue& queue : queues_) most = std::max(most, queue.deliveries);
-  return most;
+bool Broker::a_consumer_could_have_filled() const {
+  return std::any_of(queues_.begin(), queues_.end(),
+                     [&](const Queue& queue) { return queue.deliveries >= prefetch_; });
 }
-
-int64_t Broker::prefetch() const { return prefetch_; }
 
 void Broker::fingerprint(Hasher& hasher) const {
   // A message's position only orders it among the messages of its own queue (a classic queue

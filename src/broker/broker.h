@@ -167,11 +167,10 @@ class Broker {
   // The queues (by index, as bits) whose messages, consumers or channels were read or changed
   // since the last call, which clears them: the explorer's footprint of an event.
   uint64_t take_touched() { return std::exchange(touched_, 0); }
-  // The most deliveries any one queue has made so far. While it stays below the prefetch, no
-  // consumer can be full, so an ack never decides who gets a message (docs/model.md,
+  // True once some queue has made as many deliveries as the prefetch. Until then no consumer
+  // can have been full, so an ack never decided who got a message (docs/model.md,
   // "Exploration": the explorer's persistent sets rely on it and check it).
-  int64_t most_deliveries_from_one_queue() const;
-  int64_t prefetch() const;
+  bool a_consumer_could_have_filled() const;
 
   // True when some work queue has a ready message and a consumer that could take it: never
   // after pump() (the explorer relies on it, and checks it).

@@ -5,6 +5,7 @@
 
 #include "domain/participants.h"
 #include "kernel/assert.h"
+#include "kernel/text.h"
 
 namespace inboxsim {
 
@@ -129,14 +130,10 @@ std::string set_retry(RetryPolicy& retry, const nlohmann::json& value) {
   }
   if (!text.starts_with("intervals:")) return expected;
   parsed.kind = RetryPolicy::Kind::intervals;
-  std::string_view rest = text.substr(10);
-  while (true) {
-    const size_t comma = rest.find(',');
-    if (!parse_ms(rest.substr(0, comma), number)) return expected;
+  for (const std::string_view part : split_commas(text.substr(10))) {
+    if (!parse_ms(part, number)) return expected;
     parsed.intervals_ms.push_back(number);
     if (parsed.intervals_ms.size() > kRetriesMax) return expected;
-    if (comma == std::string_view::npos) break;
-    rest = rest.substr(comma + 1);
   }
   retry = parsed;
   return {};

@@ -5,6 +5,7 @@
 
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace inboxsim {
 
@@ -17,5 +18,8 @@ bool has_control_characters(std::string_view text);
 
 // `text` with spaces appended up to `width` characters (bytes: table cells are ASCII).
 std::string pad(std::string text, size_t width);
+
+// The parts of a comma-separated list, empty ones included ("a,,b" has three; "" has one).
+std::vector<std::string_view> split_commas(std::string_view text);
 
 }  // namespace inboxsim

@@ -408,7 +408,7 @@ bool World::void_forever(const Job& job) const {
 }
 
 bool World::persistent_sets_assumptions_held() const {
-  return broker_.most_deliveries_from_one_queue() < broker_.prefetch() &&
+  return !broker_.a_consumer_could_have_filled() &&
          largest_relayed_seq_ < TransferService::kRelayBatchRows;
 }
 
