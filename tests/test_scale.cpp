@@ -1,9 +1,11 @@
 // Long stories (issue 14): a story's ending does not grow with the story, the error-queue
 // traffic of a story grows with its transfers and not with their square, and a long story
 // settles.
-#include <catch2/catch.hpp>
 #include <algorithm>
+#include <catch2/catch.hpp>
+#include <functional>
 #include <map>
+#include <optional>
 
 #include "domain/config.h"
 #include "fuzz/generator.h"
@@ -29,9 +31,10 @@ int64_t count_steps(const Scenario& scenario, StepKind kind) {
 
 }  // namespace
 
-TEST_CASE("a long story ends with one redrive round per parking fault of its most faulted "
-          "transfer, not one per parking fault of the story",
-          "[fuzz][scale]") {
+TEST_CASE(
+    "a long story ends with one redrive round per parking fault of its most faulted "
+    "transfer, not one per parking fault of the story",
+    "[fuzz][scale]") {
   const Scenario scenario = generate_scenario(1, long_story(4'000)).scenario;
   std::map<std::string, int64_t> parks_by_transfer;
   int64_t parks_total = 0;
@@ -72,9 +75,10 @@ TEST_CASE("the error queues of a story carry traffic in proportion to its transf
   CHECK(twice.stats.error_queued < 3 * small.stats.error_queued);
 }
 
-TEST_CASE("seed 1 with 4,000 transfers settles: an outbox row sent before its inbox row was "
-          "cleaned up is not unsent",
-          "[fuzz][scale]") {
+TEST_CASE(
+    "seed 1 with 4,000 transfers settles: an outbox row sent before its inbox row was "
+    "cleaned up is not unsent",
+    "[fuzz][scale]") {
   // Its transfer t3450 has a MassTransit outbox row whose pass 4 never ran (the redelivery was
   // faulted into the error queue first); the cleanup removed the delivered inbox row after the
   // window, and the redriven message started a new inbox row that was never consumed. The row
@@ -84,20 +88,32 @@ TEST_CASE("seed 1 with 4,000 transfers settles: an outbox row sent before its in
   CHECK(result.violations.empty());
 }
 
+// Swarm seed `seed` (on `config`, when given) run as the fuzzer runs it (no trace kept) and
+// again with `change` made to the run's options.
+struct TwoRuns {
+  RunResult plain;
+  RunResult changed;
+};
+TwoRuns swarm_seed_two_ways(uint64_t seed, const std::optional<Config>& config,
+                            const std::function<void(RunOptions&)>& change) {
+  GeneratorOptions options;
+  options.swarm = true;
+  if (config) options.config = *config;
+  const Scenario scenario = generate_scenario(seed, options).scenario;
+  RunOptions plain;
+  plain.keep_trace = false;
+  RunOptions changed = plain;
+  change(changed);
+  return TwoRuns{run_scenario(scenario, plain), run_scenario(scenario, changed)};
+}
+
 TEST_CASE("a story played from temporary database files has the trace it has in memory",
           "[fuzz][scale]") {
   // Long stories keep their databases in temporary files (fuzz, from 20,000 transfers on);
   // the run must be the same run. Swarm seeds: several instances, dropped indexes, retries.
   for (uint64_t seed = 1; seed <= 24; ++seed) {
-    GeneratorOptions options;
-    options.swarm = true;
-    const Scenario scenario = generate_scenario(seed, options).scenario;
-    RunOptions in_memory;
-    in_memory.keep_trace = false;
-    RunOptions in_files = in_memory;
-    in_files.spill_databases = true;
-    const RunResult a = run_scenario(scenario, in_memory);
-    const RunResult b = run_scenario(scenario, in_files);
+    const auto [a, b] = swarm_seed_two_ways(
+        seed, std::nullopt, [](RunOptions& in_files) { in_files.spill_databases = true; });
     INFO("seed " << seed);
     CHECK(a.trace_hash == b.trace_hash);
     CHECK(a.stats.transactions == b.stats.transactions);
@@ -117,7 +133,8 @@ TEST_CASE("a story drawn as it is played runs as the story generated whole", "[f
     const RunResult whole = run_scenario(generate_scenario(seed, options).scenario, run_options);
     REQUIRE_FALSE(whole.trace_hash.empty());
     StoryGenerator story(seed, options);
-    const RunResult drawn = run_story(story.header(), [&] { return story.next(); }, run_options);
+    const RunResult drawn = run_story(
+        story.header(), [&] { return story.next(); }, run_options);
     INFO("seed " << seed);
     CHECK(drawn.trace_hash == whole.trace_hash);
     CHECK(drawn.stats.transactions == whole.stats.transactions);
@@ -133,16 +150,8 @@ TEST_CASE("a run that keeps no final tables reaches the same verdicts, details i
   REQUIRE(config_set_text(broken, "account.ledger_unique", "false").empty());
   int64_t violations = 0;
   for (uint64_t seed = 1; seed <= 40; ++seed) {
-    GeneratorOptions options;
-    options.swarm = true;
-    options.config = broken;
-    const Scenario scenario = generate_scenario(seed, options).scenario;
-    RunOptions tables;
-    tables.keep_trace = false;
-    RunOptions lean = tables;
-    lean.keep_final_tables = false;
-    const RunResult a = run_scenario(scenario, tables);
-    const RunResult b = run_scenario(scenario, lean);
+    const auto [a, b] =
+        swarm_seed_two_ways(seed, broken, [](RunOptions& lean) { lean.keep_final_tables = false; });
     INFO("seed " << seed);
     CHECK(a.trace_hash == b.trace_hash);
     REQUIRE(a.violations.size() == b.violations.size());

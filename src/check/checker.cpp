@@ -262,7 +262,7 @@ void Checker::fingerprint(Hasher& hasher) const {
   for (const auto& [account, balance] : balance_) hasher.add(account).add_signed(balance);
   for (const auto& [account, sum] : ledger_sum_) hasher.add(account).add_signed(sum);
   transfers_.for_each([&](std::string_view id, const TransferFacts& facts) {
-    hasher.add(std::string(id)).add_signed(facts.amount).add_signed(facts.notifications);
+    hasher.add(id).add_signed(facts.amount).add_signed(facts.notifications);
     for (const int64_t entries : facts.entries) hasher.add_signed(entries);
     hasher.add_signed(facts.state ? static_cast<int64_t>(*facts.state) : -1);
   });

@@ -16,17 +16,38 @@ struct PublicationLog::Spilled {
 namespace {
 
 void create_log_schema(SQLite::Database& db) {
-  db.exec("CREATE TABLE published (type INTEGER NOT NULL, message_id TEXT NOT NULL,"
-          " PRIMARY KEY (type, message_id)) WITHOUT ROWID");
-  db.exec("CREATE TABLE first_publications (seq INTEGER PRIMARY KEY, transfer_id TEXT NOT NULL,"
-          " message_id TEXT NOT NULL, type INTEGER NOT NULL, from_account TEXT NOT NULL,"
-          " to_account TEXT NOT NULL, amount INTEGER NOT NULL, reason TEXT NOT NULL,"
-          " occurred_at_ms INTEGER NOT NULL)");
+  db.exec(
+      "CREATE TABLE published (type INTEGER NOT NULL, message_id TEXT NOT NULL,"
+      " PRIMARY KEY (type, message_id)) WITHOUT ROWID");
+  db.exec(
+      "CREATE TABLE first_publications (seq INTEGER PRIMARY KEY, transfer_id TEXT NOT NULL,"
+      " message_id TEXT NOT NULL, type INTEGER NOT NULL, from_account TEXT NOT NULL,"
+      " to_account TEXT NOT NULL, amount INTEGER NOT NULL, reason TEXT NOT NULL,"
+      " occurred_at_ms INTEGER NOT NULL)");
   db.exec("CREATE INDEX first_publications_transfer ON first_publications (transfer_id, seq)");
 }
 
-constexpr const char* kFirstColumns =
-    "message_id, type, transfer_id, from_account, to_account, amount, reason, occurred_at_ms";
+// The statements, built once (the connection caches them by their text).
+const std::string& first_columns() {
+  static const std::string columns =
+      "message_id, type, transfer_id, from_account, to_account, amount, reason, occurred_at_ms";
+  return columns;
+}
+const std::string& keep_first_sql() {
+  static const std::string sql =
+      "INSERT INTO first_publications (" + first_columns() + ") VALUES (?, ?, ?, ?, ?, ?, ?, ?)";
+  return sql;
+}
+const std::string& all_firsts_sql() {
+  static const std::string sql =
+      "SELECT " + first_columns() + " FROM first_publications ORDER BY seq";
+  return sql;
+}
+const std::string& firsts_of_transfer_sql() {
+  static const std::string sql =
+      "SELECT " + first_columns() + " FROM first_publications WHERE transfer_id = ? ORDER BY seq";
+  return sql;
+}
 
 MessagePtr message_from_row(SQLite::Statement& row) {
   auto message = std::make_shared<Message>();
@@ -64,16 +85,16 @@ bool PublicationLog::record(const MessagePtr& message, bool by_operator) {
     return first;
   }
   Connection& db = *spilled_->connection;
-  StatementUse insert(
-      db.prepared("INSERT OR IGNORE INTO published (type, message_id) VALUES (?, ?)"));
+  static const std::string insert_sql =
+      "INSERT OR IGNORE INTO published (type, message_id) VALUES (?, ?)";
+  StatementUse insert(db.prepared(insert_sql));
   insert->bind(1, static_cast<int64_t>(message->type));
   insert->bind(2, message->message_id);
   const bool first = insert->exec() == 1;
   if (!first) return false;
   ++spilled_->first_counts[message->type];
   if (by_operator) return true;
-  StatementUse keep(db.prepared(std::string("INSERT INTO first_publications (") + kFirstColumns +
-                                ") VALUES (?, ?, ?, ?, ?, ?, ?, ?)"));
+  StatementUse keep(db.prepared(keep_first_sql()));
   keep->bind(1, message->message_id);
   keep->bind(2, static_cast<int64_t>(message->type));
   keep->bind(3, message->transfer);
@@ -101,13 +122,11 @@ std::vector<MessagePtr> PublicationLog::candidates(const Match& match) {
   Connection& db = *spilled_->connection;
   std::vector<MessagePtr> out;
   if (match.transfer.empty()) {
-    StatementUse rows(db.prepared(std::string("SELECT ") + kFirstColumns +
-                                  " FROM first_publications ORDER BY seq"));
+    StatementUse rows(db.prepared(all_firsts_sql()));
     while (rows->executeStep()) out.push_back(message_from_row(*rows));
     return out;
   }
-  StatementUse rows(db.prepared(std::string("SELECT ") + kFirstColumns +
-                                " FROM first_publications WHERE transfer_id = ? ORDER BY seq"));
+  StatementUse rows(db.prepared(firsts_of_transfer_sql()));
   rows->bind(1, match.transfer);
   while (rows->executeStep()) out.push_back(message_from_row(*rows));
   return out;
