@@ -19,7 +19,7 @@ _inboxsim_matrix_options="$_inboxsim_campaign_options --exhaustive --story --fau
   --max-states"
 _inboxsim_demo_options="--help --out --scenarios --color --step --quiet"
 _inboxsim_explore_options="--help --faults --fault-kinds --max-states --jobs --set --continue
-  --reduction --json --out"
+  --reduction --operator --json --out"
 
 # Completes the value of option $1 into COMPREPLY; returns 1 when $1 takes no value.
 _inboxsim_option_value() {
@@ -42,6 +42,7 @@ _inboxsim_option_value() {
       mapfile -t COMPREPLY < <(compgen -P "$listed" -W "crash drop_ack drop_connection nack
         duplicate lose_confirm publish_nack none" -- "${cur##*,}")
       ;;
+    --operator) mapfile -t COMPREPLY < <(compgen -W "redrive none" -- "$cur") ;;
     --reduction)
       local chosen=""
       [[ $cur == *,* ]] && chosen="${cur%,*},"

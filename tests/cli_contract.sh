@@ -288,6 +288,21 @@ PY
 "$bin" explore "$rejected" --reduction sleep,fast >/dev/null 2>"$work/err"
 check "explore refuses an unknown reduction (exit 2)" test $? -eq 2
 check "and lists the ones it has" grep -q "expected a comma-separated list of sleep,persistent, or none" "$work/err"
+# A nack parks the message in the error queue; the explorer's operator replays it (the default)
+# and the story settles, or nobody does and the transfer is stuck.
+"$bin" explore scenarios/01-happy-path.json --faults 1 --fault-kinds nack --json --out "" \
+  >"$work/operated.json"
+check "explore with one nack anywhere and the operator proves the happy path (exit 0)" test $? -eq 0
+check "and says how many redrive rounds it appended" python3 -c \
+  "import json,sys; r=json.load(open(sys.argv[1])); assert r['redrive_rounds'] == 2 and r['complete'], r" \
+  "$work/operated.json"
+"$bin" explore scenarios/01-happy-path.json --faults 1 --fault-kinds nack --operator none \
+  --out "" >"$work/stuck.txt"
+check "explore --operator none: the parked transfer breaks termination (exit 1)" test $? -eq 1
+check "and names it" grep -q "BROKEN termination" "$work/stuck.txt"
+"$bin" explore "$rejected" --operator sometimes >/dev/null 2>"$work/err"
+check "explore refuses an unknown --operator (exit 2)" test $? -eq 2
+check "and lists the two it takes" grep -q "redrive,none" "$work/err"
 "$bin" explore scenarios/14-window-too-short.json >/dev/null 2>"$work/err"
 check "explore refuses a timed story (exit 2)" test $? -eq 2
 check "and names the step" grep -q "pointer: /steps/" "$work/err"

@@ -159,6 +159,59 @@ TEST_CASE("where a consumer's prefetch can fill, the search goes without persist
   CHECK(guarded.leaf_states == full.leaf_states);
 }
 
+TEST_CASE("the operator redrives what a nack parked; without one the transfer stays stuck",
+          "[explore]") {
+  const Scenario scenario = library_scenario("01-happy-path.json");
+  // A nack ("database busy") with no retry policy parks the message in the error queue, as
+  // MassTransit does; the fuzzer's stories end with an operator replaying it, and so do the
+  // explorer's when it injects faults: K + the story's own faults + 1 rounds.
+  const ExploreResult operated = explore(scenario, settings_with(1, {FaultKind::nack}));
+  CHECK(operated.complete);
+  CHECK(operated.redrive_rounds == 2);
+  CHECK(operated.counterexamples.empty());
+  CHECK(operated.coverage.counts[static_cast<size_t>(Probe::operator_redrive)] > 0);
+  ExploreSettings nobody = settings_with(1, {FaultKind::nack});
+  nobody.operator_redrives = false;
+  const ExploreResult stuck = explore(scenario, nobody);
+  CHECK(stuck.redrive_rounds == 0);
+  REQUIRE(breaks(stuck, Invariant::termination));
+  const RunResult run = replay(stuck.counterexamples.front());
+  CHECK(std::any_of(run.violations.begin(), run.violations.end(),
+                    [](const Violation& v) { return v.invariant == Invariant::termination; }));
+  // With no fault injected there is nothing for an operator to do: the story is explored as
+  // written.
+  CHECK(explore(scenario, settings_with(0, {FaultKind::nack})).redrive_rounds == 0);
+  // Where nothing is parked, a redrive of empty queues changes no state: the story with the
+  // rounds written out, explored with no fault, has the same states and the same ends.
+  const Scenario rejected = library_scenario("02-insufficient-funds.json");
+  const Scenario with_rounds = explored_story(rejected, settings_with(1, {FaultKind::nack}));
+  REQUIRE(with_rounds.steps.size() == rejected.steps.size() + 4);
+  const ExploreResult rounds = explore(with_rounds, settings_with(0, {}));
+  const ExploreResult as_written = explore(rejected, settings_with(0, {}));
+  CHECK(rounds.complete);
+  CHECK(rounds.states == as_written.states);
+  CHECK(rounds.leaf_states == as_written.leaf_states);
+}
+
+TEST_CASE("a counterexample carries the operator's rounds, and run replays it through them",
+          "[explore]") {
+  Scenario scenario = library_scenario("50-explorer-proves-the-key.json");
+  scenario.config.account_ledger_unique = false;
+  const ExploreResult result = explore(scenario, settings_with(1, {FaultKind::nack}));
+  // The story's own duplicate counts: 1 + 1 + 1 rounds.
+  CHECK(result.redrive_rounds == 3);
+  REQUIRE(breaks(result, Invariant::single_effect));
+  for (const ExploreCounterexample& cx : result.counterexamples) {
+    INFO(invariant_name(cx.invariant));
+    REQUIRE(cx.scenario.steps.size() == scenario.steps.size() + 6);
+    CHECK(cx.scenario.steps.back().kind == StepKind::redrive);
+    CHECK(cx.scenario.steps.back().queue == "all");
+    const RunResult run = replay(cx);
+    CHECK(std::any_of(run.violations.begin(), run.violations.end(),
+                      [&](const Violation& v) { return v.invariant == cx.invariant; }));
+  }
+}
+
 TEST_CASE("the search stops at --max-states and says it is incomplete", "[explore]") {
   const Scenario scenario = library_scenario("02-insufficient-funds.json");
   ExploreSettings settings = settings_with(0, {});

@@ -166,6 +166,11 @@ CLI::App* add_explore_verb(CLI::App& app, ExploreCommand& command) {
                    "Comma-separated reductions to use: sleep (sleep sets), persistent (an ack or "
                    "a confirm nothing can race is taken alone), or none (every event of every "
                    "state: slower, the same verdict; default sleep,persistent)");
+  verb->add_option("--operator", command.operator_mode,
+                   "redrive: when faults are injected, end the story with rounds of 'run until "
+                   "quiescent, redrive every error and dead-letter queue', as the fuzzer's "
+                   "operator does (default); none: nobody redrives, a parked message stays")
+      ->check(CLI::IsMember({"redrive", "none"}));
   verb->add_flag("--json", command.json, "Print one JSON object (an array for several files)");
   verb->add_option("--out", command.out_dir,
                    "Where counterexamples go (default ./counterexamples)");
@@ -206,6 +211,7 @@ int explore_command(const ExploreCommand& command) {
     settings.keep_going = command.keep_going;
     settings.sleep_sets = reductions.sleep_sets;
     settings.persistent_sets = reductions.persistent_sets;
+    settings.operator_redrives = command.operator_mode == "redrive";
     std::optional<Progress> progress;
     if (tty) {
       progress.emplace(scenario.name, command.max_states);

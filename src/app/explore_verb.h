@@ -19,6 +19,7 @@ struct ExploreCommand {
   bool json = false;
   bool keep_going = false;
   std::string reduction = "sleep,persistent";  // the reductions used, or none
+  std::string operator_mode = "redrive";  // redrive (rounds appended when K > 0) or none
   std::string out_dir = "counterexamples";
 };
 

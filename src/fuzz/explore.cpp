@@ -310,16 +310,47 @@ ExploreResult explore_once(const Scenario& scenario, const ExploreSettings& sett
   return result;
 }
 
+int64_t redrive_rounds(const Scenario& scenario, const ExploreSettings& settings) {
+  const bool injects = settings.faults > 0 &&
+                       std::any_of(settings.fault_kinds.begin(), settings.fault_kinds.end(),
+                                   [](bool kind) { return kind; });
+  if (!settings.operator_redrives || !injects) return 0;
+  // A redriven message parks again only when another fault strikes it, so K + the story's own
+  // faults + 1 rounds leave nothing parked that faults alone parked (as the fuzzer's
+  // generator counts its rounds: the most parking faults of one transfer, plus one).
+  const auto own = std::count_if(scenario.steps.begin(), scenario.steps.end(),
+                                 [](const Step& step) { return step.kind == StepKind::fault; });
+  return settings.faults + static_cast<int64_t>(own) + 1;
+}
+
 }  // namespace
 
-ExploreResult explore(const Scenario& scenario, const ExploreSettings& settings) {
+Scenario explored_story(const Scenario& scenario, const ExploreSettings& settings) {
+  Scenario story = scenario;
+  for (int64_t round = 0; round < redrive_rounds(scenario, settings); ++round) {
+    Step settle;
+    settle.kind = StepKind::run;
+    story.steps.push_back(settle);
+    Step redrive;
+    redrive.kind = StepKind::redrive;
+    redrive.queue = "all";
+    story.steps.push_back(std::move(redrive));
+  }
+  return story;
+}
+
+ExploreResult explore(const Scenario& scenario_in, const ExploreSettings& settings) {
+  const Scenario scenario = explored_story(scenario_in, settings);
+  const int64_t rounds = redrive_rounds(scenario_in, settings);
   ExploreResult result = explore_once(scenario, settings);
+  result.redrive_rounds = rounds;
   if (settings.persistent_sets && result.persistent_sets_unsound) {
     // A run went where persistent sets of one event are not known to lose nothing (a consumer's
     // prefetch or a relay's batch could fill up): the whole search again without them.
     ExploreSettings plain = settings;
     plain.persistent_sets = false;
     ExploreResult again = explore_once(scenario, plain);
+    again.redrive_rounds = rounds;
     again.persistent_sets_unsound = true;
     again.wall_ms += result.wall_ms;
     return again;

@@ -35,6 +35,13 @@ struct ExploreSettings {
   // confirm commutes with everything that can still happen, only that event is taken there
   // (docs/model.md). Off explores every event of every state; the tests compare the two.
   bool persistent_sets = true;
+  // The operator the fuzzer's stories have (src/fuzz/generator.cpp, draw_ending): when faults
+  // are injected (K > 0), the story is explored with rounds of "run until quiescent; redrive
+  // every error and dead-letter queue" appended, K + its own faults + 1 of them, so a message a
+  // fault parked is replayed as a real operator would, and what is left stuck after that is
+  // the bank's fault. Off: nobody redrives, and any fault that parks a message breaks
+  // termination.
+  bool operator_redrives = true;
   // Go on after the first violation, to find the shortest order for every invariant that
   // breaks (TLC's -continue); by default the search ends with the batch that found the first.
   bool keep_going = false;
@@ -70,6 +77,8 @@ struct ExploreResult {
   bool persistent_sets_unsound = false;
   int64_t faults = 0;
   std::array<bool, kFaultKindCount> fault_kinds{};
+  // The operator's rounds appended to the story (ExploreSettings::operator_redrives); 0: none.
+  int64_t redrive_rounds = 0;
   // One per invariant found broken, the shortest schedule first found for it, in the order
   // found. Empty: no order of this story with at most `faults` faults breaks an invariant
   // (when complete).
@@ -84,5 +93,10 @@ struct ExploreResult {
 
 // Explores `scenario`. REQUIRES: !clockless_refusal(scenario) (scenario/runner.h).
 ExploreResult explore(const Scenario& scenario, const ExploreSettings& settings);
+
+// The story `explore` searches: `scenario` with the operator's rounds appended when
+// `settings` injects faults and has operator_redrives on (ExploreResult::redrive_rounds says
+// how many). Its counterexamples carry these steps, so `inboxsim run` replays them exactly.
+Scenario explored_story(const Scenario& scenario, const ExploreSettings& settings);
 
 }  // namespace inboxsim

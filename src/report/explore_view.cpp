@@ -26,6 +26,7 @@ nlohmann::ordered_json explore_json(const ExploreResult& result) {
   out["scenario"] = result.name;
   out["faults"] = result.faults;
   out["fault_kinds"] = fault_kinds_json(result.fault_kinds);
+  out["redrive_rounds"] = result.redrive_rounds;
   out["states"] = result.states;
   out["transitions"] = result.transitions;
   out["revisits"] = result.revisits;
@@ -56,6 +57,10 @@ nlohmann::ordered_json explore_json(const ExploreResult& result) {
 void print_explore(std::ostream& out, const ExploreResult& result) {
   out << printable(result.name) << ": explored every order of its story with at most "
       << result.faults << " fault(s) (" << fault_kinds_text(result.fault_kinds) << ")\n";
+  if (result.redrive_rounds > 0) {
+    out << "  then, as an operator does, " << result.redrive_rounds
+        << " round(s) of: run until quiescent, redrive every error and dead-letter queue\n";
+  }
   out << "  " << result.states << " distinct states (" << result.leaves << " final), "
       << result.transitions << " transitions, " << result.revisits
       << " of them to a state already explored; longest schedule " << result.max_depth
