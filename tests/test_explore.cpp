@@ -342,6 +342,26 @@ TEST_CASE("lesson 50: the ledger key alone is proven for every order, and breaks
   }
 }
 
+TEST_CASE("lesson 51: one transfer with the ledger key alone is proven up to two duplicates",
+          "[.explore_long]") {
+  Scenario scenario = library_scenario("51-explorer-two-faults.json");
+  ExploreSettings settings = settings_with(2, {FaultKind::duplicate});
+  settings.jobs = 2;
+  const ExploreResult proven = explore(scenario, settings);
+  CHECK(proven.complete);
+  CHECK(proven.counterexamples.empty());
+  // Two copies in flight at once, of one message or of two: far more than one fault's states.
+  CHECK(proven.states > 10 * explore(scenario, settings_with(1, {FaultKind::duplicate})).states);
+  scenario.config.account_ledger_unique = false;
+  const ExploreResult broken = explore(scenario, settings);
+  REQUIRE(breaks(broken, Invariant::single_effect));
+  for (const ExploreCounterexample& cx : broken.counterexamples) {
+    const RunResult run = replay(cx);
+    CHECK(std::any_of(run.violations.begin(), run.violations.end(),
+                      [&](const Violation& v) { return v.invariant == cx.invariant; }));
+  }
+}
+
 TEST_CASE("matrix --exhaustive: all defences proven, and a defence never makes a row worse",
           "[.explore_long]") {
   ExploreSettings settings = settings_with(0, {});
