@@ -16,7 +16,7 @@ _inboxsim_campaign_options="--help --seeds --workload --swarm --set --jobs --out
 _inboxsim_fuzz_options="$_inboxsim_campaign_options --transfers --rate --accounts --shard --junit
   --shrink --stop-after --require-coverage"
 _inboxsim_matrix_options="$_inboxsim_campaign_options --exhaustive --story --faults --fault-kinds
-  --max-states"
+  --max-states --operator"
 _inboxsim_demo_options="--help --out --scenarios --color --step --quiet"
 _inboxsim_explore_options="--help --faults --fault-kinds --max-states --jobs --set --continue
   --reduction --operator --json --out"

@@ -320,5 +320,20 @@ check "matrix --exhaustive refuses a timed story (exit 2)" test $? -eq 2
 check "and names the file and the step" grep -q "14-window-too-short.json: pointer: /steps/" "$work/err"
 "$bin" matrix --exhaustive --fault-kinds crash,bogus >/dev/null 2>"$work/err"
 check "matrix --exhaustive refuses an unknown fault kind (exit 2)" test $? -eq 2
+"$bin" matrix --operator none >/dev/null 2>"$work/err"
+check "matrix refuses --operator without --exhaustive (exit 2)" test $? -eq 2
+check "and names the option" grep -q -- "--operator: expected --exhaustive" "$work/err"
+# The rejected transfer with one nack anywhere: each row's operator replays what the nack parked,
+# and with nobody to replay it even the all-on row is stuck (exit 1).
+"$bin" matrix --exhaustive --story "$rejected" --faults 1 --fault-kinds nack --out "" --json \
+  >"$work/matrix-operated.json"
+check "matrix --exhaustive with an operator: the all-on row is proven (exit 0)" test $? -eq 0
+check "and each row says the rounds it appended" python3 -c \
+  "import json,sys; d=json.load(open(sys.argv[1])); assert all(r['exploration']['redrive_rounds'] == 2 for r in d['rows']), d['rows'][0]" \
+  "$work/matrix-operated.json"
+"$bin" matrix --exhaustive --story "$rejected" --faults 1 --fault-kinds nack --operator none \
+  --out "" >"$work/matrix-stuck.txt"
+check "matrix --exhaustive --operator none: the nack leaves the all-on row stuck (exit 1)" test $? -eq 1
+check "as termination" grep -q "termination" "$work/matrix-stuck.txt"
 
 finish

@@ -256,6 +256,10 @@ void add_exhaustive_matrix_options(CLI::App& matrix, ExhaustiveMatrixCommand& co
                     "With --exhaustive: distinct states per row before the row is left "
                     "unfinished (default 300000)")
       ->check(CLI::Range(int64_t{1}, int64_t{1'000'000'000}));
+  matrix.add_option("--operator", command.operator_mode,
+                    "With --exhaustive: redrive (when faults are injected, each row's story ends "
+                    "with an operator redriving what they parked; default) or none")
+      ->check(CLI::IsMember({"redrive", "none"}));
 }
 
 int exhaustive_matrix_command(const ExhaustiveMatrixCommand& command) {
@@ -278,6 +282,7 @@ int exhaustive_matrix_command(const ExhaustiveMatrixCommand& command) {
   settings.fault_kinds = *kinds;
   settings.max_states = command.max_states;
   settings.jobs = command.jobs;
+  settings.operator_redrives = command.operator_mode == "redrive";
   const bool tty = isatty(STDERR_FILENO) != 0;
   constexpr size_t kRows = size_t{1} << kDefenceCount;
   // The progress line names the row being explored; it is made again for each row.

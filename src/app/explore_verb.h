@@ -37,6 +37,7 @@ struct ExhaustiveMatrixCommand {
   int64_t faults = 0;
   std::string fault_kinds;  // empty: kExhaustiveMatrixKinds
   int64_t max_states = 300'000;
+  std::string operator_mode = "redrive";  // as ExploreCommand's
   int64_t jobs = 1;
   std::vector<std::string> sets;
   bool json = false;

@@ -615,7 +615,8 @@ int main_guarded(int argc, char** argv) {
     for (const char* name : {"--seeds", "--workload", "--swarm"}) {
       if (matrix_app->count(name) > 0) matrix.campaign_only_given.emplace_back(name);
     }
-    for (const char* name : {"--story", "--faults", "--fault-kinds", "--max-states"}) {
+    for (const char* name :
+         {"--story", "--faults", "--fault-kinds", "--max-states", "--operator"}) {
       if (matrix_app->count(name) > 0) matrix.exhaustive_only_given.emplace_back(name);
     }
     code = matrix_command(matrix);

@@ -124,6 +124,10 @@ void print_exhaustive_matrix(std::ostream& out, const Scenario& story,
         << fault_kinds_text(settings.fault_kinds) << ")";
   }
   out << ", for each combination of defences:\n";
+  if (!rows.empty() && rows.front().result.redrive_rounds > 0) {
+    out << "(each ending, as an operator does, with " << rows.front().result.redrive_rounds
+        << " round(s) of: run until quiescent, redrive every error and dead-letter queue)\n";
+  }
   for (const std::string_view name : defence_names()) out << pad(std::string(name), 10);
   out << pad("verdict", 12) << pad("states", 10) << "broken invariants / shortest counterexample\n";
   int64_t proven = 0;
