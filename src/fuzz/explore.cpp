@@ -94,6 +94,7 @@ NodeRun run_node(const Scenario& scenario, const Choices& choices,
   options.hash_trace = false;  // a node is known by its fingerprint, not its trace
   options.explore.enabled = true;
   options.explore.stop_at_frontier = true;
+  options.explore.check_void_events = settings.check_void_events;
   options.explore.schedule = schedule_of(choices, settings);
   World world(scenario, scenario.config, options);
   for (const Step& step : scenario.steps) {
@@ -192,6 +193,7 @@ ExploreResult explore_once(const Scenario& scenario, const ExploreSettings& sett
         const Node& node = nodes[first + i];
         const NodeRun& run = runs[i];
         ++result.transitions;
+        result.void_events_checked += run.outcome.void_events_checked;
         if (!run.assumptions_held && settings.persistent_sets) {
           result.persistent_sets_unsound = true;
           stopped = true;

@@ -42,6 +42,8 @@ struct ExploreSettings {
   // the bank's fault. Off: nobody redrives, and any fault that parks a message breaks
   // termination.
   bool operator_redrives = true;
+  // Tests: check that every event taken as void changes nothing (ExploreControl).
+  bool check_void_events = false;
   // Go on after the first violation, to find the shortest order for every invariant that
   // breaks (TLC's -continue); by default the search ends with the batch that found the first.
   bool keep_going = false;
@@ -88,6 +90,8 @@ struct ExploreResult {
   // Per probe, how many of the states explored (and orders that broke an invariant) were
   // reached through an order that reached the probe.
   Coverage coverage;
+  // ExploreSettings::check_void_events: the void events checked, over all replays.
+  int64_t void_events_checked = 0;
   int64_t wall_ms = 0;
 };
 

@@ -49,11 +49,16 @@ struct ExploreControl {
   // The explorer's mode: stop at the first state past the schedule where several events may
   // happen next (and at the first violation), so that it can branch there.
   bool stop_at_frontier = false;
+  // Tests: every event World::void_forever calls void is checked to change nothing when it
+  // runs (the state's fingerprint before and after it is the same). Two fingerprints per void
+  // event: too slow for a real search.
+  bool check_void_events = false;
 };
 
 // Where an explored run stopped, for the explorer.
 struct ExploreOutcome {
   size_t consumed = 0;             // schedule entries used
+  int64_t void_events_checked = 0;  // ExploreControl::check_void_events: void events run
   std::vector<uint32_t> defaults;  // past the schedule: each choice's option count (0 was taken)
   bool misfit = false;             // a schedule entry named an option that was not there
   bool at_frontier = false;        // stopped at a state where `enabled` events may happen next
