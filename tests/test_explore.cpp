@@ -367,9 +367,9 @@ TEST_CASE("lesson 50: the ledger key alone is proven for every order, and breaks
   }
 }
 
-TEST_CASE("lesson 51: one transfer with the ledger key alone is proven up to two duplicates",
+TEST_CASE("lesson 52: one transfer with the ledger key alone is proven up to two duplicates",
           "[.explore_long]") {
-  Scenario scenario = library_scenario("51-explorer-two-faults.json");
+  Scenario scenario = library_scenario("52-explorer-two-faults.json");
   ExploreSettings settings = settings_with(2, {FaultKind::duplicate});
   settings.jobs = 2;
   const ExploreResult proven = explore(scenario, settings);
