@@ -620,3 +620,36 @@ TEST_CASE("a pause fault survives writing the scenario and reading it back",
   check(again.steps[0].fault);
   REQUIRE(scenario_to_json(again).dump() == written);
 }
+
+// The mirror image of scenario 51, with no window to wait for: two copies of one
+// Transfer.Requested handled at once by two instances without an inbox. The first takes the
+// money; the second, judged against what is left, used to be rejected, and the saga could take
+// that rejection while the ledger held the DEBIT (seeds 2, 3, 4 and 8 below broke saga_ledger).
+// Remembering the decision per transfer covers the debit: the second copy meets the ledger key.
+TEST_CASE("two copies at once: the second finds the first one's debit and is not rejected",
+          "[concurrency]") {
+  const Scenario scenario = parse_ok(R"({
+    "seed": 1,
+    "config": { "account.inbox": "none", "account.instances": 2, "consumer.work_ms": "0..5",
+                "account.remember_rejections": true },
+    "accounts": { "alice": 3000, "bob": 0 },
+    "steps": [
+      { "fault": { "kind": "duplicate",
+                   "match": { "type": "Transfer.Requested", "transfer": "t1" } } },
+      { "transfer": { "id": "t1", "from": "alice", "to": "bob", "amount": 2500 } },
+      { "run": { "until": "quiescent" } }
+    ]
+  })");
+  size_t key_refusals = 0;
+  for (uint64_t seed = 1; seed <= 8; ++seed) {
+    CAPTURE(seed);
+    const RunResult result = run(scenario, seed);
+    REQUIRE(result.violations.empty());
+    REQUIRE(result.transfers.at("t1") == SagaState::completed);
+    REQUIRE(result.balances.at("alice") == 500);
+    REQUIRE(events_where(result, kind_is(EventKind::rejected)).empty());
+    key_refusals += events_where(result, kind_is(EventKind::consumer_fault)).size();
+  }
+  // The copies did overlap: in some seeds the second one reached the ledger key.
+  REQUIRE(key_refusals >= 4);
+}

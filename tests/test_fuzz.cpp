@@ -283,6 +283,27 @@ TEST_CASE("the matrix sets each defence independently", "[fuzz]") {
   REQUIRE(config_diff_json(all_on).dump() == R"({"account.remember_rejections":true})");
 }
 
+// Seeds 1748 and 18057 of the swarm with broker.delivery_limit = 2 dead-letter a transfer's
+// Account.Debited and then replay its Transfer.Requested after the inbox window, when the
+// balance no longer covers it. A bank that remembers its decisions per transfer must answer the
+// copy from the DEBIT it already made, not reject it (scenario 51).
+TEST_CASE("a late copy of a debited transfer's request is not rejected against the new balance",
+          "[fuzz]") {
+  Config config = campaign_config();
+  REQUIRE(config_set_text(config, "broker.delivery_limit", "2").empty());
+  for (const uint64_t seed : {uint64_t{1748}, uint64_t{18057}}) {
+    CampaignOptions options = campaign(seed, seed, config);
+    options.generator.swarm = true;
+    options.shrink_max = 0;
+    const CampaignResult result = run_campaign(options, nullptr);
+    CAPTURE(seed);
+    REQUIRE(result.seeds == 1);
+    REQUIRE(result.failures.empty());
+    // The story still parks the Account.Debited it needs: a dead letter the operator replays.
+    REQUIRE(result.coverage[Probe::broker_dead_lettered] >= 1);
+  }
+}
+
 // ---- teeth: run by ctest (fuzz_teeth, fuzz_correct), hidden from the quick suite ------------
 
 TEST_CASE("every broken configuration is found within 500 seeds and shrunk small", "[.teeth]") {

@@ -159,7 +159,7 @@ const std::vector<LessonBlock>& lesson_blocks() {
       {"Crashes at every point, and why the dedupe record shares the transaction",
        {"09", "10", "11", "28", "45"}},
       {"Why not something simpler: Redis, short windows, unstable ids, forgotten decisions",
-       {"12", "13", "14", "15", "17", "29"}},
+       {"12", "13", "14", "15", "17", "29", "51"}},
       {"Natural idempotency, order, compensations", {"18", "19", "44", "46"}},
       {"A real-world bug: one dedupe key for two consumers", {"20", "21"}},
       {"Defence in depth, and what to do when the last line catches a duplicate",

@@ -70,8 +70,10 @@ struct Config {
   RetryPolicy account_retry;
   QueueType broker_queue_type = QueueType::quorum;
   // The course (issue 12). Whether account-service records a rejected debit under the transfer's
-  // key (table rejected_debits) and rejects a later copy of it again. Our own addition, which the
-  // seed's bank does not have: off by default, so the bank is modelled as the seed describes it.
+  // key (table rejected_debits) and rejects a later copy of it again, and whether a copy of a
+  // debited transfer's request goes to the ledger key instead of being judged against the
+  // balance (scenario 51). Our own addition, which the seed's bank does not have: off by
+  // default, so the bank is modelled as the seed describes it.
   bool account_remember_rejections = false;
   LedgerConflict account_ledger_conflict = LedgerConflict::fault;
 

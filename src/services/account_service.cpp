@@ -175,7 +175,8 @@ struct AccountService::Statements {
         document_insert(db, "INSERT INTO inbox_documents (message_id, received_ms) VALUES (?, ?)"),
         document_cleanup(db, "DELETE FROM inbox_documents WHERE received_ms < ?"),
         rejected_find(db, "SELECT 1 FROM rejected_debits WHERE transfer_id = ?"),
-        rejected_insert(db, "INSERT OR IGNORE INTO rejected_debits (transfer_id) VALUES (?)") {}
+        rejected_insert(db, "INSERT OR IGNORE INTO rejected_debits (transfer_id) VALUES (?)"),
+        debit_find(db, "SELECT 1 FROM ledger WHERE transfer_id = ? AND type = 'DEBIT' LIMIT 1") {}
 
   LazyStatement account_find;
   LazyStatement account_insert;
@@ -199,6 +200,7 @@ struct AccountService::Statements {
   LazyStatement document_cleanup;
   LazyStatement rejected_find;
   LazyStatement rejected_insert;
+  LazyStatement debit_find;
 };
 
 AccountService::AccountService(ServiceHost& host, const Config& config, Connection& connection)
@@ -584,20 +586,37 @@ bool AccountService::debit_rejected_before(const Message& message) {
   return find->executeStep();
 }
 
-void AccountService::debit(const Message& message) {
+// With account.remember_rejections the per-transfer key covers both outcomes of a debit. A
+// transfer that has a DEBIT was decided: a later copy of its Transfer.Requested (past the inbox
+// window, its Account.Debited still parked or on the way) is a second debit, not a new request,
+// and must not be judged against the balance as it is now. It goes where every second debit
+// goes, to the ledger key, which refuses it as account.ledger_conflict says. Looked up only
+// when the copy would be rejected, and only when there is a key to send it to: without one the
+// copy would debit twice, which is no better than rejecting it.
+bool AccountService::debit_applied_before(const Message& message) {
+  if (!config_.account_remember_rejections || !config_.account_ledger_unique) return false;
+  StatementUse find(statements_->debit_find);
+  find->bind(1, message.transfer);
+  return find->executeStep();
+}
+
+std::optional<std::string> AccountService::debit_refusal(const Message& message) {
+  if (debit_rejected_before(message)) return "debit already rejected";
   const std::optional<Account> source = find_account(message.from);
-  if (debit_rejected_before(message)) {
-    reject(message, MessageType::debit_rejected, message.from, "debit already rejected");
-  } else if (!source) {
-    reject(message, MessageType::debit_rejected, message.from, "unknown account");
-  } else if (source->closed) {
-    reject(message, MessageType::debit_rejected, message.from, "source account closed");
-  } else if (source->balance < message.amount) {
-    reject(message, MessageType::debit_rejected, message.from, "insufficient funds");
-  } else {
-    if (!apply_entry(message, EntryType::debit, message.from, -message.amount)) return;
-    add_outbox(message, MessageType::account_debited, "");
+  if (!source) return "unknown account";
+  if (source->closed) return "source account closed";
+  if (source->balance < message.amount) return "insufficient funds";
+  return std::nullopt;
+}
+
+void AccountService::debit(const Message& message) {
+  const std::optional<std::string> refusal = debit_refusal(message);
+  if (refusal && !debit_applied_before(message)) {
+    reject(message, MessageType::debit_rejected, message.from, *refusal);
+    return;
   }
+  if (!apply_entry(message, EntryType::debit, message.from, -message.amount)) return;
+  add_outbox(message, MessageType::account_debited, "");
 }
 
 void AccountService::credit(const Message& message) {

@@ -114,6 +114,10 @@ class AccountService : private ServiceCore {
 
   void consume(const Message& message);
   bool debit_rejected_before(const Message& message);
+  bool debit_applied_before(const Message& message);
+  // Why a debit is refused (unknown, closed or short source, or a remembered rejection), or
+  // nothing when the source covers it.
+  std::optional<std::string> debit_refusal(const Message& message);
   void debit(const Message& message);
   void credit(const Message& message);
   void refund(const Message& message);
