@@ -167,7 +167,7 @@ const std::vector<LessonBlock>& lesson_blocks() {
       {"Fault paths: retry, error queue, replay, poison messages",
        {"39", "37", "38", "47", "40", "41", "42"}},
       {"Two instances at once, where the unique keys earn their place, and a proof of it",
-       {"33", "34", "32", "30", "31", "35", "36", "50"}},
+       {"33", "34", "32", "30", "31", "35", "36", "50", "52"}},
       {"Beyond RabbitMQ: Kafka's exactly-once and the offset-commit window", {"48"}},
   };
   return blocks;
