@@ -159,6 +159,10 @@ class StoryGenerator {
   std::vector<uint32_t> late_targets_;       // transfer numbers - 1
   std::vector<uint32_t> parks_by_transfer_;  // by transfer number - 1
   uint32_t parks_max_ = 0;
+  // By transfer number - 1: the faults aimed at it that return a delivery to its queue (crash,
+  // drop_connection, drop_ack, pause, a nack's failures); past a quorum queue's delivery limit
+  // they dead-letter it.
+  std::vector<uint32_t> returns_by_transfer_;
   std::deque<Step> pending_;  // drawn, not yet taken
 };
 
