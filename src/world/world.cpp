@@ -85,6 +85,9 @@ World::World(const Scenario& scenario, const Config& config, const WorldOptions&
       checker_(scenario.accounts, config.transfer_notifications),
       broker_([this](TraceEvent event) { record(std::move(event)); }, config.broker_prefetch,
               config.broker_delivery_limit, config.broker_queue_type == QueueType::quorum),
+      faults_(options.spill_databases && options.db_dir.empty()
+                  ? std::optional<size_t>(options.faults_in_memory_max)
+                  : std::nullopt),
       explore_(options.explore) {
   keep_final_tables_ = options.keep_final_tables;
   if (options.record_rows) rows_ = std::make_unique<RowRecorder>(options.row_listener);
