@@ -63,8 +63,7 @@ FaultBook::FaultBook(std::optional<size_t> in_memory_max) {
   spilled_->in_memory_max = *in_memory_max;
   spilled_->database = SharedDatabase::temporary("fault-book", create_book_schema, 1);
   spilled_->connection = &spilled_->database->connect();
-  spilled_->connection->database().exec("PRAGMA cache_size = " +
-                                        std::to_string(kSpillCachePages));
+  spilled_->connection->database().exec("PRAGMA cache_size = " + std::to_string(kSpillCachePages));
 }
 
 FaultBook::~FaultBook() = default;
@@ -174,7 +173,8 @@ FaultBook::Armed armed_from_row(SQLite::Statement& row) {
   if (!row.getColumn(4).isNull()) spec.instance = row.getColumn(4).getInt64();
   spec.at = static_cast<CrashPoint>(row.getColumn(5).getInt());
   spec.has_match = row.getColumn(6).getInt() != 0;
-  if (!row.getColumn(7).isNull()) spec.match.type = static_cast<MessageType>(row.getColumn(7).getInt());
+  if (!row.getColumn(7).isNull())
+    spec.match.type = static_cast<MessageType>(row.getColumn(7).getInt());
   spec.match.transfer = row.getColumn(1).getString();
   spec.match.occurrence = row.getColumn(8).getInt64();
   spec.ms = row.getColumn(9).getInt64();

@@ -109,7 +109,7 @@ class FaultBook {
   uint64_t next_sequence_ = 0;
   size_t named_in_memory_ = 0;  // armed faults in buckets_ that name a transfer
   std::array<int64_t, kFaultKindCount> spilled_counts_{};  // by kind, in the database
-  std::unique_ptr<Spilled> spilled_;  // when spilling
+  std::unique_ptr<Spilled> spilled_;                       // when spilling
 };
 
 }  // namespace inboxsim
