@@ -75,6 +75,11 @@ assert all("tag" in d and "redelivered" in d and "message_id" in d for d in deli
 assert json.load(open(sys.argv[2]))["trace_hash"] == "%016x" % h
 PY
 
+# Without a view (--trace, --html, --mermaid) a run keeps no events, and hashes the same trace.
+check "run --json without --trace reports the trace_hash of the --trace file" python3 -c "
+import json
+assert json.load(open('$work/happy.json'))['trace_hash'] == json.load(open('$work/traced.json'))['trace_hash']"
+
 # Same seed, same bytes.
 "$bin" run "$happy" --quiet --trace "$work/trace2.jsonl" >/dev/null
 check "the same run writes a byte-identical trace" cmp -s "$work/trace.jsonl" "$work/trace2.jsonl"

@@ -10,6 +10,7 @@
 #include "domain/config.h"
 #include "fuzz/generator.h"
 #include "fuzz/shrink.h"
+#include "scenario/parse.h"
 #include "scenario/runner.h"
 #include "scenario/write.h"
 
@@ -164,4 +165,105 @@ TEST_CASE("a run that keeps no final tables reaches the same verdicts, details i
     violations += static_cast<int64_t>(a.violations.size());
   }
   CHECK(violations > 10);
+}
+
+namespace {
+
+// t2's debit is nacked twice while it runs; t1's Transfer.Requested, long finished, is
+// published again after the inbox window, into a crash armed after t1 completed; a crash aimed
+// at a refund of t3 that never happens stays armed to the end.
+constexpr const char* kLateFaultsStory = R"({
+  "name": "late-faults", "seed": 3,
+  "config": { "account.inbox_window_ms": 60000 },
+  "accounts": { "alice": 10000, "bob": 0 },
+  "steps": [
+    { "transfer": { "id": "t1", "from": "alice", "to": "bob", "amount": 2500 } },
+    { "transfer": { "id": "t2", "from": "alice", "to": "bob", "amount": 1000 } },
+    { "fault": { "kind": "nack", "times": 2,
+                 "match": { "type": "Account.Debited", "transfer": "t2" } } },
+    { "fault": { "kind": "crash", "service": "account-service", "at": "after_commit",
+                 "match": { "type": "Transfer.RefundRequested", "transfer": "t3" } } },
+    { "transfer": { "id": "t3", "from": "bob", "to": "alice", "amount": 500 } },
+    { "run": { "until": "quiescent" } },
+    { "fault": { "kind": "crash", "service": "account-service", "at": "before_tx",
+                 "match": { "type": "Transfer.Requested", "transfer": "t1" } } },
+    { "advance": { "ms": 300000 } },
+    { "fault": { "kind": "duplicate",
+                 "match": { "type": "Transfer.Requested", "transfer": "t1" } } },
+    { "run": { "until": "quiescent" } }
+  ]
+})";
+
+}  // namespace
+
+TEST_CASE(
+    "a fault kept in the temporary database still fires when its transfer's message comes "
+    "back late, and the run is the run in memory",
+    "[fuzz][scale]") {
+  ParseResult parsed = parse_scenario_text(kLateFaultsStory, "late-faults.json");
+  REQUIRE(parsed.scenario);
+  RunOptions memory;
+  memory.keep_trace = false;
+  const RunResult in_memory = run_scenario(*parsed.scenario, memory);
+  // The story as meant: both crashes of t1's late copy and t2's nacks happen, t3's never does.
+  CHECK(in_memory.stats.crashes == 1);
+  REQUIRE(in_memory.unfired_faults.size() == 1);
+  CHECK(in_memory.unfired_faults[0].find("t3") != std::string::npos);
+  CHECK(in_memory.violations.empty());
+  // Every fault to the database as it is armed (0), or all but the latest one (1).
+  for (const size_t in_memory_max : {size_t{0}, size_t{1}}) {
+    RunOptions spilled = memory;
+    spilled.spill_databases = true;
+    spilled.faults_in_memory_max = in_memory_max;
+    const RunResult result = run_scenario(*parsed.scenario, spilled);
+    INFO("faults in memory at most " << in_memory_max);
+    CHECK(result.trace_hash == in_memory.trace_hash);
+    CHECK(result.stats.crashes == in_memory.stats.crashes);
+    CHECK(result.stats.redeliveries == in_memory.stats.redeliveries);
+    CHECK(result.unfired_faults == in_memory.unfired_faults);
+    CHECK(result.balances == in_memory.balances);
+  }
+}
+
+TEST_CASE("a story whose faults all go to the temporary database runs as in memory",
+          "[fuzz][scale]") {
+  // Long stories spill their armed faults past FaultBook::kFaultsInMemoryMax; here every
+  // fault goes at once and comes back at its transfer's first event, so each fault that fires
+  // fired from the database. Stories of 200 transfers with a hundred faults or more, on the bank
+  // and on a broken one (no inbox, no ledger key) for violations to compare, details included.
+  Config broken = campaign_config();
+  REQUIRE(config_set_text(broken, "account.inbox", "none").empty());
+  REQUIRE(config_set_text(broken, "account.ledger_unique", "false").empty());
+  int64_t crashes = 0;
+  int64_t unfired = 0;
+  int64_t violations = 0;
+  for (uint64_t seed = 1; seed <= 8; ++seed) {
+    GeneratorOptions options = long_story(200);
+    options.accounts = 50;
+    options.swarm = seed % 2 == 0;
+    if (seed % 4 >= 2) options.config = broken;
+    const Scenario scenario = generate_scenario(seed, options).scenario;
+    RunOptions memory;
+    memory.keep_trace = false;
+    RunOptions spilled = memory;
+    spilled.spill_databases = true;
+    spilled.faults_in_memory_max = 0;
+    const RunResult a = run_scenario(scenario, memory);
+    const RunResult b = run_scenario(scenario, spilled);
+    INFO("seed " << seed);
+    CHECK(a.trace_hash == b.trace_hash);
+    CHECK(a.stats.transactions == b.stats.transactions);
+    CHECK(a.stats.crashes == b.stats.crashes);
+    CHECK(a.unfired_faults == b.unfired_faults);
+    REQUIRE(a.violations.size() == b.violations.size());
+    for (size_t i = 0; i < a.violations.size(); ++i) {
+      CHECK(a.violations[i].detail == b.violations[i].detail);
+    }
+    crashes += a.stats.crashes;
+    unfired += static_cast<int64_t>(a.unfired_faults.size());
+    violations += static_cast<int64_t>(a.violations.size());
+  }
+  CHECK(crashes > 10);
+  CHECK(unfired > 300);
+  CHECK(violations > 2);
 }

@@ -21,6 +21,7 @@ RunResult narrated_run(const Scenario& scenario, const NarratedRunOptions& optio
   run_options.seed = options.seed;
   run_options.db_dir = options.db_dir;
   run_options.record_rows = options.record_rows;
+  run_options.keep_trace = options.keep_trace;
   if (options.narrate) {
     std::map<std::string, int64_t> opening;
     for (const auto& [name, spec] : scenario.accounts) opening[name] = spec.balance;

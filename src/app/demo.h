@@ -22,6 +22,9 @@ struct NarratedRunOptions {
   std::optional<uint64_t> seed;   // overrides the scenario's seed
   std::string db_dir;             // keep the databases as files here
   bool record_rows = false;       // keep the tables event by event for an HTML report
+  // Keep the events in the result (--trace, --html, --mermaid draw them); off, a run's memory
+  // does not grow with its events (one looping to its event bound kept gigabytes).
+  bool keep_trace = true;
   bool show_rows = false;         // print the changed rows under each event (--show-rows)
   // Called after each step with the steps played and the story's steps (a progress line).
   std::function<void(size_t steps_done, size_t steps_total)> on_step;

@@ -183,6 +183,8 @@ int run_command(const RunCommand& command) {
   options.seed = seed;
   options.db_dir = command.db_dir;
   options.record_rows = !command.html_path.empty();
+  options.keep_trace = !command.trace_path.empty() || !command.html_path.empty() ||
+                       !command.mermaid_path.empty();
   options.show_rows = command.show_rows;
   // A long run shows its progress on a terminal's stderr, unless the narration is going to the
   // terminal itself (it is its own progress there) or a demo waits for Enter after each step.

@@ -119,9 +119,13 @@ std::vector<MessagePtr> Broker::redrive(size_t queue) {
   touch(queue);
   touch(parking.source);
   Queue& source = queues_[parking.source];
-  for (Queued& queued : messages) {
+  moved.reserve(messages.size());
+  // Taken off the front as they move, so a long story's error queue is not held twice.
+  while (!messages.empty()) {
+    Queued& queued = messages.front();
     moved.push_back(queued.message);
     source.ready.push_back(Queued{std::move(queued.message), next_position_++, 0, 0, false, ""});
+    messages.pop_front();
   }
   return moved;
 }

@@ -44,14 +44,14 @@ bool Checker::applies(Invariant invariant) const {
 }
 
 void Checker::register_transfer(const std::string& id, int64_t amount) {
-  transfers_[id].amount = amount;
+  transfers_[id].set_amount(amount);
 }
 
 int64_t Checker::in_flight(const TransferFacts& facts) const {
   const bool debited = facts.entries[entry_index(EntryType::debit)] > 0;
   const bool settled = facts.entries[entry_index(EntryType::credit)] > 0 ||
                        facts.entries[entry_index(EntryType::refund)] > 0;
-  return debited && !settled ? facts.amount : 0;
+  return debited && !settled ? facts.amount() : 0;
 }
 
 void Checker::on_commit(const CommitRecord& record, int64_t now_ms) {
@@ -73,7 +73,7 @@ void Checker::on_commit(const CommitRecord& record, int64_t now_ms) {
   }
   for (const SagaTransition& transition : record.transitions) {
     check_transition(transition, now_ms);
-    transfers_[transition.transfer].state = transition.to;
+    transfers_[transition.transfer].set_state(transition.to);
     touched_transfers.insert(transition.transfer);
   }
   for (const std::string& transfer : record.notifications) {
@@ -115,12 +115,12 @@ void Checker::check_transfer(std::string_view id, const TransferFacts& facts, in
              now_ms);
     }
   }
-  if (!facts.state || !is_terminal(*facts.state)) return;
+  if (!facts.state() || !is_terminal(*facts.state())) return;
   const int64_t debits = facts.entries[entry_index(EntryType::debit)];
   const int64_t credits = facts.entries[entry_index(EntryType::credit)];
   const int64_t refunds = facts.entries[entry_index(EntryType::refund)];
   bool agrees = true;
-  switch (*facts.state) {
+  switch (*facts.state()) {
     case SagaState::completed: agrees = debits == 1 && credits == 1 && refunds == 0; break;
     case SagaState::rejected: agrees = debits == 0 && credits == 0 && refunds == 0; break;
     case SagaState::failed: agrees = debits == 1 && credits == 0 && refunds == 1; break;
@@ -128,7 +128,7 @@ void Checker::check_transfer(std::string_view id, const TransferFacts& facts, in
   }
   if (!agrees) {
     report(Invariant::saga_ledger,
-           "transfer " + std::string(id) + " is " + std::string(saga_state_name(*facts.state)) +
+           "transfer " + std::string(id) + " is " + std::string(saga_state_name(*facts.state())) +
                " with DEBIT x" + std::to_string(debits) + ", CREDIT x" + std::to_string(credits) +
                ", REFUND x" + std::to_string(refunds),
            now_ms);
@@ -153,14 +153,14 @@ namespace {
 
 // " (stuck behind account-service_error: Transfer.Requested m-1)" when a message of the
 // transfer waits in a dead-letter or error queue, else "".
-std::string parked_behind(const std::string& transfer,
-                          const std::vector<ParkedMessageRef>& parked) {
+std::string parked_behind(const std::string& transfer, const FinalState& state) {
   std::string text;
-  for (const ParkedMessageRef& message : parked) {
-    if (message.transfer != transfer) continue;
+  if (!state.for_each_parked) return text;
+  state.for_each_parked([&](const ParkedMessageRef& message) {
+    if (message.transfer != transfer) return;
     text += (text.empty() ? " (stuck behind " : "; ") + message.queue + ": " + message.type + " " +
             message.message_id;
-  }
+  });
   return text.empty() ? text : text + ")";
 }
 
@@ -172,7 +172,9 @@ void Checker::check_final(const FinalState& state, int64_t now_ms) {
   // of a million transfers' facts would double what the checker holds).
   TransferTable<TransferFacts>& transfers = transfers_;
   transfers.for_each([](std::string_view, TransferFacts& facts) {
-    facts = TransferFacts{facts.amount, {}, std::nullopt, 0};
+    const int64_t amount = facts.amount();
+    facts = TransferFacts{};
+    facts.set_amount(amount);
   });
   std::map<std::string, int64_t> ledger_sum;
   if (state.for_each_ledger_entry) {
@@ -182,7 +184,7 @@ void Checker::check_final(const FinalState& state, int64_t now_ms) {
     });
   }
   if (state.for_each_saga) {
-    state.for_each_saga([&](const std::string& id, SagaState saga) { transfers[id].state = saga; });
+    state.for_each_saga([&](const std::string& id, SagaState saga) { transfers[id].set_state(saga); });
   }
   for (const auto& [id, count] : state.notifications) {
     transfers[id].notifications = static_cast<uint16_t>(std::min<int64_t>(count, kFactCountMax));
@@ -207,11 +209,11 @@ void Checker::check_final(const FinalState& state, int64_t now_ms) {
   }
   if (notifications_enabled_) {
     transfers.for_each([&](std::string_view id, const TransferFacts& facts) {
-      const bool finished = facts.state == SagaState::completed || facts.state == SagaState::failed;
+      const bool finished = facts.state() == SagaState::completed || facts.state() == SagaState::failed;
       if (finished && facts.notifications != 1) {
         report(Invariant::notified,
                "transfer " + std::string(id) + " is " +
-                   std::string(saga_state_name(*facts.state)) + " with " +
+                   std::string(saga_state_name(*facts.state())) + " with " +
                    std::to_string(facts.notifications) + " notifications",
                now_ms);
       }
@@ -219,11 +221,11 @@ void Checker::check_final(const FinalState& state, int64_t now_ms) {
   }
   std::string unsettled;
   transfers.for_each([&](std::string_view id, const TransferFacts& facts) {
-    if (!facts.state || !is_terminal(*facts.state)) {
+    if (!facts.state() || !is_terminal(*facts.state())) {
       if (!unsettled.empty()) unsettled += ", ";
       unsettled += std::string(id) + " is " +
-                   (facts.state ? std::string(saga_state_name(*facts.state)) : "unknown");
-      unsettled += parked_behind(std::string(id), state.parked);
+                   (facts.state() ? std::string(saga_state_name(*facts.state())) : "unknown");
+      unsettled += parked_behind(std::string(id), state);
     }
   });
   if (!state.halted.empty()) {
@@ -262,9 +264,9 @@ void Checker::fingerprint(Hasher& hasher) const {
   for (const auto& [account, balance] : balance_) hasher.add(account).add_signed(balance);
   for (const auto& [account, sum] : ledger_sum_) hasher.add(account).add_signed(sum);
   transfers_.for_each([&](std::string_view id, const TransferFacts& facts) {
-    hasher.add(id).add_signed(facts.amount).add_signed(facts.notifications);
+    hasher.add(id).add_signed(facts.amount()).add_signed(facts.notifications);
     for (const int64_t entries : facts.entries) hasher.add_signed(entries);
-    hasher.add_signed(facts.state ? static_cast<int64_t>(*facts.state) : -1);
+    hasher.add_signed(facts.state() ? static_cast<int64_t>(*facts.state()) : -1);
   });
   for (const bool violated : violated_) hasher.add(violated);
 }

@@ -20,6 +20,7 @@
 #include "domain/commit.h"
 #include "domain/result.h"
 #include "check/transfer_table.h"
+#include "kernel/assert.h"
 #include "domain/scenario.h"
 #include "kernel/fingerprint.h"
 
@@ -46,7 +47,9 @@ struct FinalState {
   int64_t dead_lettered = 0;
   bool quiescent = true;  // the last run reached quiescence within its bound
   std::string halted;     // why the run stopped at a bound other than the event count, if it did
-  std::vector<ParkedMessageRef> parked;  // in dead-letter and error queues
+  // Calls its argument with each message in a dead-letter or error queue (empty: none). Read
+  // only to say what an unsettled transfer is stuck behind: a long story parks many messages.
+  std::function<void(const std::function<void(const ParkedMessageRef&)>&)> for_each_parked;
 };
 
 class Checker {
@@ -77,12 +80,32 @@ class Checker {
   // What the checker knows of one transfer, kept small: a long run has a million of them.
   // The counts stop at kFactCountMax; every check asks whether one is above 1.
   static constexpr uint16_t kFactCountMax = std::numeric_limits<uint16_t>::max();
+  // Sixteen bytes: the amount (below 2^53, DESIGN §6) shares a word with the saga state.
   struct TransferFacts {
-    int64_t amount = 0;
+    static constexpr int kStateShift = 56;
+    static constexpr uint64_t kAmountMask = (uint64_t{1} << kStateShift) - 1;
+
+    uint64_t amount_and_state = 0;  // amount in the low 56 bits; state + 1 above (0: none yet)
     std::array<uint16_t, 3> entries{};  // per EntryType
-    std::optional<SagaState> state;
     uint16_t notifications = 0;
+
+    int64_t amount() const { return static_cast<int64_t>(amount_and_state & kAmountMask); }
+    void set_amount(int64_t amount) {
+      INBOXSIM_ASSERT(amount >= 0);
+      INBOXSIM_ASSERT(static_cast<uint64_t>(amount) <= kAmountMask);
+      amount_and_state = (amount_and_state & ~kAmountMask) | static_cast<uint64_t>(amount);
+    }
+    std::optional<SagaState> state() const {
+      const uint64_t code = amount_and_state >> kStateShift;
+      if (code == 0) return std::nullopt;
+      return static_cast<SagaState>(code - 1);
+    }
+    void set_state(SagaState state) {
+      amount_and_state = (amount_and_state & kAmountMask) |
+                         ((static_cast<uint64_t>(state) + 1) << kStateShift);
+    }
   };
+  static_assert(sizeof(TransferFacts) == 16);
   static void count_one(uint16_t& count) {
     if (count < kFactCountMax) ++count;
   }

@@ -1,5 +1,6 @@
 #include "fuzz/campaign.h"
 
+#include <malloc.h>
 #include <sqlite3.h>
 
 #include <algorithm>
@@ -42,6 +43,22 @@ struct RunningTransfers {
 // A story of this many transfers or more keeps its databases in temporary files: a million
 // transfers' ledger and sagas alone are about 210 MB of SQLite pages.
 constexpr int64_t kSpillTransfersMin = 20'000;
+// Such a story gives glibc's free memory back to the system (malloc_trim) after every this many
+// transfers, and after each settling run of its ending: the messages, rows and events of
+// finished transfers are freed between the allocations that last (the checker's facts, parked
+// messages), and the pages they leave free would otherwise stay resident. A trim costs about a
+// millisecond.
+constexpr int64_t kTrimTransfers = 10'000;
+
+// A long story's large vectors (the checker's facts, a fault book's spilled transfers, a
+// batch of rows) grow by doubling. glibc raises its mmap threshold to the size of each mapped
+// block freed, so the next generation is carved from a heap instead, and the freed copies stay
+// resident there: a peak of several old copies at once. Fixed at 1 MiB, every such block is
+// mapped and returned when freed. Process-wide, and only the memory's layout changes.
+void keep_large_blocks_mapped() {
+  constexpr int kMappedBytesMin = 1 << 20;
+  mallopt(M_MMAP_THRESHOLD, kMappedBytesMin);
+}
 
 SeedOutcome run_seed(uint64_t seed, const GeneratorOptions& generator, RunningTransfers* running) {
   // The story is drawn as it is played (a long one is not held whole); progress counts its
@@ -55,11 +72,16 @@ SeedOutcome run_seed(uint64_t seed, const GeneratorOptions& generator, RunningTr
   options.hash_trace = false;  // as fuzz_run: a campaign never reads a seed's trace hash
   options.spill_databases = transfers >= kSpillTransfersMin;
   options.keep_final_tables = false;  // a seed's outcome is its verdict, stats and coverage
-  if (running != nullptr) {
-    running->total.fetch_add(transfers);
+  if (running != nullptr) running->total.fetch_add(transfers);
+  if (running != nullptr || options.spill_databases) {
     options.after_step = [&](const Step& step) {
+      // The ending's settling runs free what the whole story's traffic left; trim after each.
+      const bool ending = step.kind == StepKind::run && played == transfers;
+      if (options.spill_databases && ending) malloc_trim(0);
       if (step.kind != StepKind::transfer) return;
       ++played;
+      if (options.spill_databases && played % kTrimTransfers == 0) malloc_trim(0);
+      if (running == nullptr) return;
       running->done.fetch_add(1);
       const int64_t now = played * 1'000'000 / std::max<int64_t>(transfers, 1);
       running->done_per_million.fetch_add(now - share);
@@ -165,6 +187,7 @@ void disable_sqlite_memory_statistics() {
 CampaignResult run_campaign(const CampaignOptions& options, std::ostream* progress_stream) {
   INBOXSIM_ASSERT(options.jobs >= 1);
   disable_sqlite_memory_statistics();
+  if (options.generator.transfers.value_or(0) >= kSpillTransfersMin) keep_large_blocks_mapped();
   const auto start = Clock::now();
   const std::vector<uint64_t> seeds = shard_seeds(options);
   std::vector<SeedOutcome> outcomes(seeds.size());

@@ -194,6 +194,7 @@ RunResult run_story(const Scenario& scenario, const std::function<std::optional<
   world_options.record_rows = options.record_rows || options.row_listener != nullptr;
   world_options.row_listener = options.row_listener;
   world_options.spill_databases = options.spill_databases;
+  world_options.faults_in_memory_max = options.faults_in_memory_max;
   world_options.keep_final_tables = options.keep_final_tables;
   if (scenario.schedule) {
     // An explored order (DESIGN §8.3): its choices, then option 0 to the end.

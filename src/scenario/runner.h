@@ -8,6 +8,7 @@
 #include "domain/result.h"
 #include "domain/scenario.h"
 #include "kernel/trace.h"
+#include "world/faults.h"
 
 namespace inboxsim {
 
@@ -29,9 +30,12 @@ struct RunOptions {
   // cache, instead of in memory: for stories too long for their databases to fit in memory.
   // The run is the same either way.
   bool spill_databases = false;
-  // Put the ledger, the sagas, each transfer's amount and the unfired faults in the result
-  // (`expect`'s `transfers` and `effects`, the views); off, a run reports them only through its
-  // verdict.
+  // With spill_databases: how many armed faults that name a transfer stay in memory before
+  // they go to the temporary database too (a test sets 0 to spill every fault at once).
+  size_t faults_in_memory_max = FaultBook::kFaultsInMemoryMax;
+  // Put the ledger, the sagas, each transfer's amount, the unfired faults and the parked
+  // messages in the result (`expect`'s `transfers` and `effects`, the views); off, a run reports
+  // them only through its verdict.
   bool keep_final_tables = true;
 };
 

@@ -85,6 +85,9 @@ World::World(const Scenario& scenario, const Config& config, const WorldOptions&
       checker_(scenario.accounts, config.transfer_notifications),
       broker_([this](TraceEvent event) { record(std::move(event)); }, config.broker_prefetch,
               config.broker_delivery_limit, config.broker_queue_type == QueueType::quorum),
+      faults_(options.spill_databases && options.db_dir.empty()
+                  ? std::optional<size_t>(options.faults_in_memory_max)
+                  : std::nullopt),
       explore_(options.explore) {
   keep_final_tables_ = options.keep_final_tables;
   if (options.record_rows) rows_ = std::make_unique<RowRecorder>(options.row_listener);
@@ -1431,11 +1434,14 @@ RunResult World::finish() {
   final_state.dead_lettered = stats_.stats().dead_lettered;
   final_state.quiescent = quiescent_;
   final_state.halted = halted_reason_;
-  for (const ParkedMessage& parked : broker_.parked()) {
-    final_state.parked.push_back(ParkedMessageRef{
-        parked.queue, parked.message->transfer,
-        std::string(message_type_name(parked.message->type)), parked.message->message_id});
-  }
+  const auto parked_ref = [](const ParkedMessage& parked) {
+    return ParkedMessageRef{parked.queue, parked.message->transfer,
+                            std::string(message_type_name(parked.message->type)),
+                            parked.message->message_id};
+  };
+  final_state.for_each_parked = [&](const auto& visit) {
+    for (const ParkedMessage& parked : broker_.parked()) visit(parked_ref(parked));
+  };
   checker_.check_final(final_state, now_ms());
 
   RunResult result;
@@ -1448,9 +1454,12 @@ RunResult World::finish() {
   result.published_ids = publications_.published_counts();
   result.sends = publications_.sends();
   result.dead_letter_queues = broker_.parked_totals();
-  for (const ParkedMessageRef& parked : final_state.parked) {
-    result.parked.push_back(parked.queue + ": " + parked.type + " " + parked.transfer + " (" +
-                            parked.message_id + ")");
+  if (keep_final_tables_) {
+    for (const ParkedMessage& message : broker_.parked()) {
+      const ParkedMessageRef parked = parked_ref(message);
+      result.parked.push_back(parked.queue + ": " + parked.type + " " + parked.transfer + " (" +
+                              parked.message_id + ")");
+    }
   }
   for (const auto& [name, spec] : accounts_) result.opening_balances[name] = spec.balance;
   result.balances = final_state.balances;

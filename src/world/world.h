@@ -85,8 +85,12 @@ struct WorldOptions {
   std::string db_prefix;  // file name prefix inside db_dir
   // Without db_dir: the databases in temporary files instead of memory (a long story).
   bool spill_databases = false;
-  // Put the ledger, the sagas, the transfers' amounts and the unfired faults in the result (for
-  // expectations and views); a fuzz seed needs only the verdict, and a long story's are large.
+  // With spill_databases: how many armed faults that name a transfer stay in memory before
+  // they go to a temporary database too (tests lower it to spill at once).
+  size_t faults_in_memory_max = FaultBook::kFaultsInMemoryMax;
+  // Put the ledger, the sagas, the transfers' amounts, the unfired faults and the parked
+  // messages in the result (for expectations and views); a fuzz seed needs only the verdict,
+  // and a long story's are large.
   bool keep_final_tables = true;
   bool keep_trace = true;
   bool hash_trace = true;  // false: RunResult::trace_hash stays empty and costs nothing
