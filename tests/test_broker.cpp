@@ -52,7 +52,7 @@ TEST_CASE("a message reaches only the queues bound to its routing key", "[broker
   REQUIRE(f.broker.ready_messages() == 1);  // Account.Debited waits for transfer-service
 }
 
-TEST_CASE("prefetch bounds unacked deliveries; tags increase per channel", "[broker]") {
+TEST_CASE("prefetch bounds unacked deliveries, and tags increase per channel", "[broker]") {
   Fixture f;
   for (int i = 1; i <= 3; ++i) f.broker.publish(message("m-" + std::to_string(i)));
   auto deliveries = f.pump();
@@ -90,7 +90,7 @@ TEST_CASE("closing a connection requeues every unacked delivery, redelivered, in
 }
 
 TEST_CASE(
-    "a nack requeues near the original position; returned more than the limit, it is "
+    "a nack requeues near the original position and, returned more than the limit, is "
     "dead-lettered",
     "[broker]") {
   Fixture f;
@@ -144,7 +144,7 @@ TEST_CASE("a classic queue has no delivery count and no limit", "[broker]") {
   REQUIRE(broker.ready_messages() == 1);
 }
 
-TEST_CASE("an error queue holds what it is given; a redrive returns it as a new message",
+TEST_CASE("an error queue holds what it is given, and a redrive returns it as a new message",
           "[broker]") {
   Fixture f;
   const size_t error = f.broker.declare_error_queue(f.account_queue);

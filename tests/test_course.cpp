@@ -48,7 +48,7 @@ TEST_CASE("the course's config keys refuse bad values and name what they expect"
         R"({"account.remember_rejections":true,"account.ledger_conflict":"ack"})");
 }
 
-TEST_CASE("the seed's bank debits a rejected transfer replayed late; remembered rejections stop it",
+TEST_CASE("the seed's bank debits a rejected transfer replayed late, and remembered rejections stop it",
           "[course]") {
   Scenario scenario = library_scenario("29-late-duplicate-after-rejection.json");
   const RunResult seed_bank = run_scenario(scenario, RunOptions{});
@@ -66,7 +66,7 @@ TEST_CASE("the seed's bank debits a rejected transfer replayed late; remembered 
   CHECK(remembered.trace_hash == "8c67e94ee62ea3fa");
 }
 
-TEST_CASE("ledger_conflict = ack absorbs a duplicate the ledger key refuses; fault parks it",
+TEST_CASE("ledger_conflict = ack absorbs a duplicate the ledger key refuses, and fault parks it",
           "[course]") {
   Scenario scenario = library_scenario("22-defence-no-account-inbox.json");
   const RunResult faulted = run_scenario(scenario, RunOptions{});

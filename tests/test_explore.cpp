@@ -159,7 +159,7 @@ TEST_CASE("where a consumer's prefetch can fill, the search goes without persist
   CHECK(guarded.leaf_states == full.leaf_states);
 }
 
-TEST_CASE("the operator redrives what a nack parked; without one the transfer stays stuck",
+TEST_CASE("the operator redrives what a nack parked, and without one the transfer stays stuck",
           "[explore]") {
   const Scenario scenario = library_scenario("01-happy-path.json");
   // A nack ("database busy") with no retry policy parks the message in the error queue, as
@@ -268,7 +268,7 @@ TEST_CASE("stories that need a clock cannot be explored", "[explore]") {
 
 // ---- longer: run as the ctest entry explore_long ----------------------------------------------
 
-TEST_CASE("with its defences off, a duplicate by hand is found to debit twice; run replays it",
+TEST_CASE("with its defences off, a duplicate by hand is found to debit twice, and run replays it",
           "[.explore_long]") {
   Scenario scenario = library_scenario("05-duplicate-by-hand.json");
   REQUIRE(config_set_text(scenario.config, "account.inbox", "none").empty());

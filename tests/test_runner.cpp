@@ -78,7 +78,7 @@ TEST_CASE("a happy transfer completes and breaks nothing", "[runner]") {
   REQUIRE(result.stats.transactions > 0);
 }
 
-TEST_CASE("a closed destination is refunded; insufficient funds are rejected", "[runner]") {
+TEST_CASE("a closed destination is refunded and insufficient funds are rejected", "[runner]") {
   const RunResult refunded = run(one_transfer("carol"));
   REQUIRE(refunded.transfers.at("t1") == SagaState::failed);
   REQUIRE(refunded.balances.at("alice") == 10000);
@@ -270,7 +270,7 @@ TEST_CASE("a lost publisher confirm republishes with the same id", "[runner]") {
   REQUIRE(result.violations.empty());
 }
 
-TEST_CASE("the same seed gives a byte-identical trace; another seed another interleaving",
+TEST_CASE("the same seed gives a byte-identical trace, another seed another interleaving",
           "[runner][determinism]") {
   Scenario scenario = one_transfer();
   add_fault(scenario,
