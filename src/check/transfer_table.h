@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "kernel/assert.h"
+#include "kernel/fingerprint.h"
 
 namespace inboxsim {
 
@@ -55,12 +56,8 @@ class TransferTable {
     return std::string_view(ids_).substr(begin, ends_[index] - begin);
   }
 
-  // FNV-1a: any spread will do; the order of the slots never reaches an output.
-  static uint64_t hash(std::string_view id) {
-    uint64_t value = 14695981039346656037ULL;
-    for (const char c : id) value = (value ^ static_cast<unsigned char>(c)) * 1099511628211ULL;
-    return value;
-  }
+  // Any spread will do; the order of the slots never reaches an output.
+  static uint64_t hash(std::string_view id) { return fnv1a(id); }
 
   void grow() {
     std::vector<uint32_t> slots(std::max<size_t>(16, 2 * slots_.size()), 0);

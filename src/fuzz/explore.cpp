@@ -6,6 +6,7 @@
 #include <iterator>
 #include <unordered_map>
 
+#include "fuzz/generator.h"
 #include "fuzz/parallel.h"
 #include "kernel/assert.h"
 #include "scenario/runner.h"
@@ -325,25 +326,23 @@ int64_t redrive_rounds(const Scenario& scenario, const ExploreSettings& settings
   return settings.faults + static_cast<int64_t>(own) + 1;
 }
 
-}  // namespace
-
-Scenario explored_story(const Scenario& scenario, const ExploreSettings& settings) {
+Scenario with_rounds(const Scenario& scenario, int64_t rounds) {
   Scenario story = scenario;
-  for (int64_t round = 0; round < redrive_rounds(scenario, settings); ++round) {
-    Step settle;
-    settle.kind = StepKind::run;
-    story.steps.push_back(settle);
-    Step redrive;
-    redrive.kind = StepKind::redrive;
-    redrive.queue = "all";
-    story.steps.push_back(std::move(redrive));
+  for (int64_t round = 0; round < rounds; ++round) {
+    for (Step& step : operator_round()) story.steps.push_back(std::move(step));
   }
   return story;
 }
 
+}  // namespace
+
+Scenario explored_story(const Scenario& scenario, const ExploreSettings& settings) {
+  return with_rounds(scenario, redrive_rounds(scenario, settings));
+}
+
 ExploreResult explore(const Scenario& scenario_in, const ExploreSettings& settings) {
-  const Scenario scenario = explored_story(scenario_in, settings);
   const int64_t rounds = redrive_rounds(scenario_in, settings);
+  const Scenario scenario = with_rounds(scenario_in, rounds);
   ExploreResult result = explore_once(scenario, settings);
   result.redrive_rounds = rounds;
   if (settings.persistent_sets && result.persistent_sets_unsound) {

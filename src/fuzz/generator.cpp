@@ -369,6 +369,15 @@ StoryGenerator::StoryGenerator(uint64_t seed, const GeneratorOptions& options)
   returns_by_transfer_.assign(transfer_count, 0);
 }
 
+std::array<Step, 2> operator_round() {
+  Step settle;
+  settle.kind = StepKind::run;
+  Step redrive;
+  redrive.kind = StepKind::redrive;
+  redrive.queue = "all";
+  return {std::move(settle), std::move(redrive)};
+}
+
 std::optional<Step> StoryGenerator::next() {
   while (pending_.empty()) {
     if (ended_) return std::nullopt;
@@ -447,16 +456,17 @@ void StoryGenerator::draw_fault_action(FaultAction action, size_t first) {
   const std::string transfer = "t" + std::to_string(target + 1);
   FaultSpec fault = draw_fault(rng_, action, header_.config, transfer);
   // The faults that can park a message of their transfer, for the story's ending.
+  // And those that return a delivery to its queue (a nack's failures do both).
   uint32_t parks = 0;
-  if (fault.kind == FaultKind::publish_nack || fault.kind == FaultKind::lose_confirm) parks = 1;
-  if (fault.kind == FaultKind::nack) parks = static_cast<uint32_t>(fault.times);
   uint32_t returns = 0;
   switch (fault.kind) {
+    case FaultKind::publish_nack:
+    case FaultKind::lose_confirm: parks = 1; break;
+    case FaultKind::nack: parks = returns = static_cast<uint32_t>(fault.times); break;
     case FaultKind::crash:
     case FaultKind::drop_connection:
     case FaultKind::drop_ack:
     case FaultKind::pause: returns = 1; break;
-    case FaultKind::nack: returns = static_cast<uint32_t>(fault.times); break;
     default: break;
   }
   parks_by_transfer_[target] += parks;
@@ -471,7 +481,7 @@ void StoryGenerator::draw_fault_action(FaultAction action, size_t first) {
   if (header_.config.broker_queue_type == QueueType::quorum && limit > 0) {
     rounds += static_cast<uint32_t>(returns_by_transfer_[target] / static_cast<uint64_t>(limit + 1));
   }
-  parks_max_ = std::max(parks_max_, rounds);
+  rounds_max_ = std::max(rounds_max_, rounds);
   pending_.push_back(fault_step(std::move(fault)));
 }
 
@@ -506,14 +516,8 @@ void StoryGenerator::draw_ending() {
       pending_.push_back(fault_step(std::move(fault)));
     }
   }
-  for (uint32_t round = 0; round <= parks_max_; ++round) {
-    Step settle;
-    settle.kind = StepKind::run;
-    pending_.push_back(std::move(settle));
-    Step redrive;
-    redrive.kind = StepKind::redrive;
-    redrive.queue = "all";
-    pending_.push_back(std::move(redrive));
+  for (uint32_t round = 0; round <= rounds_max_; ++round) {
+    for (Step& step : operator_round()) pending_.push_back(std::move(step));
   }
   // Released, not only emptied: four bytes a transfer each, held through the story's ending.
   std::vector<uint32_t>().swap(late_targets_);

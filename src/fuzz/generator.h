@@ -24,6 +24,10 @@
 
 namespace inboxsim {
 
+// One round of the operator that ends a story with faults: run until quiescent, then redrive
+// every error and dead-letter queue. The fuzzer's stories and the explorer's end with these.
+std::array<Step, 2> operator_round();
+
 // The most accounts or transfers one generated story may have (DESIGN §7: a million
 // transfers in one run).
 inline constexpr int64_t kStoryCountMax = 1'000'000;
@@ -158,7 +162,9 @@ class StoryGenerator {
   bool ended_ = false;
   std::vector<uint32_t> late_targets_;       // transfer numbers - 1
   std::vector<uint32_t> parks_by_transfer_;  // by transfer number - 1
-  uint32_t parks_max_ = 0;
+  // The rounds the most faulted transfer needs besides the last: its parking faults, and one
+  // per delivery limit + 1 returns aimed at it.
+  uint32_t rounds_max_ = 0;
   // By transfer number - 1: the faults aimed at it that return a delivery to its queue (crash,
   // drop_connection, drop_ack, pause, a nack's failures); past a quorum queue's delivery limit
   // they dead-letter it.

@@ -2,6 +2,8 @@
 
 #include <cstdio>
 
+#include "kernel/fingerprint.h"
+
 namespace inboxsim {
 
 namespace {
@@ -10,15 +12,6 @@ bool kept(char c, bool first) {
   if (c == '.') return !first;
   return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' ||
          c == '_';
-}
-
-uint64_t fnv1a(std::string_view text) {
-  uint64_t hash = 0xcbf29ce484222325ULL;
-  for (const char c : text) {
-    hash ^= static_cast<unsigned char>(c);
-    hash *= 0x100000001b3ULL;
-  }
-  return hash;
 }
 
 }  // namespace

@@ -12,6 +12,17 @@
 
 namespace inboxsim {
 
+// FNV-1a 64 of a string: a cheap spread for hash tables and file names, not a state
+// fingerprint (two strings may share it).
+inline uint64_t fnv1a(std::string_view text) {
+  uint64_t hash = 0xcbf29ce484222325ULL;
+  for (const char c : text) {
+    hash ^= static_cast<unsigned char>(c);
+    hash *= 0x100000001b3ULL;
+  }
+  return hash;
+}
+
 struct Fingerprint {
   uint64_t high = 0;
   uint64_t low = 0;

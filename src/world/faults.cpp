@@ -31,12 +31,8 @@ constexpr int64_t kSpillCachePages = 512;
 // How many transfers brought back the spilled book remembers until its next spill.
 constexpr size_t kReloadedMax = 4'096;
 
-// FNV-1a: any spread will do; the hashes only say which transfers to look up.
-uint64_t transfer_hash(std::string_view transfer) {
-  uint64_t value = 14695981039346656037ULL;
-  for (const char c : transfer) value = (value ^ static_cast<unsigned char>(c)) * 1099511628211ULL;
-  return value;
-}
+// Any spread will do; the hashes only say which transfers to look up.
+uint64_t transfer_hash(std::string_view transfer) { return fnv1a(transfer); }
 
 void create_book_schema(SQLite::Database& db) {
   db.exec(
