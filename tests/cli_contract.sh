@@ -331,13 +331,15 @@ check "and names the option" grep -q -- "--operator: expected --exhaustive" "$wo
 # The rejected transfer with one nack anywhere: each row's operator replays what the nack parked,
 # and with nobody to replay it even the all-on row is stuck (exit 1).
 "$bin" matrix --exhaustive --story "$rejected" --faults 1 --fault-kinds nack --out "" --json \
-  >"$work/matrix-operated.json"
+  >"$work/matrix-operated.json" 2>"$work/matrix-operated.err"
 check "matrix --exhaustive with an operator: the all-on row is proven (exit 0)" test $? -eq 0
+check "each row is reported on stderr as it ends, 32 of them" test "$(grep -c '^matrix row [0-9]*/32 (' "$work/matrix-operated.err")" -eq 32
+check "the first one is the all-on row, proven, with its states" grep -q '^matrix row 1/32 (all-on): proven, [0-9]* states, [0-9]* s$' "$work/matrix-operated.err"
 check "and each row says the rounds it appended" python3 -c \
   "import json,sys; d=json.load(open(sys.argv[1])); assert all(r['exploration']['redrive_rounds'] == 2 for r in d['rows']), d['rows'][0]" \
   "$work/matrix-operated.json"
 "$bin" matrix --exhaustive --story "$rejected" --faults 1 --fault-kinds nack --operator none \
-  --out "" >"$work/matrix-stuck.txt"
+  --out "" >"$work/matrix-stuck.txt" 2>"$work/matrix-stuck.err"
 check "matrix --exhaustive --operator none: the nack leaves the all-on row stuck (exit 1)" test $? -eq 1
 check "as termination" grep -q "termination" "$work/matrix-stuck.txt"
 

@@ -299,6 +299,13 @@ int exhaustive_matrix_command(const ExhaustiveMatrixCommand& command) {
       run_exhaustive_matrix(story, settings, [&](size_t index, ExhaustiveRow& row) {
         if (!command.out_dir.empty()) written &= write_counterexamples(command.out_dir, row.result);
         progress.reset();
+        // A row can take many minutes with faults injected: each is reported on stderr as it
+        // ends, so a long run shows what it has settled, and an interrupted one keeps it.
+        std::cerr << "matrix row " << index + 1 << "/" << kRows << " ("
+                  << defences_off_tag(row.defences) << "): " << exhaustive_verdict(row.result)
+                  << ", " << row.result.states << " states, " << row.result.wall_ms / 1000
+                  << " s\n"
+                  << std::flush;
         if (tty && index + 1 < kRows) {
           progress.emplace(story.name + " row " + std::to_string(index + 2) + "/" +
                                std::to_string(kRows),
