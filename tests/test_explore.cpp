@@ -74,6 +74,43 @@ TEST_CASE("explore reports the same search with any number of jobs", "[explore]"
   CHECK(a.max_depth == b.max_depth);
 }
 
+// The same search, found with fewer replays: a replay that goes on through the states where
+// one event is taken alone stands in for the replays of their one child (continue_alone).
+void check_going_on_is_the_same_search(const Scenario& scenario, ExploreSettings settings) {
+  settings.keep_going = true;
+  settings.jobs = 2;
+  ExploreSettings stopping = settings;
+  stopping.continue_alone = false;
+  const ExploreResult on = explore(scenario, settings);
+  const ExploreResult off = explore(scenario, stopping);
+  CHECK(on.states == off.states);
+  CHECK(on.transitions == off.transitions);
+  CHECK(on.revisits == off.revisits);
+  CHECK(on.leaves == off.leaves);
+  CHECK(on.max_depth == off.max_depth);
+  CHECK(on.leaf_states == off.leaf_states);
+  CHECK(on.coverage.counts == off.coverage.counts);
+  REQUIRE(on.counterexamples.size() == off.counterexamples.size());
+  for (size_t i = 0; i < on.counterexamples.size(); ++i) {
+    CHECK(on.counterexamples[i].invariant == off.counterexamples[i].invariant);
+    CHECK(on.counterexamples[i].scenario.schedule->choices ==
+          off.counterexamples[i].scenario.schedule->choices);
+  }
+  CHECK(on.replays < off.replays);
+  CHECK(off.replays == off.transitions);
+}
+
+TEST_CASE("a replay that goes on through states taken alone makes the same search", "[explore]") {
+  check_going_on_is_the_same_search(
+      library_scenario("02-insufficient-funds.json"),
+      settings_with(1, {FaultKind::crash, FaultKind::drop_ack, FaultKind::nack}));
+  // With violations: the counterexamples are the same orders, found at the same point.
+  Scenario scenario = library_scenario("05-duplicate-by-hand.json");
+  REQUIRE(config_set_text(scenario.config, "account.inbox", "none").empty());
+  REQUIRE(config_set_text(scenario.config, "account.ledger_unique", "false").empty());
+  check_going_on_is_the_same_search(scenario, settings_with(1, {FaultKind::duplicate}));
+}
+
 // Explores `file` with and without sleep sets (persistent sets off in both, since they do cut
 // states): the same states, fewer transitions.
 void check_sleep_sets_lose_no_state(const std::string& file, int64_t jobs) {

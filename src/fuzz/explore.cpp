@@ -86,9 +86,12 @@ Schedule schedule_of(const Choices& choices, const ExploreSettings& settings) {
 }
 
 // Builds a world, plays the story along `choices` and stops at the first choice past them
-// where several events may happen next, or at a violation, or at the story's end.
-NodeRun run_node(const Scenario& scenario, const Choices& choices,
-                 const ExploreSettings& settings) {
+// where several events may happen next, or at a violation, or at the story's end. With
+// persistent sets it goes on through each state where it would take one event alone: the
+// result is then that state's run, then its one child's, and so on; the last is where it
+// stopped.
+std::vector<NodeRun> run_node(const Scenario& scenario, const Choices& choices,
+                              const ExploreSettings& settings) {
   WorldOptions options;
   options.seed = scenario.seed;
   options.keep_trace = false;
@@ -96,6 +99,7 @@ NodeRun run_node(const Scenario& scenario, const Choices& choices,
   options.explore.enabled = true;
   options.explore.stop_at_frontier = true;
   options.explore.check_void_events = settings.check_void_events;
+  options.explore.continue_alone = settings.persistent_sets && settings.continue_alone;
   options.explore.schedule = schedule_of(choices, settings);
   World world(scenario, scenario.config, options);
   for (const Step& step : scenario.steps) {
@@ -117,7 +121,24 @@ NodeRun run_node(const Scenario& scenario, const Choices& choices,
   run.coverage = world.coverage();
   run.assumptions_held = world.persistent_sets_assumptions_held();
   INBOXSIM_ASSERT(!run.outcome.misfit);
-  return run;
+  std::vector<NodeRun> chain;
+  for (const PassedState& passed : world.passed()) {
+    NodeRun stop;
+    stop.outcome = passed.outcome;
+    stop.coverage = passed.coverage;
+    stop.assumptions_held = passed.assumptions_held;
+    chain.push_back(std::move(stop));
+  }
+  chain.push_back(std::move(run));
+  return chain;
+}
+
+// The choices past `node` to the state its run stopped at: each fault choice made on the way
+// took option 0.
+Choices stop_path(const Choices& node, const NodeRun& run) {
+  Choices path = node;
+  path.insert(path.end(), run.outcome.defaults.size(), 0);
+  return path;
 }
 
 std::string counterexample_description(const ExploreResult& result, const Violation& violation,
@@ -146,6 +167,7 @@ ExploreResult explore_once(const Scenario& scenario, const ExploreSettings& sett
   // the same with any number of jobs.
   std::map<size_t, std::vector<Node>> levels;
   levels[0].push_back(Node{Choices{}, kNoParent});
+  std::map<size_t, std::map<Choices, NodeRun>> ahead;
   std::vector<Parent> parents;
   // Each state explored, with the events asleep at it (sleep sets, docs/model.md).
   std::unordered_map<Fingerprint, std::vector<Fingerprint>, FingerprintHash> visited;
@@ -182,17 +204,44 @@ ExploreResult explore_once(const Scenario& scenario, const ExploreSettings& sett
     result.max_depth = std::max<int64_t>(result.max_depth, static_cast<int64_t>(length));
     // Large levels go in batches, so progress is visible and --max-states stops early.
     constexpr size_t kBatch = 4096;
+    // The runs of this level's nodes that an earlier replay already made on its way
+    // (ExploreControl::continue_alone), by the node's choices.
+    std::map<Choices, NodeRun> made = std::move(ahead[length]);
+    ahead.erase(length);
     for (size_t first = 0; first < nodes.size() && !stopped; first += kBatch) {
       const size_t count = std::min(kBatch, nodes.size() - first);
-      std::vector<NodeRun> runs(count);
+      std::vector<std::vector<NodeRun>> runs(count);
+      std::vector<size_t> to_replay;
+      for (size_t i = 0; i < count; ++i) {
+        const auto early = made.find(nodes[first + i].choices);
+        if (early == made.end()) {
+          to_replay.push_back(i);
+        } else {
+          runs[i].push_back(std::move(early->second));
+          made.erase(early);
+        }
+      }
       parallel_for(
-          count, settings.jobs,
-          [&](size_t i) { runs[i] = run_node(scenario, nodes[first + i].choices, settings); },
+          to_replay.size(), settings.jobs,
+          [&](size_t k) {
+            const size_t i = to_replay[k];
+            runs[i] = run_node(scenario, nodes[first + i].choices, settings);
+          },
           [](size_t) { return false; });
-      result.replays += static_cast<int64_t>(count);
+      result.replays += static_cast<int64_t>(to_replay.size());
       for (size_t i = 0; i < count; ++i) {
         const Node& node = nodes[first + i];
-        const NodeRun& run = runs[i];
+        // What the replay went on to: the runs of the one child of each state passed through,
+        // kept for when their level comes (the search takes nodes in the same order as
+        // without them, so it is the same search).
+        Choices child = node.choices;
+        for (size_t k = 0; k + 1 < runs[i].size(); ++k) {
+          const NodeRun& passed = runs[i][k];
+          child = stop_path(child, passed);
+          child.push_back(static_cast<uint16_t>(passed.outcome.alone));
+          ahead[child.size()].emplace(child, runs[i][k + 1]);
+        }
+        const NodeRun& run = runs[i].front();
         ++result.transitions;
         result.void_events_checked += run.outcome.void_events_checked;
         if (!run.assumptions_held && settings.persistent_sets) {

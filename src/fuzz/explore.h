@@ -44,6 +44,11 @@ struct ExploreSettings {
   bool operator_redrives = true;
   // Tests: check that every event taken as void changes nothing (ExploreControl).
   bool check_void_events = false;
+  // With persistent sets: a replay goes on through each state where one event is taken
+  // alone, and the runs it makes on the way stand in for the replays of those states' one
+  // child (ExploreControl::continue_alone). The same search with fewer replays; the tests
+  // turn it off to compare.
+  bool continue_alone = true;
   // Go on after the first violation, to find the shortest order for every invariant that
   // breaks (TLC's -continue); by default the search ends with the batch that found the first.
   bool keep_going = false;

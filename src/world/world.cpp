@@ -338,6 +338,22 @@ bool World::step_once() {
       std::sort(footprint.begin(), footprint.end());
       footprint.erase(std::unique(footprint.begin(), footprint.end()), footprint.end());
     }
+    if (explore_.continue_alone && explore_outcome_.alone >= 0) {
+      // The explorer would take this one event and nothing else here: take it now, and keep
+      // what stopping would have said. The next stretch starts from it, as its node would.
+      passed_.push_back(PassedState{explore_outcome_, coverage(), persistent_sets_assumptions_held()});
+      const auto option = static_cast<size_t>(explore_outcome_.alone);
+      ExploreOutcome next;
+      next.consumed = explore_outcome_.consumed;
+      next.faults_injected = explore_outcome_.faults_injected;
+      next.recorded = true;
+      next.transition = explore_outcome_.enabled_jobs[option];
+      explore_outcome_ = std::move(next);
+      recording_ = true;
+      broker_.take_touched();
+      take_and_dispatch(option);
+      return true;
+    }
     explore_stop_ = true;
     return false;
   }
@@ -351,6 +367,11 @@ bool World::step_once() {
     recording_ = true;
     broker_.take_touched();
   }
+  take_and_dispatch(option);
+  return true;
+}
+
+void World::take_and_dispatch(size_t option) {
   const Job job = scheduler_.take(option);
   if (explore_.check_void_events && void_forever(job)) {
     // void_forever mirrors the early return of each job's handler; this is where the two are
@@ -365,7 +386,6 @@ bool World::step_once() {
   // The footprint leaves out the queues a pump did not dispatch from; that is sound only
   // because nothing is ever left dispatchable after an event.
   INBOXSIM_ASSERT(!broker_.dispatchable());
-  return true;
 }
 
 // Persistent sets of one event (docs/model.md, "Exploration", where the argument is): an ack

@@ -53,6 +53,11 @@ struct ExploreControl {
   // runs (the state's fingerprint before and after it is the same). Two fingerprints per void
   // event: too slow for a real search.
   bool check_void_events = false;
+  // With stop_at_frontier: at a state where the explorer would take one event alone
+  // (ExploreOutcome::alone), take it and go on instead of stopping, and keep what stopping
+  // there would have reported (World::passed): the explorer then needs no replay for that
+  // state's one child. The search is the same; only the replays are fewer.
+  bool continue_alone = false;
 };
 
 // Where an explored run stopped, for the explorer.
@@ -77,6 +82,14 @@ struct ExploreOutcome {
   // run (an ack or a publisher confirm no fault left can race), so that taking it alone loses
   // no order: a persistent set of one (docs/model.md, "Exploration"). -1: none.
   int64_t alone = -1;
+};
+
+// A state an explored run went through with ExploreControl::continue_alone: what the run
+// would have reported had it stopped there.
+struct PassedState {
+  ExploreOutcome outcome;  // at_frontier, with `alone` set: the option taken
+  Coverage coverage;       // the probes reached up to that state
+  bool assumptions_held = true;  // World::persistent_sets_assumptions_held there
 };
 
 struct WorldOptions {
@@ -134,6 +147,9 @@ class World {
   // an ack never decided who got a message), and no relay met a full batch of outbox rows.
   bool persistent_sets_assumptions_held() const;
   const ExploreOutcome& explore_outcome() const { return explore_outcome_; }
+  // ExploreControl::continue_alone: the states passed through, in order; explore_outcome()
+  // then reports the last stretch, from the event taken alone at the last of them.
+  const std::vector<PassedState>& passed() const { return passed_; }
   // The coverage probes reached so far.
   const Coverage& coverage() const { return coverage_.coverage(); }
   // The invariants found broken so far (safety ones, during the run).
@@ -374,6 +390,9 @@ class World {
   void touch_database(ServiceId service);
   ExploreControl explore_;
   ExploreOutcome explore_outcome_;
+  std::vector<PassedState> passed_;
+  // Takes the `option`-th pending event and runs it (an explored run's step).
+  void take_and_dispatch(size_t option);
   bool explore_stop_ = false;
   bool recording_ = false;
 };
