@@ -75,6 +75,7 @@ struct NodeRun {
   std::vector<Violation> violations;
   Coverage coverage;  // what the order reached on its way
   bool assumptions_held = true;  // World::persistent_sets_assumptions_held at its end
+  size_t taken = 0;  // where the replay went on past this state (continue_alone): the option
 };
 
 Schedule schedule_of(const Choices& choices, const ExploreSettings& settings) {
@@ -91,7 +92,8 @@ Schedule schedule_of(const Choices& choices, const ExploreSettings& settings) {
 // result is then that state's run, then its one child's, and so on; the last is where it
 // stopped.
 std::vector<NodeRun> run_node(const Scenario& scenario, const Choices& choices,
-                              const ExploreSettings& settings) {
+                              const ExploreSettings& settings,
+                              const std::function<bool(const Fingerprint&)>& explored) {
   WorldOptions options;
   options.seed = scenario.seed;
   options.keep_trace = false;
@@ -100,6 +102,7 @@ std::vector<NodeRun> run_node(const Scenario& scenario, const Choices& choices,
   options.explore.stop_at_frontier = true;
   options.explore.check_void_events = settings.check_void_events;
   options.explore.continue_alone = settings.persistent_sets && settings.continue_alone;
+  options.explore.explored = explored;
   options.explore.schedule = schedule_of(choices, settings);
   World world(scenario, scenario.config, options);
   for (const Step& step : scenario.steps) {
@@ -125,6 +128,7 @@ std::vector<NodeRun> run_node(const Scenario& scenario, const Choices& choices,
   for (const PassedState& passed : world.passed()) {
     NodeRun stop;
     stop.outcome = passed.outcome;
+    stop.taken = passed.taken;
     stop.coverage = passed.coverage;
     stop.assumptions_held = passed.assumptions_held;
     chain.push_back(std::move(stop));
@@ -172,6 +176,10 @@ ExploreResult explore_once(const Scenario& scenario, const ExploreSettings& sett
   // Each state explored, with the events asleep at it (sleep sets, docs/model.md).
   std::unordered_map<Fingerprint, std::vector<Fingerprint>, FingerprintHash> visited;
   std::vector<bool> found(kInvariantCount, false);
+  // Replays read the visited set while a batch runs, and nothing writes it until all are done.
+  const std::function<bool(const Fingerprint&)> explored = [&](const Fingerprint& state) {
+    return visited.count(state) > 0;
+  };
   bool stopped = false;
 
   // Queues the events of state `at` (reached by `path`) that are not asleep, as children
@@ -225,7 +233,7 @@ ExploreResult explore_once(const Scenario& scenario, const ExploreSettings& sett
           to_replay.size(), settings.jobs,
           [&](size_t k) {
             const size_t i = to_replay[k];
-            runs[i] = run_node(scenario, nodes[first + i].choices, settings);
+            runs[i] = run_node(scenario, nodes[first + i].choices, settings, explored);
           },
           [](size_t) { return false; });
       result.replays += static_cast<int64_t>(to_replay.size());
@@ -238,7 +246,7 @@ ExploreResult explore_once(const Scenario& scenario, const ExploreSettings& sett
         for (size_t k = 0; k + 1 < runs[i].size(); ++k) {
           const NodeRun& passed = runs[i][k];
           child = stop_path(child, passed);
-          child.push_back(static_cast<uint16_t>(passed.outcome.alone));
+          child.push_back(static_cast<uint16_t>(runs[i][k].taken));
           ahead[child.size()].emplace(child, runs[i][k + 1]);
         }
         const NodeRun& run = runs[i].front();

@@ -101,32 +101,55 @@ class ServiceCore {
   // (a dropped index changes the future), for the explorer. Between two events no transaction
   // is open, so the connection sees what is committed.
   void fingerprint_database(Hasher& hasher) {
-    std::vector<std::string> tables;
+    Connection::DumpPlan& plan = connection_.dump_plan();
+    int64_t version = 0;
     {
+      StatementUse pragma(connection_.prepared("PRAGMA schema_version"));
+      pragma->executeStep();
+      version = pragma->getColumn(0).getInt64();
+    }
+    if (version != plan.schema_version) {
+      plan.schema.clear();
+      plan.tables.clear();
       StatementUse schema(
           connection_.prepared("SELECT type, name, sql FROM sqlite_master ORDER BY type, name"));
       while (schema->executeStep()) {
-        const std::string type = schema->getColumn(0).getString();
-        const std::string name = schema->getColumn(1).getString();
-        hasher.add(type).add(name).add(schema->getColumn(2).getString());
-        if (type == "table") tables.push_back(name);
+        plan.schema.push_back({schema->getColumn(0).getString(), schema->getColumn(1).getString(),
+                               schema->getColumn(2).getString()});
+        if (plan.schema.back()[0] != "table") continue;
+        const std::string& name = plan.schema.back()[1];
+        const std::string sql = "SELECT rowid, * FROM \"" + name + "\" ORDER BY rowid";
+        sqlite3_stmt* rows = nullptr;
+        if (sqlite3_prepare_v2(db_.getHandle(), sql.c_str(), -1, &rows, nullptr) != SQLITE_OK) {
+          sqlite3_finalize(rows);
+          throw SQLite::Exception(db_.getHandle());
+        }
+        plan.tables.push_back({name, std::unique_ptr<sqlite3_stmt, Connection::RawStatementFree>(rows)});
       }
+      plan.schema_version = version;
     }
-    for (const std::string& table : tables) {
-      StatementUse rows(connection_.prepared("SELECT rowid, * FROM \"" + table + "\" ORDER BY rowid"));
-      const int columns = rows->getColumnCount();
-      hasher.add(table);
-      while (rows->executeStep()) {
+    for (const auto& [type, name, sql] : plan.schema) hasher.add(type).add(name).add(sql);
+    for (const Connection::TableDump& table : plan.tables) {
+      sqlite3_stmt* rows = table.rows.get();
+      const int columns = sqlite3_column_count(rows);
+      hasher.add(table.name);
+      int step = SQLITE_ROW;
+      while ((step = sqlite3_step(rows)) == SQLITE_ROW) {
         for (int column = 0; column < columns; ++column) {
-          const SQLite::Column value = rows->getColumn(column);
-          hasher.add(static_cast<uint64_t>(value.getType()));
-          if (value.isInteger()) {
-            hasher.add_signed(value.getInt64());
-          } else if (!value.isNull()) {
-            hasher.add(value.getString());
+          const int type = sqlite3_column_type(rows, column);
+          hasher.add(static_cast<uint64_t>(type));
+          if (type == SQLITE_INTEGER) {
+            hasher.add_signed(sqlite3_column_int64(rows, column));
+          } else if (type != SQLITE_NULL) {
+            // The value's bytes as stored (text, or a blob), as SQLite::Column::getString reads.
+            const auto* bytes = static_cast<const char*>(sqlite3_column_blob(rows, column));
+            const auto size = static_cast<size_t>(sqlite3_column_bytes(rows, column));
+            hasher.add(std::string_view(bytes == nullptr ? "" : bytes, size));
           }
         }
       }
+      sqlite3_reset(rows);
+      if (step != SQLITE_DONE) throw SQLite::Exception(db_.getHandle(), step);
     }
   }
 

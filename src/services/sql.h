@@ -2,7 +2,9 @@
 #pragma once
 
 #include <SQLiteCpp/SQLiteCpp.h>
+#include <sqlite3.h>
 
+#include <array>
 #include <functional>
 #include <map>
 #include <memory>
@@ -33,10 +35,29 @@ class Connection {
     return *found->second;
   }
 
+  // What ServiceCore::fingerprint_database reads, kept while the schema stays the same
+  // (PRAGMA schema_version): the schema's rows, and for each table a statement that reads all
+  // of it in rowid order. The statements are SQLite's own (read column by column, with no copy
+  // of a value and no counted reference per column: the explorer fingerprints every state).
+  struct RawStatementFree {
+    void operator()(sqlite3_stmt* statement) const { sqlite3_finalize(statement); }
+  };
+  struct TableDump {
+    std::string name;
+    std::unique_ptr<sqlite3_stmt, RawStatementFree> rows;
+  };
+  struct DumpPlan {
+    int64_t schema_version = -1;
+    std::vector<std::array<std::string, 3>> schema;  // type, name, sql; by type, then name
+    std::vector<TableDump> tables;
+  };
+  DumpPlan& dump_plan() { return dump_plan_; }
+
  private:
   // Declared first, destroyed last: every statement is finalized before the connection closes.
   SQLite::Database database_;
   std::map<std::string, std::unique_ptr<SQLite::Statement>, std::less<>> statements_;
+  DumpPlan dump_plan_;
 };
 
 // A statement prepared on its first use, then kept: a run prepares only what its

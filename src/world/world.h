@@ -10,6 +10,7 @@
 #pragma once
 
 #include <array>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -58,6 +59,9 @@ struct ExploreControl {
   // there would have reported (World::passed): the explorer then needs no replay for that
   // state's one child. The search is the same; only the replays are fewer.
   bool continue_alone = false;
+  // With continue_alone: a state the explorer has already explored, where a run stops instead
+  // of going on (the explorer would take nothing from it).
+  std::function<bool(const Fingerprint&)> explored;
 };
 
 // Where an explored run stopped, for the explorer.
@@ -87,7 +91,8 @@ struct ExploreOutcome {
 // A state an explored run went through with ExploreControl::continue_alone: what the run
 // would have reported had it stopped there.
 struct PassedState {
-  ExploreOutcome outcome;  // at_frontier, with `alone` set: the option taken
+  ExploreOutcome outcome;  // at_frontier
+  size_t taken = 0;        // the option the run went on with: `alone`
   Coverage coverage;       // the probes reached up to that state
   bool assumptions_held = true;  // World::persistent_sets_assumptions_held there
 };
