@@ -241,9 +241,14 @@ void time_exploration() {
     settings.jobs = 2;
     settings.max_states = 1'000'000;
     const auto start = Clock::now();
+    const double cpu_start = process_cpu_seconds();
     const inboxsim::ExploreResult result = inboxsim::explore(*happy.scenario, settings);
-    std::printf("explore 01-happy-path, K=1 %s, --jobs 2: %lld states in %.1f s, %s\n", kind,
-                static_cast<long long>(result.states), seconds_since(start),
+    const double cpu = process_cpu_seconds() - cpu_start;
+    std::printf("explore 01-happy-path, K=1 %s, --jobs 2: %lld states, %lld replays in %.1f s "
+                "(%.1f s of CPU: %.0f states/s per core), %s\n",
+                kind, static_cast<long long>(result.states),
+                static_cast<long long>(result.replays), seconds_since(start), cpu,
+                static_cast<double>(result.states) / cpu,
                 result.complete ? "complete" : "incomplete");
   }
   inboxsim::Scenario reference = *parsed.scenario;

@@ -246,7 +246,7 @@ ExploreResult explore_once(const Scenario& scenario, const ExploreSettings& sett
         for (size_t k = 0; k + 1 < runs[i].size(); ++k) {
           const NodeRun& passed = runs[i][k];
           child = stop_path(child, passed);
-          child.push_back(static_cast<uint16_t>(runs[i][k].taken));
+          child.push_back(static_cast<uint16_t>(passed.taken));
           ahead[child.size()].emplace(child, runs[i][k + 1]);
         }
         const NodeRun& run = runs[i].front();
