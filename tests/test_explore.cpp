@@ -60,18 +60,30 @@ TEST_CASE("explore proves the rejected transfer for every order of its events", 
   CHECK(reduced.states < result.states);
 }
 
-TEST_CASE("explore reports the same search with any number of jobs", "[explore]") {
-  const Scenario scenario = library_scenario("02-insufficient-funds.json");
-  ExploreSettings one = settings_with(0, {});
-  ExploreSettings four = one;
-  four.jobs = 4;
-  const ExploreResult a = explore(scenario, one);
-  const ExploreResult b = explore(scenario, four);
+// Two searches that must be the same one: the same states reached in the same order, the
+// same ends, probes and counterexamples.
+void check_same_search(const ExploreResult& a, const ExploreResult& b) {
   CHECK(a.states == b.states);
   CHECK(a.transitions == b.transitions);
   CHECK(a.revisits == b.revisits);
   CHECK(a.leaves == b.leaves);
   CHECK(a.max_depth == b.max_depth);
+  CHECK(a.leaf_states == b.leaf_states);
+  CHECK(a.coverage.counts == b.coverage.counts);
+  REQUIRE(a.counterexamples.size() == b.counterexamples.size());
+  for (size_t i = 0; i < a.counterexamples.size(); ++i) {
+    CHECK(a.counterexamples[i].invariant == b.counterexamples[i].invariant);
+    CHECK(a.counterexamples[i].scenario.schedule->choices ==
+          b.counterexamples[i].scenario.schedule->choices);
+  }
+}
+
+TEST_CASE("explore reports the same search with any number of jobs", "[explore]") {
+  const Scenario scenario = library_scenario("02-insufficient-funds.json");
+  ExploreSettings one = settings_with(0, {});
+  ExploreSettings four = one;
+  four.jobs = 4;
+  check_same_search(explore(scenario, one), explore(scenario, four));
 }
 
 // The same search, found with fewer replays: a replay that goes on through the states where
@@ -83,19 +95,7 @@ void check_going_on_is_the_same_search(const Scenario& scenario, ExploreSettings
   stopping.continue_alone = false;
   const ExploreResult on = explore(scenario, settings);
   const ExploreResult off = explore(scenario, stopping);
-  CHECK(on.states == off.states);
-  CHECK(on.transitions == off.transitions);
-  CHECK(on.revisits == off.revisits);
-  CHECK(on.leaves == off.leaves);
-  CHECK(on.max_depth == off.max_depth);
-  CHECK(on.leaf_states == off.leaf_states);
-  CHECK(on.coverage.counts == off.coverage.counts);
-  REQUIRE(on.counterexamples.size() == off.counterexamples.size());
-  for (size_t i = 0; i < on.counterexamples.size(); ++i) {
-    CHECK(on.counterexamples[i].invariant == off.counterexamples[i].invariant);
-    CHECK(on.counterexamples[i].scenario.schedule->choices ==
-          off.counterexamples[i].scenario.schedule->choices);
-  }
+  check_same_search(on, off);
   CHECK(on.replays < off.replays);
   CHECK(off.replays == off.transitions);
 }
