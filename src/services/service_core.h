@@ -124,7 +124,8 @@ class ServiceCore {
           sqlite3_finalize(rows);
           throw SQLite::Exception(db_.getHandle());
         }
-        plan.tables.push_back({name, std::unique_ptr<sqlite3_stmt, Connection::RawStatementFree>(rows)});
+        plan.tables.push_back(
+            {name, std::unique_ptr<sqlite3_stmt, Connection::RawStatementFree>(rows)});
       }
       plan.schema_version = version;
     }
