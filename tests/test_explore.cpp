@@ -18,9 +18,12 @@ namespace inboxsim {
 using testing::library_scenario;
 namespace {
 
-ExploreSettings settings_with(int64_t faults, std::initializer_list<FaultKind> kinds) {
+// K faults of `kinds`, on `jobs` threads (the long searches use both cores).
+ExploreSettings settings_with(int64_t faults, std::initializer_list<FaultKind> kinds,
+                              int64_t jobs = 1) {
   ExploreSettings settings;
   settings.faults = faults;
+  settings.jobs = jobs;
   for (const FaultKind kind : kinds) settings.fault_kinds[static_cast<size_t>(kind)] = true;
   return settings;
 }
@@ -309,9 +312,8 @@ TEST_CASE("with its defences off, a duplicate by hand is found to debit twice, a
   Scenario scenario = library_scenario("05-duplicate-by-hand.json");
   REQUIRE(config_set_text(scenario.config, "account.inbox", "none").empty());
   REQUIRE(config_set_text(scenario.config, "account.ledger_unique", "false").empty());
-  ExploreSettings settings = settings_with(0, {});
+  ExploreSettings settings = settings_with(0, {}, 2);
   settings.keep_going = true;
-  settings.jobs = 2;
   const ExploreResult result = explore(scenario, settings);
   REQUIRE(breaks(result, Invariant::single_effect));
   for (const ExploreCounterexample& cx : result.counterexamples) {
@@ -338,8 +340,7 @@ TEST_CASE("explore reports the probes its orders reached", "[.explore_long]") {
   const Scenario scenario = library_scenario("02-insufficient-funds.json");
   const ExploreResult quiet = explore(scenario, settings_with(0, {}));
   CHECK(quiet.coverage == Coverage{});
-  ExploreSettings settings = settings_with(1, {FaultKind::duplicate});
-  settings.jobs = 2;
+  ExploreSettings settings = settings_with(1, {FaultKind::duplicate}, 2);
   const ExploreResult duplicated = explore(scenario, settings);
   CHECK(duplicated.complete);
   // A copy of Transfer.Requested meets the MassTransit inbox; some orders race two first
@@ -356,8 +357,7 @@ TEST_CASE("explore reports the probes its orders reached", "[.explore_long]") {
 TEST_CASE("a late confirm of a crashed relay's channel is void: every crash order settles",
           "[.explore_long]") {
   const Scenario scenario = library_scenario("02-insufficient-funds.json");
-  ExploreSettings settings = settings_with(1, {FaultKind::crash});
-  settings.jobs = 2;
+  ExploreSettings settings = settings_with(1, {FaultKind::crash}, 2);
   const ExploreResult result = explore(scenario, settings);
   CHECK(result.complete);
   CHECK_FALSE(breaks(result, Invariant::termination));
@@ -365,8 +365,7 @@ TEST_CASE("a late confirm of a crashed relay's channel is void: every crash orde
 
 TEST_CASE("persistent sets lose nothing with a crash anywhere (void acks and confirms after it)",
           "[.explore_long]") {
-  ExploreSettings settings = settings_with(1, {FaultKind::crash});
-  settings.jobs = 2;
+  ExploreSettings settings = settings_with(1, {FaultKind::crash}, 2);
   const ExploreResult result =
       check_persistent_sets_lose_nothing(library_scenario("02-insufficient-funds.json"), settings);
   CHECK(result.counterexamples.empty());
@@ -374,8 +373,7 @@ TEST_CASE("persistent sets lose nothing with a crash anywhere (void acks and con
 
 TEST_CASE("persistent sets lose nothing where two instances race two copies (lesson 50)",
           "[.explore_long]") {
-  ExploreSettings settings = settings_with(0, {});
-  settings.jobs = 2;
+  ExploreSettings settings = settings_with(0, {}, 2);
   Scenario scenario = library_scenario("50-explorer-proves-the-key.json");
   check_persistent_sets_lose_nothing(scenario, settings);
   scenario.config.account_ledger_unique = false;
@@ -405,16 +403,14 @@ TEST_CASE("lesson 50: the ledger key alone is proven for every order, and breaks
   const Scenario scenario = library_scenario("50-explorer-proves-the-key.json");
   // Two instances take the two copies side by side: the race the unique index is there for.
   REQUIRE(scenario.config.account_instances == 2);
-  ExploreSettings settings = settings_with(0, {});
-  settings.jobs = 2;
+  ExploreSettings settings = settings_with(0, {}, 2);
   check_the_key_proves_it(scenario, settings);
 }
 
 TEST_CASE("lesson 52: one transfer with the ledger key alone is proven up to two duplicates",
           "[.explore_long]") {
   const Scenario scenario = library_scenario("52-explorer-two-faults.json");
-  ExploreSettings settings = settings_with(2, {FaultKind::duplicate});
-  settings.jobs = 2;
+  ExploreSettings settings = settings_with(2, {FaultKind::duplicate}, 2);
   const ExploreResult proven = check_the_key_proves_it(scenario, settings);
   // Two copies in flight at once, of one message or of two: far more than one fault's states.
   CHECK(proven.states > 10 * explore(scenario, settings_with(1, {FaultKind::duplicate})).states);
@@ -422,8 +418,7 @@ TEST_CASE("lesson 52: one transfer with the ledger key alone is proven up to two
 
 TEST_CASE("matrix --exhaustive: all defences proven, and a defence never makes a row worse",
           "[.explore_long]") {
-  ExploreSettings settings = settings_with(0, {});
-  settings.jobs = 2;
+  ExploreSettings settings = settings_with(0, {}, 2);
   const std::vector<ExhaustiveRow> rows =
       run_exhaustive_matrix(exhaustive_matrix_story(), settings, nullptr);
   REQUIRE(rows.size() == 32);

@@ -75,7 +75,6 @@ struct NodeRun {
   std::vector<Violation> violations;
   Coverage coverage;  // what the order reached on its way
   bool assumptions_held = true;  // World::persistent_sets_assumptions_held at its end
-  size_t taken = 0;  // where the replay went on past this state (continue_alone): the option
 };
 
 Schedule schedule_of(const Choices& choices, const ExploreSettings& settings) {
@@ -128,7 +127,6 @@ std::vector<NodeRun> run_node(const Scenario& scenario, const Choices& choices,
   for (const PassedState& passed : world.passed()) {
     NodeRun stop;
     stop.outcome = passed.outcome;
-    stop.taken = passed.taken;
     stop.coverage = passed.coverage;
     stop.assumptions_held = passed.assumptions_held;
     chain.push_back(std::move(stop));
@@ -239,15 +237,17 @@ ExploreResult explore_once(const Scenario& scenario, const ExploreSettings& sett
       result.replays += static_cast<int64_t>(to_replay.size());
       for (size_t i = 0; i < count; ++i) {
         const Node& node = nodes[first + i];
-        // What the replay went on to: the runs of the one child of each state passed through,
-        // kept for when their level comes (the search takes nodes in the same order as
-        // without them, so it is the same search).
-        Choices child = node.choices;
+        // What the replay went on to: each state it passed through took `alone`, and the run
+        // after it is that one child's, kept for when its level comes (the search takes nodes
+        // in the same order as without them, so it is the same search).
+        std::vector<Choices> children;
         for (size_t k = 0; k + 1 < runs[i].size(); ++k) {
-          const NodeRun& passed = runs[i][k];
-          child = stop_path(child, passed);
-          child.push_back(static_cast<uint16_t>(passed.taken));
-          ahead[child.size()].emplace(child, runs[i][k + 1]);
+          Choices child = stop_path(k == 0 ? node.choices : children.back(), runs[i][k]);
+          child.push_back(static_cast<uint16_t>(runs[i][k].outcome.alone));
+          children.push_back(std::move(child));
+        }
+        for (size_t k = 0; k < children.size(); ++k) {
+          ahead[children[k].size()].emplace(std::move(children[k]), std::move(runs[i][k + 1]));
         }
         const NodeRun& run = runs[i].front();
         ++result.transitions;

@@ -92,6 +92,23 @@ struct SharedDatabase::Pooled {
   std::vector<std::array<std::string, 3>> schema;
 };
 
+std::vector<std::array<std::string, 3>> read_schema(Connection& connection) {
+  std::vector<std::array<std::string, 3>> schema;
+  StatementUse rows(connection.prepared(
+      "SELECT type, name, COALESCE(sql, '') FROM sqlite_master ORDER BY type, name"));
+  while (rows->executeStep()) {
+    schema.push_back({rows->getColumn(0).getString(), rows->getColumn(1).getString(),
+                      rows->getColumn(2).getString()});
+  }
+  return schema;
+}
+
+int64_t schema_version(Connection& connection) {
+  StatementUse version(connection.prepared("PRAGMA schema_version"));
+  version->executeStep();
+  return version->getColumn(0).getInt64();
+}
+
 namespace {
 
 // Idle in-memory databases of this thread, by schema and connection count. A world holds one
@@ -108,23 +125,6 @@ Pool& pool() {
 
 std::string pool_key(const std::string& schema_key, int64_t connections) {
   return schema_key + "#" + std::to_string(connections);
-}
-
-std::vector<std::array<std::string, 3>> read_schema(Connection& connection) {
-  std::vector<std::array<std::string, 3>> schema;
-  StatementUse rows(connection.prepared(
-      "SELECT type, name, COALESCE(sql, '') FROM sqlite_master ORDER BY type, name"));
-  while (rows->executeStep()) {
-    schema.push_back({rows->getColumn(0).getString(), rows->getColumn(1).getString(),
-                      rows->getColumn(2).getString()});
-  }
-  return schema;
-}
-
-int64_t schema_version(Connection& connection) {
-  StatementUse version(connection.prepared("PRAGMA schema_version"));
-  version->executeStep();
-  return version->getColumn(0).getInt64();
 }
 
 std::unique_ptr<SharedDatabase::Pooled> open_in_memory(

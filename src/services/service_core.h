@@ -102,25 +102,15 @@ class ServiceCore {
   // is open, so the connection sees what is committed.
   void fingerprint_database(Hasher& hasher) {
     Connection::DumpPlan& plan = connection_.dump_plan();
-    int64_t version = 0;
-    {
-      StatementUse pragma(connection_.prepared("PRAGMA schema_version"));
-      pragma->executeStep();
-      version = pragma->getColumn(0).getInt64();
-    }
+    const int64_t version = schema_version(connection_);
     if (version != plan.schema_version) {
-      plan.schema.clear();
+      plan.schema = read_schema(connection_);
       plan.tables.clear();
-      StatementUse schema(
-          connection_.prepared("SELECT type, name, sql FROM sqlite_master ORDER BY type, name"));
-      while (schema->executeStep()) {
-        plan.schema.push_back({schema->getColumn(0).getString(), schema->getColumn(1).getString(),
-                               schema->getColumn(2).getString()});
-        if (plan.schema.back()[0] != "table") continue;
-        const std::string& name = plan.schema.back()[1];
-        const std::string sql = "SELECT rowid, * FROM \"" + name + "\" ORDER BY rowid";
+      for (const auto& [type, name, sql] : plan.schema) {
+        if (type != "table") continue;
+        const std::string select = "SELECT rowid, * FROM \"" + name + "\" ORDER BY rowid";
         sqlite3_stmt* rows = nullptr;
-        if (sqlite3_prepare_v2(db_.getHandle(), sql.c_str(), -1, &rows, nullptr) != SQLITE_OK) {
+        if (sqlite3_prepare_v2(db_.getHandle(), select.c_str(), -1, &rows, nullptr) != SQLITE_OK) {
           sqlite3_finalize(rows);
           throw SQLite::Exception(db_.getHandle());
         }

@@ -60,6 +60,11 @@ class Connection {
   DumpPlan dump_plan_;
 };
 
+// The schema of `connection`'s database (type, name and SQL of each entry, by type then name;
+// no SQL is ""), and its schema cookie, which SQLite changes whenever the schema changes.
+std::vector<std::array<std::string, 3>> read_schema(Connection& connection);
+int64_t schema_version(Connection& connection);
+
 // A statement prepared on its first use, then kept: a run prepares only what its
 // configuration and its story use, and a pooled connection never prepares it again.
 class LazyStatement {

@@ -345,8 +345,8 @@ bool World::step_once() {
     if (explore_.continue_alone && explore_outcome_.alone >= 0 &&
         !(explore_.explored && explore_.explored(explore_outcome_.state))) {
       const auto option = static_cast<size_t>(explore_outcome_.alone);
-      passed_.push_back(PassedState{explore_outcome_, option, coverage(),
-                                    persistent_sets_assumptions_held()});
+      passed_.push_back(
+          PassedState{explore_outcome_, coverage(), persistent_sets_assumptions_held()});
       ExploreOutcome next;
       next.consumed = explore_outcome_.consumed;
       next.faults_injected = explore_outcome_.faults_injected;

@@ -91,8 +91,7 @@ struct ExploreOutcome {
 // A state an explored run went through with ExploreControl::continue_alone: what the run
 // would have reported had it stopped there.
 struct PassedState {
-  ExploreOutcome outcome;  // at_frontier
-  size_t taken = 0;        // the option the run went on with: `alone`
+  ExploreOutcome outcome;  // at_frontier; the run went on with option `alone`
   Coverage coverage;       // the probes reached up to that state
   bool assumptions_held = true;  // World::persistent_sets_assumptions_held there
 };
