@@ -1078,6 +1078,13 @@ std::string side_panel() {
 
 }  // namespace
 
+std::string report_data_json(const RunResult& result) { return run_data_json(result); }
+
+std::string report_swimlanes(const RunResult& result) {
+  const Lanes lanes{diagram_participants(result)};
+  return render_lane_header(lanes) + render_swimlanes(result, lanes);
+}
+
 std::string render_html(const RunResult& result) {
   const Lanes lanes{diagram_participants(result)};
   std::string out =

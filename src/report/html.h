@@ -18,6 +18,12 @@ namespace inboxsim {
 // the title, description, lesson, balances, transfers, invariant verdicts and expectations.
 std::string render_html(const RunResult& result);
 
+// The pieces of the report that the playground (src/play) shows for one moment of a run: the
+// embedded run data (events, their texts, balances, envelopes, the recorded rows), safe inside a
+// <script> element, and the swimlane diagram (its lane header SVG, then the diagram SVG).
+std::string report_data_json(const RunResult& result);
+std::string report_swimlanes(const RunResult& result);
+
 // Returns text safe inside HTML element content and attribute values.
 std::string escape_html(std::string_view text);
 
