@@ -316,7 +316,9 @@ bool World::step_once() {
     return true;
   }
   const size_t scheduled = explore_.schedule.choices.size();
-  if (explore_.stop_at_schedule_end && explore_outcome_.consumed >= scheduled) {
+  if ((explore_.stop_at_schedule_end && explore_outcome_.consumed >= scheduled) ||
+      (explore_.choices_max > 0 && explore_outcome_.consumed >= scheduled &&
+       explore_outcome_.consumed + explore_outcome_.defaulted >= explore_.choices_max)) {
     // The playground's moment: what can happen next is the page's to choose.
     explore_stop_ = true;
     return false;
@@ -372,6 +374,10 @@ bool World::step_once() {
   }
   const bool last_choice = enabled > 1 && explore_outcome_.consumed + 1 == scheduled;
   const size_t option = choose(enabled, true);
+  if (explore_.log_choices && !explore_outcome_.log.empty() && explore_outcome_.log.back().event &&
+      option < enabled) {
+    explore_outcome_.log.back().label = describe_job(scheduler_.pending()[option]).label;
+  }
   if (explore_stop_) return false;  // the schedule did not fit
   if (last_choice && explore_.stop_at_frontier) {
     // The node's own event: from here on, everything read or changed is its footprint.
@@ -478,8 +484,6 @@ size_t World::choosable() const {
 
 uint32_t World::choose(size_t options, bool event) {
   INBOXSIM_ASSERT(options >= 1);
-  if (options == 1 && !(event && stepwise_now())) return 0;
-  std::vector<uint32_t>& choices = explore_.schedule.choices;
   const auto log = [&](uint32_t taken) {
     if (!explore_.log_choices) return;
     ChoiceRecord record;
@@ -494,6 +498,14 @@ uint32_t World::choose(size_t options, bool event) {
     record.trace_events = trace_.events().size();
     explore_outcome_.log.push_back(std::move(record));
   };
+  if (options == 1 && !(event && stepwise_now())) {
+    if (event && explore_.log_every_point) {
+      log(0);
+      explore_outcome_.log.back().counted = false;
+    }
+    return 0;
+  }
+  std::vector<uint32_t>& choices = explore_.schedule.choices;
   if (explore_outcome_.consumed < choices.size()) {
     const uint32_t choice = choices[explore_outcome_.consumed];
     log(choice);
@@ -524,10 +536,7 @@ std::optional<FaultSpec> World::take_fault(FaultKind kind, ServiceId service, in
                                            const Message& message) {
   if (recording_ && !faults_.empty()) touch(uint64_t{4} << 56);
   if (auto fired = faults_.take(kind, service, instance, message)) return fired;
-  if (explore_.log_choices && may_inject(kind)) {
-    pending_kind_ = fault_kind_name(kind);
-    pending_label_ = fault_label(kind, service, instance, std::nullopt, &message);
-  }
+  if (explore_.log_choices) log_fault_point(kind, service, instance, std::nullopt, &message);
   std::optional<FaultSpec> fault = inject_fault(kind, service, instance);
   if (fault) {
     fault->has_match = true;
@@ -542,10 +551,7 @@ std::optional<FaultSpec> World::take_fault_at(FaultKind kind, ServiceId service,
                                               const Message* message) {
   if (recording_ && !faults_.empty()) touch(uint64_t{4} << 56);
   if (auto fired = faults_.take_at(kind, service, instance, point, message)) return fired;
-  if (explore_.log_choices && may_inject(kind)) {
-    pending_kind_ = fault_kind_name(kind);
-    pending_label_ = fault_label(kind, service, instance, point, message);
-  }
+  if (explore_.log_choices) log_fault_point(kind, service, instance, point, message);
   std::optional<FaultSpec> fault = inject_fault(kind, service, instance);
   if (fault) fault->at = point;
   return fault;
@@ -1590,6 +1596,14 @@ bool World::take_due_actions() {
   bool took = false;
   while (next_action_ < actions.size() && actions[next_action_].at <= position &&
          halted_reason_.empty() && !explore_stop_) {
+    if (explore_.log_choices) {
+      ChoiceRecord record;
+      record.position = position;
+      record.counted = false;
+      record.action = static_cast<int64_t>(next_action_);
+      record.trace_events = trace_.events().size();
+      explore_outcome_.log.push_back(std::move(record));
+    }
     const Step& step = actions[next_action_++].step;
     took = true;
     switch (step.kind) {
@@ -1696,12 +1710,36 @@ std::string World::fault_label(FaultKind kind, ServiceId service, int64_t instan
   return std::string(fault_kind_name(kind)) + " " + about;
 }
 
+void World::log_fault_point(FaultKind kind, ServiceId service, int64_t instance,
+                            std::optional<CrashPoint> point, const Message* message) {
+  if (!explorable_fault_kind(kind) || !explore_.enabled || explore_stop_) return;
+  if (may_inject(kind)) {  // inject_fault's choice logs it, with these words
+    pending_kind_ = fault_kind_name(kind);
+    pending_label_ = fault_label(kind, service, instance, point, message);
+    return;
+  }
+  if (!explore_.log_every_point) return;
+  ChoiceRecord record;
+  record.position = explore_outcome_.consumed + explore_outcome_.defaulted;
+  record.options = 2;
+  record.fault_kind = fault_kind_name(kind);
+  record.counted = false;
+  record.trace_events = trace_.events().size();
+  explore_outcome_.log.push_back(std::move(record));
+}
+
 std::vector<PendingEvent> World::pending_events() const {
   std::vector<PendingEvent> out;
   const std::vector<Job> jobs = scheduler_.pending();
   const size_t count = choosable();
   for (size_t option = 0; option < count && option < jobs.size(); ++option) {
-    const Job& job = jobs[option];
+    out.push_back(describe_job(jobs[option]));
+  }
+  return out;
+}
+
+PendingEvent World::describe_job(const Job& job) const {
+  {
     const Instance& instance = instances_[job.instance];
     PendingEvent event;
     event.participant = instance.names.service;
@@ -1801,9 +1839,8 @@ std::vector<PendingEvent> World::pending_events() const {
         break;
     }
     if (gone) event.label += " (void: its target is gone, it changes nothing)";
-    out.push_back(std::move(event));
+    return event;
   }
-  return out;
 }
 
 }  // namespace inboxsim

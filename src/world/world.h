@@ -70,6 +70,13 @@ struct ExploreControl {
   bool stepwise_beyond = false;
   // Keep a record of every choice the run makes (ExploreOutcome::log), with what it is.
   bool log_choices = false;
+  // With log_choices: also every place where the playground would offer a choice and this run
+  // has none (an event alone, a fault outside the kinds or the budget), as option 0 of it:
+  // the log is then the run's schedule taken step by step (play/moment.h stepwise_schedule).
+  bool log_every_point = false;
+  // Stop past the schedule once this many choices were made (0: no bound): a playground
+  // request is bounded in work and in the schedule it sends back.
+  size_t choices_max = 0;
 };
 
 // One choice an explored run made (ExploreControl::log_choices): which option of how many, and
@@ -82,6 +89,8 @@ struct ChoiceRecord {
   std::string fault_kind;   // a fault choice: its kind's name
   std::string label;        // a fault choice: what striking there does, in words
   size_t trace_events = 0;  // the events in the trace when the choice was made
+  bool counted = true;      // false: a place with no choice (ExploreControl::log_every_point)
+  int64_t action = -1;      // not a choice: the schedule's hand action of this index was taken
 };
 
 // An event that can happen next, in words (the playground's buttons).
@@ -187,6 +196,8 @@ class World {
   bool take_due_actions();
   // What can happen next, in the order a choice names it (the first is option 0).
   std::vector<PendingEvent> pending_events() const;
+  // The schedule's hand actions taken so far.
+  size_t actions_taken() const { return next_action_; }
   // Whether the story is stopped at a moment with events pending.
   bool events_pending() const { return !scheduler_.empty(); }
   int64_t clock_ms() const { return now_ms(); }
@@ -367,6 +378,9 @@ class World {
   bool clockless() const { return explore_.enabled && !explore_.schedule.clocked; }
   // How many pending events a choice is among: every one without a clock, those due first with.
   size_t choosable() const;
+  PendingEvent describe_job(const Job& job) const;
+  void log_fault_point(FaultKind kind, ServiceId service, int64_t instance,
+                       std::optional<CrashPoint> point, const Message* message);
   std::string fault_label(FaultKind kind, ServiceId service, int64_t instance,
                           std::optional<CrashPoint> point, const Message* message) const;
   std::string pending_label_;  // the fault choice being made, for the log
