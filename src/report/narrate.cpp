@@ -180,6 +180,7 @@ std::string describe_service_event(const TraceEvent& event) {
     case EventKind::connection_closed:
       return who + " ✕ " + std::string(event.target) + "  connection closed: " + event.detail;
     case EventKind::index_dropped: return "✂ INDEX DROPPED  " + event.detail + " (" + who + ")";
+    case EventKind::index_restored: return "⟲ INDEX RESTORE  " + event.detail + " (" + who + ")";
     case EventKind::advance: return "⇥ clock jumps " + human_duration(event.amount);
     case EventKind::cleanup:
       return who + "  cleanup deleted " + std::to_string(event.amount) + " row(s)" +
@@ -207,7 +208,8 @@ std::string_view line_style(const TraceEvent& event) {
     case EventKind::consumer_fault:
     case EventKind::illegal_transition:
     case EventKind::index_dropped: return kRed;
-    case EventKind::restart: return kBoldGreen;
+    case EventKind::restart:
+    case EventKind::index_restored: return kBoldGreen;
     case EventKind::violation: return kInverseRed;
     case EventKind::paused:
     case EventKind::resumed:
