@@ -5,8 +5,8 @@
 
 #include "domain/participants.h"
 #include "kernel/assert.h"
-#include "report/mermaid.h"
 #include "report/legend.h"
+#include "report/mermaid.h"
 #include "report/narrate.h"
 
 namespace inboxsim {
@@ -213,7 +213,9 @@ ArrowStyle arrow_style(const TraceEvent& event) {
       if (event.redelivered) {
         // A classic queue counts nothing: its redeliveries carry no x-delivery-count.
         const std::string count =
-            event.delivery_count > 0 ? " (x-delivery-count " + std::to_string(event.delivery_count) + ")" : "";
+            event.delivery_count > 0
+                ? " (x-delivery-count " + std::to_string(event.delivery_count) + ")"
+                : "";
         return {"a-redeliver",
                 "REDELIVERED" + count + " · " + what + " (" + event.message_id + ", " + tag + ")"};
       }
@@ -310,6 +312,10 @@ MarkerStyle marker_style(const TraceEvent& event) {
     case EventKind::dead_letter:
       return {"m-crash", "☠",
               "DEAD-LETTERED " + std::string(event.type) + " " + event.transfer + " (" +
+                  event.message_id + "): " + event.detail};
+    case EventKind::dropped:
+      return {"m-crash", "✗",
+              "DROPPED " + std::string(event.type) + " " + event.transfer + " (" +
                   event.message_id + "): " + event.detail};
     case EventKind::requeue:
       return {"m-warn", "↺", "requeue " + event.message_id + ": " + event.detail};
@@ -549,6 +555,7 @@ std::string counters_line(const RunResult& result) {
          item("acks", s.acks) + item("dedupe hits", s.dedupe_hits) + item("effects", s.effects) +
          item("crashes", s.crashes) + item("transactions", s.transactions) +
          item("dead-lettered", s.dead_lettered) + item("to error queues", s.error_queued) +
+         (s.dropped > 0 ? item("dropped", s.dropped) : std::string()) +
          item("virtual ms", result.virtual_ms) + parked_section(result) + "</section>";
 }
 

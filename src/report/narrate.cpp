@@ -127,6 +127,7 @@ std::string describe_messaging(const TraceEvent& event) {
       return std::string(event.service) + "  requeue " + message_ref(event) + ": " + event.detail;
     case EventKind::dead_letter:
       return "☠ DEAD-LETTERED  " + message_ref(event) + ": " + event.detail;
+    case EventKind::dropped: return "✗ DROPPED  " + message_ref(event) + ": " + event.detail;
     case EventKind::confirm: return arrow(event) + "confirm " + message_ref(event);
     case EventKind::confirm_lost:
       return arrow(event) + "confirm LOST " + message_ref(event) + ": " + event.detail;
@@ -204,6 +205,7 @@ std::string_view line_style(const TraceEvent& event) {
     case EventKind::notification: return kMagenta;
     case EventKind::crash:
     case EventKind::dead_letter:
+    case EventKind::dropped:
     case EventKind::consumer_fault:
     case EventKind::illegal_transition:
     case EventKind::index_dropped: return kRed;
@@ -312,15 +314,14 @@ std::string money_sentence(const RunResult& result) {
   const int64_t balances = total_of(result.balances);
   const int64_t in_flight = money_in_flight(result);
   const int64_t difference = balances + in_flight - opened;
-  std::string end = difference == 0   ? "right at the end"
+  std::string end = difference == 0  ? "right at the end"
                     : difference > 0 ? std::to_string(difference) + " invented by the end"
                                      : std::to_string(-difference) + " destroyed by the end";
   std::string text = "Money: ";
   // Where it first broke and how it ended can differ (destroyed first, invented by the end):
   // both are said.
   if (const Violation* broken = violation_of(result, Invariant::conservation)) {
-    text += "first broke at " + std::to_string(broken->time_ms) + " ms (" + broken->detail +
-            "); ";
+    text += "first broke at " + std::to_string(broken->time_ms) + " ms (" + broken->detail + "); ";
   }
   text += end + " (balances " + std::to_string(balances) + ", in flight " +
           std::to_string(in_flight) + ", opened with " + std::to_string(opened) + ")";
@@ -390,8 +391,10 @@ std::string Narrator::minted_id_line(const TraceEvent& event) {
   const std::string key = std::string(event.type) + " " + event.transfer;
   const auto [first, inserted] = first_relay_ids_.emplace(key, event.message_id);
   if (inserted || first->second == event.message_id) return {};
-  return "the relay minted a new id, " + event.message_id + ", for the outbox row it first "
-         "published as " + first->second + ": to every inbox downstream this is a new message";
+  return "the relay minted a new id, " + event.message_id +
+         ", for the outbox row it first "
+         "published as " +
+         first->second + ": to every inbox downstream this is a new message";
 }
 
 // processed_messages' key, spelt out where it decides the story: (id, consumer) when keyed per
@@ -564,7 +567,8 @@ void Narrator::summary(const RunResult& result) {
          << s.deliveries << " (" << s.redeliveries << " redelivered), acks " << s.acks
          << ", dedupe hits " << s.dedupe_hits << ", effects " << s.effects << ", crashes "
          << s.crashes << ", dead-lettered " << s.dead_lettered << ", to error queues "
-         << s.error_queued << '\n';
+         << s.error_queued << (s.dropped > 0 ? ", dropped " + std::to_string(s.dropped) : "")
+         << '\n';
     for (const auto& [queue, count] : result.dead_letter_queues) {
       out_ << "Queue     " << printable(queue) << ": " << count << " moved in over the run\n";
     }
@@ -572,7 +576,8 @@ void Narrator::summary(const RunResult& result) {
       out_ << "          still waiting in " << printable(waiting) << '\n';
     }
     if (options_.legend) {
-      out_ << paint("Legend", kBold) << '\n' << printable(legend_text("  ", &result.invariant_applies));
+      out_ << paint("Legend", kBold) << '\n'
+           << printable(legend_text("  ", &result.invariant_applies));
     }
     if (!result.lesson.empty()) {
       out_ << '\n' << paint("Lesson: ", kBold) << printable(result.lesson) << '\n';

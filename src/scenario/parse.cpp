@@ -671,6 +671,12 @@ void parse_expect_counts(const Node& node, Expect& expect) {
   if (const Node error = field(node, "error_queued"); error.value != nullptr) {
     expect.error_queued = as_count(error);
   }
+  if (const Node dropped = field(node, "dropped"); dropped.value != nullptr) {
+    expect.dropped = as_count(dropped);
+  }
+  if (const Node again = field(node, "redeliveries"); again.value != nullptr) {
+    expect.redeliveries = as_count(again);
+  }
 }
 
 std::vector<Invariant> parse_violations(const Node& node) {
@@ -684,9 +690,9 @@ std::vector<Invariant> parse_violations(const Node& node) {
   return {violations.begin(), violations.end()};
 }
 
-constexpr std::array<std::string_view, 9> kExpectKeys = {
-    "balances",    "transfers",     "published",    "sends",     "effects",
-    "dedupe_hits", "dead_lettered", "error_queued", "violations"};
+constexpr std::array<std::string_view, 11> kExpectKeys = {
+    "balances",      "transfers",    "published", "sends",        "effects",   "dedupe_hits",
+    "dead_lettered", "error_queued", "dropped",   "redeliveries", "violations"};
 
 Expect parse_expect(const Node& node, const Context& context) {
   as_object(node, "an object of expectations");
@@ -702,9 +708,9 @@ Expect parse_expect(const Node& node, const Context& context) {
 
 // ---- The whole file -----------------------------------------------------------------------------
 
-constexpr std::array<std::string_view, 10> kTopKeys = {
-    "name",     "title", "description", "lesson", "seed",    "config",
-    "accounts", "steps", "expect",      "schedule"};
+constexpr std::array<std::string_view, 10> kTopKeys = {"name",   "title",   "description", "lesson",
+                                                       "seed",   "config",  "accounts",    "steps",
+                                                       "expect", "schedule"};
 
 constexpr std::array<std::string_view, 3> kScheduleKeys = {"faults", "fault_kinds", "choices"};
 constexpr int64_t kScheduleFaultsMax = 16;
@@ -730,8 +736,8 @@ Schedule parse_schedule(const Node& node) {
   }
   const Node choices = field(node, "choices");
   if (choices.value == nullptr || !choices.value->is_array()) {
-    expect_failed(choices, "an array of choices (integers from 0 to " +
-                               std::to_string(kChoiceMax) + ")");
+    expect_failed(choices,
+                  "an array of choices (integers from 0 to " + std::to_string(kChoiceMax) + ")");
   }
   schedule.choices.reserve(choices.value->size());
   for (size_t i = 0; i < choices.value->size(); ++i) {
