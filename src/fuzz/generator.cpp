@@ -493,7 +493,8 @@ void StoryGenerator::draw_fault_action(FaultAction action, size_t first) {
   uint32_t rounds = parks_by_transfer_[target];
   const int64_t limit = header_.config.broker_delivery_limit;
   if (header_.config.broker_queue_type == QueueType::quorum && limit > 0) {
-    rounds += static_cast<uint32_t>(returns_by_transfer_[target] / static_cast<uint64_t>(limit + 1));
+    rounds +=
+        static_cast<uint32_t>(returns_by_transfer_[target] / static_cast<uint64_t>(limit + 1));
   }
   rounds_max_ = std::max(rounds_max_, rounds);
   pending_.push_back(fault_step(std::move(fault)));

@@ -5,8 +5,8 @@
 
 #include "domain/participants.h"
 #include "kernel/assert.h"
-#include "report/legend.h"
 #include "report/mermaid.h"
+#include "report/legend.h"
 #include "report/narrate.h"
 
 namespace inboxsim {
@@ -213,9 +213,7 @@ ArrowStyle arrow_style(const TraceEvent& event) {
       if (event.redelivered) {
         // A classic queue counts nothing: its redeliveries carry no x-delivery-count.
         const std::string count =
-            event.delivery_count > 0
-                ? " (x-delivery-count " + std::to_string(event.delivery_count) + ")"
-                : "";
+            event.delivery_count > 0 ? " (x-delivery-count " + std::to_string(event.delivery_count) + ")" : "";
         return {"a-redeliver",
                 "REDELIVERED" + count + " · " + what + " (" + event.message_id + ", " + tag + ")"};
       }

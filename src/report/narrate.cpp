@@ -314,14 +314,15 @@ std::string money_sentence(const RunResult& result) {
   const int64_t balances = total_of(result.balances);
   const int64_t in_flight = money_in_flight(result);
   const int64_t difference = balances + in_flight - opened;
-  std::string end = difference == 0  ? "right at the end"
+  std::string end = difference == 0   ? "right at the end"
                     : difference > 0 ? std::to_string(difference) + " invented by the end"
                                      : std::to_string(-difference) + " destroyed by the end";
   std::string text = "Money: ";
   // Where it first broke and how it ended can differ (destroyed first, invented by the end):
   // both are said.
   if (const Violation* broken = violation_of(result, Invariant::conservation)) {
-    text += "first broke at " + std::to_string(broken->time_ms) + " ms (" + broken->detail + "); ";
+    text += "first broke at " + std::to_string(broken->time_ms) + " ms (" + broken->detail +
+            "); ";
   }
   text += end + " (balances " + std::to_string(balances) + ", in flight " +
           std::to_string(in_flight) + ", opened with " + std::to_string(opened) + ")";
@@ -391,10 +392,8 @@ std::string Narrator::minted_id_line(const TraceEvent& event) {
   const std::string key = std::string(event.type) + " " + event.transfer;
   const auto [first, inserted] = first_relay_ids_.emplace(key, event.message_id);
   if (inserted || first->second == event.message_id) return {};
-  return "the relay minted a new id, " + event.message_id +
-         ", for the outbox row it first "
-         "published as " +
-         first->second + ": to every inbox downstream this is a new message";
+  return "the relay minted a new id, " + event.message_id + ", for the outbox row it first "
+         "published as " + first->second + ": to every inbox downstream this is a new message";
 }
 
 // processed_messages' key, spelt out where it decides the story: (id, consumer) when keyed per
@@ -576,8 +575,7 @@ void Narrator::summary(const RunResult& result) {
       out_ << "          still waiting in " << printable(waiting) << '\n';
     }
     if (options_.legend) {
-      out_ << paint("Legend", kBold) << '\n'
-           << printable(legend_text("  ", &result.invariant_applies));
+      out_ << paint("Legend", kBold) << '\n' << printable(legend_text("  ", &result.invariant_applies));
     }
     if (!result.lesson.empty()) {
       out_ << '\n' << paint("Lesson: ", kBold) << printable(result.lesson) << '\n';

@@ -708,9 +708,9 @@ Expect parse_expect(const Node& node, const Context& context) {
 
 // ---- The whole file -----------------------------------------------------------------------------
 
-constexpr std::array<std::string_view, 10> kTopKeys = {"name",   "title",   "description", "lesson",
-                                                       "seed",   "config",  "accounts",    "steps",
-                                                       "expect", "schedule"};
+constexpr std::array<std::string_view, 10> kTopKeys = {
+    "name",     "title", "description", "lesson", "seed",    "config",
+    "accounts", "steps", "expect",      "schedule"};
 
 constexpr std::array<std::string_view, 3> kScheduleKeys = {"faults", "fault_kinds", "choices"};
 constexpr int64_t kScheduleFaultsMax = 16;
@@ -736,8 +736,8 @@ Schedule parse_schedule(const Node& node) {
   }
   const Node choices = field(node, "choices");
   if (choices.value == nullptr || !choices.value->is_array()) {
-    expect_failed(choices,
-                  "an array of choices (integers from 0 to " + std::to_string(kChoiceMax) + ")");
+    expect_failed(choices, "an array of choices (integers from 0 to " +
+                               std::to_string(kChoiceMax) + ")");
   }
   schedule.choices.reserve(choices.value->size());
   for (size_t i = 0; i < choices.value->size(); ++i) {

@@ -450,7 +450,9 @@ bool World::persistent_sets_assumptions_held() const {
          largest_relayed_seq_ < TransferService::kRelayBatchRows;
 }
 
-void World::touch_instance(size_t instance) { touch((uint64_t{1} << 56) | instance); }
+void World::touch_instance(size_t instance) {
+  touch((uint64_t{1} << 56) | instance);
+}
 
 void World::touch_database(ServiceId service) {
   touch((uint64_t{2} << 56) | static_cast<uint64_t>(service));
@@ -470,8 +472,7 @@ uint32_t World::choose(size_t options) {
                      ", but only " + std::to_string(options) + " options were there";
     return 0;
   }
-  if (explore_.stop_at_frontier)
-    explore_outcome_.defaults.push_back(static_cast<uint32_t>(options));
+  if (explore_.stop_at_frontier) explore_outcome_.defaults.push_back(static_cast<uint32_t>(options));
   return 0;
 }
 
@@ -493,8 +494,9 @@ std::optional<FaultSpec> World::take_fault(FaultKind kind, ServiceId service, in
   return fault;
 }
 
-std::optional<FaultSpec> World::take_fault_at(FaultKind kind, ServiceId service, int64_t instance,
-                                              CrashPoint point, const Message* message) {
+std::optional<FaultSpec> World::take_fault_at(FaultKind kind, ServiceId service,
+                                              int64_t instance, CrashPoint point,
+                                              const Message* message) {
   if (recording_ && !faults_.empty()) touch(uint64_t{4} << 56);
   if (auto fired = faults_.take_at(kind, service, instance, point, message)) return fired;
   std::optional<FaultSpec> fault = inject_fault(kind, service, instance);

@@ -66,13 +66,13 @@ struct ExploreControl {
 
 // Where an explored run stopped, for the explorer.
 struct ExploreOutcome {
-  size_t consumed = 0;              // schedule entries used
+  size_t consumed = 0;             // schedule entries used
   int64_t void_events_checked = 0;  // ExploreControl::check_void_events: void events run
-  std::vector<uint32_t> defaults;   // past the schedule: each choice's option count (0 was taken)
-  bool misfit = false;              // a schedule entry named an option that was not there
-  bool at_frontier = false;         // stopped at a state where `enabled` events may happen next
+  std::vector<uint32_t> defaults;  // past the schedule: each choice's option count (0 was taken)
+  bool misfit = false;             // a schedule entry named an option that was not there
+  bool at_frontier = false;        // stopped at a state where `enabled` events may happen next
   size_t enabled = 0;
-  Fingerprint state;                      // that state's fingerprint
+  Fingerprint state;               // that state's fingerprint
   std::vector<Fingerprint> enabled_jobs;  // what each option there is (fingerprint_job)
   int64_t faults_injected = 0;
   // The last schedule entry chose an event (not a fault): that event (`transition`) and what
@@ -91,8 +91,8 @@ struct ExploreOutcome {
 // A state an explored run went through with ExploreControl::continue_alone: what the run
 // would have reported had it stopped there.
 struct PassedState {
-  ExploreOutcome outcome;        // at_frontier; the run went on with option `alone`
-  Coverage coverage;             // the probes reached up to that state
+  ExploreOutcome outcome;  // at_frontier; the run went on with option `alone`
+  Coverage coverage;       // the probes reached up to that state
   bool assumptions_held = true;  // World::persistent_sets_assumptions_held there
 };
 
@@ -227,7 +227,7 @@ class World {
     int64_t restart_after_ms = 1000;
     int64_t paused_until_ms = -1;  // paused while now < paused_until_ms
     int64_t pause_started_ms = 0;
-    int64_t connected_ms = 0;      // when its broker connection last opened: the heartbeat's phase
+    int64_t connected_ms = 0;  // when its broker connection last opened: the heartbeat's phase
     uint64_t publish_channel = 1;  // the relay's publishing channel; a closed one voids confirms
     bool relay_poll_scheduled = false;
     bool sweep_scheduled = false;
@@ -243,7 +243,7 @@ class World {
     size_t instance = 0;
     Delivery delivery;
     Task<Outcome> task;
-    size_t attempt = 0;   // 0 for the first, then one per retry
+    size_t attempt = 0;  // 0 for the first, then one per retry
     uint64_t resume = 0;  // where it waits and what it still needs (ServiceHost::between_steps)
   };
 
