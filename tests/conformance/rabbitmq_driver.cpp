@@ -203,12 +203,16 @@ class RabbitmqDriver::Connection {
     channel_open_ = true;
   }
 
-  // The broker closed the channel (a consumer timeout): confirm it, as the protocol asks.
-  void channel_closed_by_broker(amqp_channel_t channel) {
-    if (channel == channel_) channel_open_ = false;
+  // The broker closed the current channel (a consumer timeout): confirm it, as the protocol
+  // asks, and return true. A client that was not reading finds the close repeated (RabbitMQ
+  // 3.10.8 sends it again at every tick until the close-ok comes): false for those.
+  bool channel_closed_by_broker(amqp_channel_t channel) {
+    if (channel != channel_ || !channel_open_) return false;
+    channel_open_ = false;
     amqp_channel_close_ok_t ok{};
     check_status(amqp_send_method(state_, channel, AMQP_CHANNEL_CLOSE_OK_METHOD, &ok),
                  name_ + ": channel.close-ok");
+    return true;
   }
 
   void close_channel() {
@@ -599,8 +603,9 @@ bool RabbitmqDriver::poll_consumer(const std::string& name, Connection& connecti
       if (reply.rfind("PRECONDITION_FAILED - delivery acknowledgement", 0) != 0) {
         throw std::runtime_error(name + ": channel closed by the broker: " + reply);
       }
-      connection.channel_closed_by_broker(frame.channel);
-      observed.push_back(name + ": channel closed PRECONDITION_FAILED");
+      if (connection.channel_closed_by_broker(frame.channel)) {
+        observed.push_back(name + ": channel closed PRECONDITION_FAILED");
+      }
       continue;
     }
     if (frame.payload.method.id != AMQP_BASIC_DELIVER_METHOD) continue;
