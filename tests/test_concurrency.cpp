@@ -750,3 +750,21 @@ TEST_CASE("two copies at once: the second finds the first one's debit and is not
   // The copies did overlap: in some seeds the second one reached the ledger key.
   REQUIRE(key_refusals >= 4);
 }
+
+TEST_CASE("broker.dead_letter and broker.consumer_timeout_ms: defaults, values and bad input",
+          "[concurrency][config]") {
+  Config config;
+  REQUIRE(config.broker_dead_letter == DeadLetter::none);
+  REQUIRE(config.broker_consumer_timeout_ms == 1'800'000);
+  REQUIRE(config_set(config, "broker.dead_letter", "dead") == "a string, one of none, dlx");
+  REQUIRE(config_set_text(config, "broker.dead_letter", "dlx").empty());
+  REQUIRE(config.broker_dead_letter == DeadLetter::dlx);
+  REQUIRE_FALSE(config_set_text(config, "broker.consumer_timeout_ms", "-1").empty());
+  REQUIRE(config_set_text(config, "broker.consumer_timeout_ms", "0").empty());
+  REQUIRE(config_diff_json(config).dump() ==
+          R"({"broker.dead_letter":"dlx","broker.consumer_timeout_ms":0})");
+  const ParseResult bad = parse_scenario_text(
+      R"({"config": {"broker.dead_letter": "yes"}, "accounts": {"a": 1}, "steps": []})", "x.json");
+  REQUIRE(bad.error.has_value());
+  REQUIRE(bad.error->message().find("/config/broker.dead_letter") != std::string::npos);
+}
