@@ -166,9 +166,9 @@ const std::vector<LessonBlock>& lesson_blocks() {
       {"Defence in depth, and what to do when the last line catches a duplicate",
        {"22", "23", "24", "25", "26", "27", "49"}},
       {"Fault paths: retry, error queue, replay, poison messages",
-       {"39", "37", "38", "47", "40", "41", "42"}},
+       {"39", "55", "37", "38", "47", "40", "53", "41", "42"}},
       {"Two instances at once, where the unique keys earn their place, and a proof of it",
-       {"33", "34", "32", "30", "31", "35", "36", "50", "52"}},
+       {"33", "34", "32", "30", "31", "35", "54", "36", "50", "52"}},
       {"Beyond RabbitMQ: Kafka's exactly-once and the offset-commit window", {"48"}},
   };
   return blocks;

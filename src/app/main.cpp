@@ -277,6 +277,8 @@ std::optional<int> load_generator(const std::string& workload, const std::vector
     if (key == "broker.heartbeat_ms") generator.draw_heartbeat = false;
     if (key == "account.retry") generator.draw_retry = false;
     if (key == "broker.queue_type") generator.draw_queue_type = false;
+    if (key == "broker.dead_letter") generator.draw_dead_letter = false;
+    if (key == "broker.consumer_timeout_ms") generator.draw_consumer_timeout = false;
   }
   return apply_sets(sets, generator.config);
 }

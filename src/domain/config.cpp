@@ -18,6 +18,7 @@ constexpr std::array<std::string_view, 5> kTransferDedupeNames = {
 constexpr std::array<std::string_view, 2> kDedupeKeyNames = {"message_id", "message_id+consumer"};
 constexpr std::array<std::string_view, 2> kQueueTypeNames = {"quorum", "classic"};
 constexpr std::array<std::string_view, 2> kLedgerConflictNames = {"fault", "ack"};
+constexpr std::array<std::string_view, 2> kDeadLetterNames = {"none", "dlx"};
 
 // The largest value accepted for a millisecond window: 100 years, well inside int64.
 constexpr int64_t kWindowMsMax = 100LL * 365 * 24 * 3600 * 1000;
@@ -182,7 +183,9 @@ const std::vector<std::string>& config_keys() {
                                                 "account.retry",
                                                 "broker.queue_type",
                                                 "account.remember_rejections",
-                                                "account.ledger_conflict"};
+                                                "account.ledger_conflict",
+                                                "broker.dead_letter",
+                                                "broker.consumer_timeout_ms"};
   return keys;
 }
 
@@ -230,6 +233,12 @@ std::string config_set(Config& config, std::string_view key, const nlohmann::jso
   if (key == "account.ledger_conflict") {
     return set_choice(config.account_ledger_conflict, kLedgerConflictNames, value);
   }
+  if (key == "broker.dead_letter") {
+    return set_choice(config.broker_dead_letter, kDeadLetterNames, value);
+  }
+  if (key == "broker.consumer_timeout_ms") {
+    return set_integer(config.broker_consumer_timeout_ms, value, 0, kWindowMsMax);
+  }
   std::string expected = "a known config key: ";
   bool first = true;
   for (const auto& name : config_keys()) {
@@ -268,6 +277,10 @@ std::string_view ledger_conflict_name(LedgerConflict conflict) {
   return kLedgerConflictNames[static_cast<size_t>(conflict)];
 }
 
+std::string_view dead_letter_name(DeadLetter dead_letter) {
+  return kDeadLetterNames[static_cast<size_t>(dead_letter)];
+}
+
 nlohmann::ordered_json config_to_json(const Config& config) {
   nlohmann::ordered_json out;
   out["account.inbox"] = account_inbox_name(config.account_inbox);
@@ -291,6 +304,8 @@ nlohmann::ordered_json config_to_json(const Config& config) {
   out["broker.queue_type"] = kQueueTypeNames[static_cast<size_t>(config.broker_queue_type)];
   out["account.remember_rejections"] = config.account_remember_rejections;
   out["account.ledger_conflict"] = ledger_conflict_name(config.account_ledger_conflict);
+  out["broker.dead_letter"] = dead_letter_name(config.broker_dead_letter);
+  out["broker.consumer_timeout_ms"] = config.broker_consumer_timeout_ms;
   return out;
 }
 

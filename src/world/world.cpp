@@ -84,7 +84,8 @@ World::World(const Scenario& scenario, const Config& config, const WorldOptions&
       publications_(options.keep_trace, options.spill_databases && options.db_dir.empty()),
       checker_(scenario.accounts, config.transfer_notifications),
       broker_([this](TraceEvent event) { record(std::move(event)); }, config.broker_prefetch,
-              config.broker_delivery_limit, config.broker_queue_type == QueueType::quorum),
+              config.broker_delivery_limit, config.broker_queue_type == QueueType::quorum,
+              config.broker_dead_letter == DeadLetter::dlx),
       faults_(options.spill_databases && options.db_dir.empty()
                   ? std::optional<size_t>(options.faults_in_memory_max)
                   : std::nullopt),
@@ -310,6 +311,7 @@ bool World::step_once() {
   if (explore_.enabled && !explore_stop_ && halted_reason_.empty()) take_due_actions();
   if (scheduler_.empty() || !halted_reason_.empty() || explore_stop_) return false;
   if (!explore_.enabled) {
+    if (consumer_timeout_due(scheduler_.next_time_ms())) return true;
     const Job job = scheduler_.pop();
     maybe_cleanup();
     dispatch(job);
@@ -587,8 +589,13 @@ void World::run_for(int64_t ms) {
   INBOXSIM_ASSERT(ms >= 0);
   const int64_t target = now_ms() + ms;
   int64_t processed = 0;
-  while (!scheduler_.empty() && scheduler_.next_time_ms() <= target && halted_reason_.empty() &&
-         !explore_stop_) {
+  while (halted_reason_.empty() && !explore_stop_) {
+    if (scheduler_.empty() || scheduler_.next_time_ms() > target) {
+      // Nothing else due: a consumer timeout inside the run still closes its channel (and
+      // schedules the reconnect, which may be due too).
+      if (consumer_timeout_due(target)) continue;
+      break;
+    }
     if (processed++ >= kEventsPerRunMax) {
       // A livelock inside a timed run: leave the rest for the final run, whose bound
       // reports it as a termination violation.
@@ -941,8 +948,9 @@ void World::on_restart(size_t index) {
   instance.up = true;
   record(instance_event(EventKind::restart, now_ms(), instance.names.service,
                         "restarted with its committed data"));
+  instance.connected_ms = now_ms();
   for (const size_t consumer : instance.consumers) {
-    if (!broker_.connected(consumer)) broker_.open_connection(consumer);
+    if (!broker_.connected(consumer)) broker_.open_connection(consumer, now_ms());
   }
   guarded(index, [&] {
     if (instance.account) {
@@ -955,28 +963,69 @@ void World::on_restart(size_t index) {
 }
 
 void World::on_reconnect(const Job& job) {
-  const Instance& instance = instances_[job.instance];
+  Instance& instance = instances_[job.instance];
   if (!instance.up) return;
   bool opened = false;
   for (const size_t consumer : instance.consumers) {
     if (job.consumer != kAllConsumers && consumer != job.consumer) continue;
     if (broker_.connected(consumer)) continue;
-    broker_.open_connection(consumer);
+    broker_.open_connection(consumer, now_ms());
     opened = true;
   }
-  if (opened) pump();
+  if (!opened) return;
+  instance.connected_ms = now_ms();
+  pump();
 }
 
-// The broker closes a connection it has heard nothing from for longer than the heartbeat
-// timeout (RabbitMQ: heartbeats.md). The process is alive, only paused: its handlers will run on.
+// RabbitMQ's heartbeat receiver (rabbit_heartbeat:start_heartbeat_receiver, v4.0.9) checks the
+// socket for incoming data every heartbeat interval T, counted from when the connection opened,
+// and gives up at the second check in a row that saw nothing: between 2T and 3T after the last
+// data. The paused process sends nothing from its pause's start, and a check at that very
+// millisecond still sees its last frame: the close comes 2T after the first check at or after
+// the pause began.
+int64_t World::heartbeat_close_ms(const Instance& instance) const {
+  const int64_t interval = config_.broker_heartbeat_ms;
+  INBOXSIM_ASSERT(interval > 0);
+  const int64_t since_open = instance.pause_started_ms - instance.connected_ms;
+  const int64_t checks = std::max<int64_t>(1, (since_open + interval - 1) / interval);
+  return instance.connected_ms + (checks + 2) * interval;
+}
+
+// The broker closes a connection whose heartbeat checks saw nothing twice (above). The process
+// is alive, only paused: its handlers will run on.
 void World::on_heartbeat_timeout(const Job& job) {
   const Instance& instance = instances_[job.instance];
   if (instance.incarnation != job.incarnation || !paused(instance)) return;
-  if (now_ms() - instance.pause_started_ms < config_.broker_heartbeat_ms) return;
+  if (now_ms() != heartbeat_close_ms(instance)) return;  // a check of an earlier pause
   close_instance_connections(
-      job.instance, "no heartbeat for " + std::to_string(config_.broker_heartbeat_ms) +
+      job.instance, "two heartbeat checks in a row (every " +
+                        std::to_string(config_.broker_heartbeat_ms) + " ms) saw nothing for " +
+                        std::to_string(now_ms() - instance.pause_started_ms) +
                         " ms: the broker closed the connection; unacked deliveries go back to "
                         "the queue");
+}
+
+// RabbitMQ's consumer timeout (rabbit_channel:evaluate_consumer_timeout, v4.0.9): a channel's
+// tick finds its oldest unacked delivery older than consumer_timeout and closes the channel
+// with PRECONDITION_FAILED; the broker requeues every delivery it had unacked, and the client
+// opens a new channel. An exploration has no clock, so no timeout.
+bool World::consumer_timeout_due(int64_t until_ms) {
+  if (config_.broker_consumer_timeout_ms <= 0 || explore_.enabled || !halted_reason_.empty()) {
+    return false;
+  }
+  const auto due =
+      broker_.next_consumer_timeout(config_.broker_consumer_timeout_ms, kChannelTickMs);
+  if (!due || due->at_ms > until_ms) return false;
+  scheduler_.advance_to(due->at_ms);
+  maybe_cleanup();
+  reset_connection(due->consumer,
+                   "PRECONDITION_FAILED: delivery acknowledgement (tag " +
+                       std::to_string(due->delivery_tag) + ", delivered at " +
+                       std::to_string(due->delivered_ms) + " ms) timed out, consumer_timeout " +
+                       std::to_string(config_.broker_consumer_timeout_ms) +
+                       " ms: the broker closed the channel; every unacked delivery on it goes "
+                       "back to the queue");
+  return true;
 }
 
 void World::on_pause_end(size_t index) {
@@ -1003,9 +1052,13 @@ void World::pause(size_t index, int64_t ms, CrashPoint point, const Message& mes
                  std::string(crash_point_name(point)) + " (a GC pause, a stalled disk)";
   record(std::move(event));
   schedule(instance.paused_until_ms, Job::of_instance(JobKind::pause_end, index));
-  if (config_.broker_heartbeat_ms > 0 && ms > config_.broker_heartbeat_ms) {
-    schedule(now_ms() + config_.broker_heartbeat_ms,
-             Job::of_instance(JobKind::heartbeat_timeout, index, instance.incarnation));
+  if (config_.broker_heartbeat_ms > 0) {
+    // A pause that ends before the close resumes the heartbeats in time (pause_end runs first
+    // when the two fall on the same millisecond: it was scheduled first).
+    const int64_t close_ms = heartbeat_close_ms(instance);
+    if (close_ms < instance.paused_until_ms) {
+      schedule(close_ms, Job::of_instance(JobKind::heartbeat_timeout, index, instance.incarnation));
+    }
   }
 }
 
@@ -1171,7 +1224,7 @@ void World::grant_lock(const std::string& key, uint64_t handler) {
 
 void World::pump() {
   dispatched_.clear();
-  broker_.pump(dispatched_);
+  broker_.pump(dispatched_, now_ms());
   for (Delivery& delivery : dispatched_) {
     int64_t delay_ms = latency_ms();
     const Instance& instance = instances_[consumers_[delivery.consumer].instance];

@@ -299,6 +299,7 @@ class World {
     int64_t restart_after_ms = 1000;
     int64_t paused_until_ms = -1;  // paused while now < paused_until_ms
     int64_t pause_started_ms = 0;
+    int64_t connected_ms = 0;  // when its broker connection last opened: the heartbeat's phase
     uint64_t publish_channel = 1;  // the relay's publishing channel; a closed one voids confirms
     bool relay_poll_scheduled = false;
     bool sweep_scheduled = false;
@@ -364,6 +365,11 @@ class World {
   void release_locks(size_t instance, uint64_t handler);
   void grant_lock(const std::string& key, uint64_t handler);
   void reset_connection(size_t consumer, std::string reason);
+  // When the broker's heartbeat closes the connection of an instance paused now (DESIGN §9.0).
+  int64_t heartbeat_close_ms(const Instance& instance) const;
+  // Closes the first channel whose consumer timeout is due no later than `until_ms`, moving the
+  // clock there; false when none is (or the timeout is off, or there is no clock).
+  bool consumer_timeout_due(int64_t until_ms);
   void close_instance_connections(size_t instance, const std::string& reason);
   template <typename Fn>
   void guarded(size_t instance, Fn&& fn);
