@@ -18,6 +18,7 @@ constexpr std::array<std::string_view, 5> kTransferDedupeNames = {
 constexpr std::array<std::string_view, 2> kDedupeKeyNames = {"message_id", "message_id+consumer"};
 constexpr std::array<std::string_view, 2> kQueueTypeNames = {"quorum", "classic"};
 constexpr std::array<std::string_view, 2> kLedgerConflictNames = {"fault", "ack"};
+constexpr std::array<std::string_view, 3> kMassTransitVersionNames = {"8.5", "8.3", "8.2"};
 
 // The largest value accepted for a millisecond window: 100 years, well inside int64.
 constexpr int64_t kWindowMsMax = 100LL * 365 * 24 * 3600 * 1000;
@@ -182,7 +183,8 @@ const std::vector<std::string>& config_keys() {
                                                 "account.retry",
                                                 "broker.queue_type",
                                                 "account.remember_rejections",
-                                                "account.ledger_conflict"};
+                                                "account.ledger_conflict",
+                                                "account.masstransit"};
   return keys;
 }
 
@@ -230,6 +232,9 @@ std::string config_set(Config& config, std::string_view key, const nlohmann::jso
   if (key == "account.ledger_conflict") {
     return set_choice(config.account_ledger_conflict, kLedgerConflictNames, value);
   }
+  if (key == "account.masstransit") {
+    return set_choice(config.account_masstransit, kMassTransitVersionNames, value);
+  }
   std::string expected = "a known config key: ";
   bool first = true;
   for (const auto& name : config_keys()) {
@@ -268,6 +273,10 @@ std::string_view ledger_conflict_name(LedgerConflict conflict) {
   return kLedgerConflictNames[static_cast<size_t>(conflict)];
 }
 
+std::string_view masstransit_version_name(MassTransitVersion version) {
+  return kMassTransitVersionNames[static_cast<size_t>(version)];
+}
+
 nlohmann::ordered_json config_to_json(const Config& config) {
   nlohmann::ordered_json out;
   out["account.inbox"] = account_inbox_name(config.account_inbox);
@@ -291,6 +300,7 @@ nlohmann::ordered_json config_to_json(const Config& config) {
   out["broker.queue_type"] = kQueueTypeNames[static_cast<size_t>(config.broker_queue_type)];
   out["account.remember_rejections"] = config.account_remember_rejections;
   out["account.ledger_conflict"] = ledger_conflict_name(config.account_ledger_conflict);
+  out["account.masstransit"] = masstransit_version_name(config.account_masstransit);
   return out;
 }
 

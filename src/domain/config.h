@@ -33,6 +33,10 @@ enum class QueueType : uint8_t { quorum, classic };
 // _error queue) or ack (the consumer catches the key violation and treats the command as
 // already done: no change, no reply, acked).
 enum class LedgerConflict : uint8_t { fault, ack };
+// The MassTransit release account-service runs (DESIGN §9.3, account.masstransit): 8.5 (8.5.3
+// and later: the send transport retries a broker nack as it retries a closed channel), 8.3 and
+// 8.2 (a nack faults the outbox pass at once).
+enum class MassTransitVersion : uint8_t { v8_5, v8_3, v8_2 };
 
 // MassTransit's UseMessageRetry on account-service's endpoint: the waits before each retry of a
 // faulted delivery, in process (none, by default). Then the message goes to the _error queue.
@@ -76,6 +80,8 @@ struct Config {
   // default, so the bank is modelled as the seed describes it.
   bool account_remember_rejections = false;
   LedgerConflict account_ledger_conflict = LedgerConflict::fault;
+  // Issue 29 (DESIGN §9.3): the MassTransit release modelled.
+  MassTransitVersion account_masstransit = MassTransitVersion::v8_5;
 
   // Returns the instance count of `service`'s config key.
   int64_t instances(bool account) const { return account ? account_instances : transfer_instances; }
@@ -113,5 +119,6 @@ inline constexpr size_t kRetriesMax = 20;
 std::string_view account_inbox_name(AccountInbox inbox);
 std::string_view transfer_dedupe_name(TransferDedupe dedupe);
 std::string_view ledger_conflict_name(LedgerConflict conflict);
+std::string_view masstransit_version_name(MassTransitVersion version);
 
 }  // namespace inboxsim

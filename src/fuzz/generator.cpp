@@ -134,6 +134,11 @@ void draw_fault_paths(Rng& rng, const GeneratorOptions& options, Config& config)
     }
   }
   if (options.draw_queue_type && rng.chance(1, 4)) config.broker_queue_type = QueueType::classic;
+  // A third of the seeds run an older MassTransit (a nack faults the outbox pass at once).
+  if (options.draw_masstransit && rng.chance(1, 3)) {
+    config.account_masstransit =
+        rng.chance(1, 2) ? MassTransitVersion::v8_3 : MassTransitVersion::v8_2;
+  }
 }
 
 DrawnOptions draw_options(Rng& rng, const GeneratorOptions& options) {
@@ -479,7 +484,8 @@ void StoryGenerator::draw_fault_action(FaultAction action, size_t first) {
   uint32_t rounds = parks_by_transfer_[target];
   const int64_t limit = header_.config.broker_delivery_limit;
   if (header_.config.broker_queue_type == QueueType::quorum && limit > 0) {
-    rounds += static_cast<uint32_t>(returns_by_transfer_[target] / static_cast<uint64_t>(limit + 1));
+    rounds +=
+        static_cast<uint32_t>(returns_by_transfer_[target] / static_cast<uint64_t>(limit + 1));
   }
   rounds_max_ = std::max(rounds_max_, rounds);
   pending_.push_back(fault_step(std::move(fault)));

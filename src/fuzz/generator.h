@@ -93,6 +93,8 @@ struct GeneratorOptions {
   // broker.queue_type.
   bool draw_retry = true;
   bool draw_queue_type = true;
+  // Issue 29, drawn with --swarm unless pinned: account.masstransit.
+  bool draw_masstransit = true;
 };
 
 // The options one seed drew. Printed when the seed fails, and written into the counterexample.

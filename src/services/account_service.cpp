@@ -1,5 +1,8 @@
 #include "services/account_service.h"
 
+#include <algorithm>
+#include <array>
+
 #include "domain/participants.h"
 #include "kernel/assert.h"
 #include "services/sql.h"
@@ -15,6 +18,15 @@ constexpr int64_t kSweepBatchRows = 256;
 // pass that finds its row gone (cleanup deleted it meanwhile) starts over, so the bound leaves
 // room for that and is never reached otherwise.
 constexpr int64_t kInboxPassesMax = 16;
+// MassTransit's send transport retry (HostConfigurationRetryExtensions.Retry with the
+// SendTransportRetryPolicy of RabbitMqHostConfiguration.cs, MassTransit v8.5.3): a 1 s breather
+// after a failed send, then the policy's interval, Exponential(min 3 s, max 30 s, delta 3 s):
+// min + 2^i * delta, capped at max (the delta's random draw at its mean, and no jitter); the
+// consumer outbox cancels the send after MessageDeliveryTimeout = 30 s
+// (OutboxConsumePipeSpecificationObserver.cs, OutboxMessagePipe.cs).
+constexpr int64_t kSendBreatherMs = 1000;
+constexpr std::array<int64_t, 5> kSendRetryIntervalsMs = {6000, 9000, 15000, 27000, 30000};
+constexpr int64_t kMessageDeliveryTimeoutMs = 30000;
 
 void create_ledger(SQLite::Database& db, const Config& config) {
   if (config.account_inbox == AccountInbox::marten) {
@@ -287,7 +299,39 @@ Task<Outcome> AccountService::handle_masstransit(MessagePtr message_ptr) {
                        "messages with their stored ids");
         reported = true;
       }
-      const int64_t last_sequence = inbox_send_outbox(message, *inbox);
+      // Pass 3, first half: sends the outbox messages after last_sequence_number, each awaiting
+      // its confirm, while the row lock is held. A publish that fails the way the send
+      // transport retries is published again on a new channel, same MessageId, after its
+      // breather and interval, until MessageDeliveryTimeout (30 s from the first attempt)
+      // cancels the send: the pass then faults with an OperationCanceledException. A fault
+      // rolls the pass back: the next delivery sends again from the last committed number.
+      int64_t last_sequence = inbox->last_sequence_number;
+      for (const auto& [seq, outgoing] : inbox_outbox_after(message, *inbox)) {
+        const int64_t started_ms = host_.now_ms();
+        for (size_t attempt = 0;; ++attempt) {
+          const PublishResult result = host_.publish_and_confirm(outgoing);
+          if (result == PublishResult::confirmed) break;
+          if (!send_retried(result)) require_confirmed(result);
+          const size_t interval = std::min(attempt, kSendRetryIntervalsMs.size() - 1);
+          const int64_t wait_ms = kSendBreatherMs + kSendRetryIntervalsMs[interval];
+          const int64_t deadline_ms = started_ms + kMessageDeliveryTimeoutMs;
+          Hasher digest;
+          digest.add(locals(inbox, pass, last_sequence)).add_signed(seq);
+          digest.add(static_cast<uint64_t>(attempt)).add_signed(started_ms);
+          if (host_.now_ms() + wait_ms >= deadline_ms) {
+            if (deadline_ms > host_.now_ms()) {
+              co_await host_.sleep(deadline_ms - host_.now_ms(), digest.finish().low);
+            }
+            throw ConsumerFault{
+                "MessageDeliveryTimeout (30 s) cancelled the outbox send: "
+                "OperationCanceledException",
+                true};
+          }
+          send_retry_event(*outgoing, result, wait_ms);
+          co_await host_.sleep(wait_ms, digest.finish().low);
+        }
+        last_sequence = seq;
+      }
       co_await step(CrashPointSet(CrashPoint::after_outbox_send), message,
                     locals(inbox, pass, last_sequence));
       inbox_delivered(message, *inbox, last_sequence);
@@ -373,25 +417,39 @@ void AccountService::inbox_consume(const Message& message, const InboxRow& inbox
   commit(work);
 }
 
-// Pass 3, first half: sends the outbox messages after last_sequence_number, each awaiting its
-// confirm. Returns the last sequence number sent. A lost confirm faults the pass, which rolls
-// back: the next delivery sends again from the last committed sequence number.
-int64_t AccountService::inbox_send_outbox(const Message& message, const InboxRow& inbox) {
+// The outbox messages of the message's inbox row after its last_sequence_number, in order.
+std::vector<std::pair<int64_t, MessagePtr>> AccountService::inbox_outbox_after(
+    const Message& message, const InboxRow& inbox) {
   std::vector<std::pair<int64_t, MessagePtr>> rows;
-  {
-    StatementUse select(statements_->outbox_for_inbox);
-    select->bind(1, message.message_id);
-    select->bind(2, static_cast<int64_t>(inbox.last_sequence_number));
-    while (select->executeStep()) {
-      rows.emplace_back(select->getColumn(0).getInt64(), message_from_outbox_row(*select));
-    }
+  StatementUse select(statements_->outbox_for_inbox);
+  select->bind(1, message.message_id);
+  select->bind(2, static_cast<int64_t>(inbox.last_sequence_number));
+  while (select->executeStep()) {
+    rows.emplace_back(select->getColumn(0).getInt64(), message_from_outbox_row(*select));
   }
-  int64_t last_sequence = inbox.last_sequence_number;
-  for (const auto& [seq, outgoing] : rows) {
-    require_confirmed(host_.publish_and_confirm(outgoing));
-    last_sequence = seq;
-  }
-  return last_sequence;
+  return rows;
+}
+
+// Whether MassTransit's send transport publishes again after `result` (its
+// SendTransportRetryPolicy, RabbitMqHostConfiguration.cs): a channel that closed before the
+// confirm in every version; a broker nack since 8.5.3, which turns it into a connection error
+// (RabbitMqChannelContext.cs). Before that a nack raised MessageNotAcknowledgedException, which
+// the policy does not handle.
+bool AccountService::send_retried(PublishResult result) const {
+  if (result == PublishResult::lost) return true;
+  return result == PublishResult::nacked && config_.account_masstransit == MassTransitVersion::v8_5;
+}
+
+void AccountService::send_retry_event(const Message& outgoing, PublishResult result,
+                                      int64_t wait_ms) {
+  TraceEvent retry = event_about(EventKind::retry, host_.now_ms(), me(), outgoing);
+  retry.detail = std::string("send transport: ") +
+                 (result == PublishResult::lost ? "the channel closed before the confirm"
+                                                : "the broker nacked the publish") +
+                 "; publishing again on a new channel in " + std::to_string(wait_ms) +
+                 " ms, same MessageId, the inbox row still locked (SendTransportRetryPolicy, "
+                 "up to MessageDeliveryTimeout 30 s)";
+  host_.record(std::move(retry));
 }
 
 // Pass 3, second half: the row is delivered as of the last message sent; commit.
@@ -776,7 +834,8 @@ bool AccountService::drop_index(IndexName index) {
 std::map<std::string, int64_t> AccountService::balances() {
   std::map<std::string, int64_t> out;
   StatementUse query(connection_.prepared("SELECT name, balance FROM accounts ORDER BY name"));
-  while (query->executeStep()) out[query->getColumn(0).getString()] = query->getColumn(1).getInt64();
+  while (query->executeStep())
+    out[query->getColumn(0).getString()] = query->getColumn(1).getInt64();
   return out;
 }
 
@@ -787,7 +846,8 @@ std::vector<LedgerEntry> AccountService::ledger() {
 }
 
 void AccountService::for_each_ledger_entry(const std::function<void(const LedgerEntry&)>& visit) {
-  StatementUse query(connection_.prepared("SELECT transfer_id, type, account, amount FROM ledger ORDER BY id"));
+  StatementUse query(
+      connection_.prepared("SELECT transfer_id, type, account, amount FROM ledger ORDER BY id"));
   while (query->executeStep()) {
     const auto type = parse_entry_type(query->getColumn(1).getString());
     INBOXSIM_ASSERT(type.has_value());

@@ -100,7 +100,10 @@ class AccountService : private ServiceCore {
   std::optional<InboxRow> inbox_lookup(const Message& message);
   void inbox_insert(const Message& message);
   void inbox_consume(const Message& message, const InboxRow& inbox);
-  int64_t inbox_send_outbox(const Message& message, const InboxRow& inbox);
+  std::vector<std::pair<int64_t, MessagePtr>> inbox_outbox_after(const Message& message,
+                                                                 const InboxRow& inbox);
+  bool send_retried(PublishResult result) const;
+  void send_retry_event(const Message& outgoing, PublishResult result, int64_t wait_ms);
   void inbox_delivered(const Message& message, const InboxRow& inbox, int64_t last_sequence);
   void inbox_remove_outbox(const Message& message, const InboxRow& inbox);
   void inbox_bump(const InboxRow& inbox);
