@@ -155,3 +155,76 @@ TEST_CASE("a MassTransit consumer whose channel closes is cancelled: no retry, n
   CHECK(retries == 1);
   CHECK(result.violations.empty());
 }
+
+namespace {
+
+// Scenario 32's story: #2's locking select waits while #1 sends Account.Debited, then #1 commits.
+std::string lock_wait_story(const std::string& config) {
+  return R"({"name": "t", "seed": 1,
+    "config": {"account.instances": 2)" +
+         config + R"(},
+    "accounts": {"alice": 10000, "bob": 0},
+    "steps": [
+      {"fault": {"kind": "duplicate", "match": {"type": "Transfer.Requested", "transfer": "t1"}}},
+      {"fault": {"kind": "delay", "ms": 20,
+                 "match": {"type": "Transfer.Requested", "transfer": "t1", "occurrence": 2}}},
+      {"fault": {"kind": "pause", "service": "account-service", "instance": 1,
+                 "at": "after_outbox_send", "ms": 100,
+                 "match": {"type": "Transfer.Requested", "transfer": "t1"}}},
+      {"transfer": {"id": "t1", "from": "alice", "to": "bob", "amount": 2500}},
+      {"run": {"until": "quiescent"}}]})";
+}
+
+bool has_serialization_failure(const RunResult& result) {
+  return std::any_of(result.events.begin(), result.events.end(), [](const TraceEvent& e) {
+    return e.kind == EventKind::consumer_fault && e.detail.find("40001") != std::string::npos;
+  });
+}
+
+}  // namespace
+
+TEST_CASE("account.database and account.isolation default to postgres and repeatable_read",
+          "[fidelity][config]") {
+  Config config;
+  CHECK(config.account_database == AccountDatabase::postgres);
+  CHECK(config.account_isolation == Isolation::repeatable_read);
+  CHECK(config_set_text(config, "account.database", "sqlserver").empty());
+  CHECK(config_set_text(config, "account.isolation", "read_committed").empty());
+  CHECK(config_set_text(config, "account.database", "mysql") ==
+        "a string, one of postgres, sqlserver");
+  CHECK(config_set_text(config, "account.isolation", "serializable") ==
+        "a string, one of repeatable_read, read_committed");
+}
+
+TEST_CASE("on Postgres at Repeatable Read a lock waiter whose row was updated fails with 40001",
+          "[fidelity][postgres]") {
+  const RunResult result = run(lock_wait_story(""));
+  CHECK(has_serialization_failure(result));
+  CHECK(count_of(result.dead_letter_queues, "account-service_error") == 1);
+  CHECK(at_or_zero(result.dedupe_hits, ServiceId::account) == 0);
+  CHECK(result.sends.at(MessageType::account_debited) == 1);
+  CHECK(result.transfers.at("t1") == SagaState::completed);
+  CHECK(result.violations.empty());
+}
+
+TEST_CASE("with a retry the 40001 copy is acked by the retry's lookup", "[fidelity][postgres]") {
+  const RunResult result = run(lock_wait_story(R"(, "account.retry": "immediate:1")"));
+  CHECK(has_serialization_failure(result));
+  CHECK(count_of(result.dead_letter_queues, "account-service_error") == 0);
+  CHECK(at_or_zero(result.dedupe_hits, ServiceId::account) == 1);
+  CHECK(result.violations.empty());
+}
+
+TEST_CASE("SQL Server, or Read Committed, lets the waiter read the new row",
+          "[fidelity][postgres]") {
+  for (const std::string config :
+       {R"(, "account.database": "sqlserver")", R"(, "account.isolation": "read_committed")"}) {
+    CAPTURE(config);
+    const RunResult result = run(lock_wait_story(config));
+    CHECK_FALSE(has_serialization_failure(result));
+    CHECK(count_of(result.dead_letter_queues, "account-service_error") == 0);
+    CHECK(at_or_zero(result.dedupe_hits, ServiceId::account) == 1);
+    CHECK(result.sends.at(MessageType::account_debited) == 1);
+    CHECK(result.violations.empty());
+  }
+}

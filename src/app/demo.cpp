@@ -170,7 +170,7 @@ const std::vector<LessonBlock>& lesson_blocks() {
       {"Fault paths: retry, the send transport's retry, error queue, replay, poison messages",
        {"39", "53", "54", "37", "38", "47", "40", "41", "42"}},
       {"Two instances at once, where the unique keys earn their place, and a proof of it",
-       {"33", "34", "32", "30", "31", "35", "55", "36", "50", "52"}},
+       {"33", "34", "32", "56", "30", "31", "35", "55", "36", "50", "52"}},
       {"Beyond RabbitMQ: Kafka's exactly-once and the offset-commit window", {"48"}},
   };
   return blocks;

@@ -276,6 +276,8 @@ std::optional<int> load_generator(const std::string& workload, const std::vector
     if (key == "account.retry") generator.draw_retry = false;
     if (key == "broker.queue_type") generator.draw_queue_type = false;
     if (key == "account.masstransit") generator.draw_masstransit = false;
+    if (key == "account.database") generator.draw_database = false;
+    if (key == "account.isolation") generator.draw_isolation = false;
   }
   return apply_sets(sets, generator.config);
 }

@@ -19,6 +19,8 @@ constexpr std::array<std::string_view, 2> kDedupeKeyNames = {"message_id", "mess
 constexpr std::array<std::string_view, 2> kQueueTypeNames = {"quorum", "classic"};
 constexpr std::array<std::string_view, 2> kLedgerConflictNames = {"fault", "ack"};
 constexpr std::array<std::string_view, 3> kMassTransitVersionNames = {"8.5", "8.3", "8.2"};
+constexpr std::array<std::string_view, 2> kAccountDatabaseNames = {"postgres", "sqlserver"};
+constexpr std::array<std::string_view, 2> kIsolationNames = {"repeatable_read", "read_committed"};
 
 // The largest value accepted for a millisecond window: 100 years, well inside int64.
 constexpr int64_t kWindowMsMax = 100LL * 365 * 24 * 3600 * 1000;
@@ -184,7 +186,9 @@ const std::vector<std::string>& config_keys() {
                                                 "broker.queue_type",
                                                 "account.remember_rejections",
                                                 "account.ledger_conflict",
-                                                "account.masstransit"};
+                                                "account.masstransit",
+                                                "account.database",
+                                                "account.isolation"};
   return keys;
 }
 
@@ -234,6 +238,12 @@ std::string config_set(Config& config, std::string_view key, const nlohmann::jso
   }
   if (key == "account.masstransit") {
     return set_choice(config.account_masstransit, kMassTransitVersionNames, value);
+  }
+  if (key == "account.database") {
+    return set_choice(config.account_database, kAccountDatabaseNames, value);
+  }
+  if (key == "account.isolation") {
+    return set_choice(config.account_isolation, kIsolationNames, value);
   }
   std::string expected = "a known config key: ";
   bool first = true;
@@ -301,6 +311,8 @@ nlohmann::ordered_json config_to_json(const Config& config) {
   out["account.remember_rejections"] = config.account_remember_rejections;
   out["account.ledger_conflict"] = ledger_conflict_name(config.account_ledger_conflict);
   out["account.masstransit"] = masstransit_version_name(config.account_masstransit);
+  out["account.database"] = kAccountDatabaseNames[static_cast<size_t>(config.account_database)];
+  out["account.isolation"] = kIsolationNames[static_cast<size_t>(config.account_isolation)];
   return out;
 }
 

@@ -37,6 +37,10 @@ enum class LedgerConflict : uint8_t { fault, ack };
 // and later: the send transport retries a broker nack as it retries a closed channel), 8.3 and
 // 8.2 (a nack faults the outbox pass at once).
 enum class MassTransitVersion : uint8_t { v8_5, v8_3, v8_2 };
+// account-service's database (account.database) and MassTransit's outbox IsolationLevel
+// (account.isolation): what a waiter on the inbox row lock sees once the holder commits.
+enum class AccountDatabase : uint8_t { postgres, sqlserver };
+enum class Isolation : uint8_t { repeatable_read, read_committed };
 
 // MassTransit's UseMessageRetry on account-service's endpoint: the waits before each retry of a
 // faulted delivery, in process (none, by default). Then the message goes to the _error queue.
@@ -82,6 +86,8 @@ struct Config {
   LedgerConflict account_ledger_conflict = LedgerConflict::fault;
   // Issue 29 (DESIGN §9.3): the MassTransit release modelled.
   MassTransitVersion account_masstransit = MassTransitVersion::v8_5;
+  AccountDatabase account_database = AccountDatabase::postgres;
+  Isolation account_isolation = Isolation::repeatable_read;
 
   // Returns the instance count of `service`'s config key.
   int64_t instances(bool account) const { return account ? account_instances : transfer_instances; }

@@ -139,6 +139,13 @@ void draw_fault_paths(Rng& rng, const GeneratorOptions& options, Config& config)
     config.account_masstransit =
         rng.chance(1, 2) ? MassTransitVersion::v8_3 : MassTransitVersion::v8_2;
   }
+  // A quarter on SQL Server, a quarter at Read Committed: the lock waiter reads the new row.
+  if (options.draw_database && rng.chance(1, 4)) {
+    config.account_database = AccountDatabase::sqlserver;
+  }
+  if (options.draw_isolation && rng.chance(1, 4)) {
+    config.account_isolation = Isolation::read_committed;
+  }
 }
 
 DrawnOptions draw_options(Rng& rng, const GeneratorOptions& options) {

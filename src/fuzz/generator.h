@@ -93,8 +93,11 @@ struct GeneratorOptions {
   // broker.queue_type.
   bool draw_retry = true;
   bool draw_queue_type = true;
-  // Issue 29, drawn with --swarm unless pinned: account.masstransit.
+  // Issue 29, drawn with --swarm unless pinned: account.masstransit, account.database and
+  // account.isolation.
   bool draw_masstransit = true;
+  bool draw_database = true;
+  bool draw_isolation = true;
 };
 
 // The options one seed drew. Printed when the seed fails, and written into the counterexample.

@@ -172,7 +172,7 @@ struct AccountService::Statements {
         outbox_cleanup(db, "DELETE FROM outbox WHERE delivered_ms < ?"),
         inbox_lookup(db,
                      "SELECT id, consumed_ms IS NOT NULL, delivered_ms IS NOT NULL,"
-                     " COALESCE(last_sequence_number, 0) FROM inbox_state"
+                     " COALESCE(last_sequence_number, 0), receive_count FROM inbox_state"
                      " WHERE message_id = ? AND consumer_id = ? ORDER BY id LIMIT 2"),
         inbox_insert(db,
                      "INSERT INTO inbox_state (message_id, consumer_id, received_ms, receive_count)"
@@ -277,8 +277,18 @@ Task<Outcome> AccountService::handle_masstransit(MessagePtr message_ptr) {
       co_await step(CrashPointSet(CrashPoint::after_dedupe), message, locals(inbox, pass));
       continue;
     }
-    co_await lock_row(lock_key, locals(std::nullopt, pass));
+    // On Postgres at Repeatable Read the pass's snapshot is the row as it was before any wait.
+    const bool snapshot = config_.account_database == AccountDatabase::postgres &&
+                          config_.account_isolation == Isolation::repeatable_read;
+    const std::optional<InboxRow> seen = inbox;
+    co_await lock_row(lock_key, locals(snapshot ? seen : std::nullopt, pass));
     inbox = inbox_lookup(message);  // the row as the locking select returns it, once locked
+    if (snapshot && serialization_failure(seen, inbox)) {
+      throw ConsumerFault{
+          "40001 could not serialize access due to concurrent update: the locking select waited "
+          "on the inbox row, which the holder updated and committed (Postgres, Repeatable "
+          "Read)"};
+    }
     co_await step(message, locals(inbox, pass));
     if (!inbox) {
       host_.unlock_row(lock_key);
@@ -363,6 +373,7 @@ std::optional<AccountService::InboxRow> AccountService::inbox_lookup(const Messa
   inbox.consumed = find->getColumn(1).getInt() != 0;
   inbox.delivered = find->getColumn(2).getInt() != 0;
   inbox.last_sequence_number = find->getColumn(3).getInt64();
+  inbox.receive_count = find->getColumn(4).getInt64();
   if (find->executeStep()) {
     throw ConsumerFault{
         "two inbox_state rows for one (message_id, consumer_id): the lookup's SingleOrDefault "
@@ -450,6 +461,18 @@ void AccountService::send_retry_event(const Message& outgoing, PublishResult res
                  " ms, same MessageId, the inbox row still locked (SendTransportRetryPolicy, "
                  "up to MessageDeliveryTimeout 30 s)";
   host_.record(std::move(retry));
+}
+
+// Postgres at Repeatable Read: a SELECT ... FOR UPDATE that waited for a row lock, and whose row
+// the holder then updated and committed, fails with 40001 (the row's version in the
+// transaction's snapshot is not the one it would lock). Every committed pass adds one to
+// ReceiveCount, so a changed count is such an update; a holder that rolled back changed nothing.
+bool AccountService::serialization_failure(const std::optional<InboxRow>& seen,
+                                           const std::optional<InboxRow>& locked) const {
+  return seen && locked && seen->row == locked->row &&
+         (seen->receive_count != locked->receive_count || seen->consumed != locked->consumed ||
+          seen->delivered != locked->delivered ||
+          seen->last_sequence_number != locked->last_sequence_number);
 }
 
 // Pass 3, second half: the row is delivered as of the last message sent; commit.
