@@ -19,6 +19,9 @@ constexpr std::array<std::string_view, 2> kDedupeKeyNames = {"message_id", "mess
 constexpr std::array<std::string_view, 2> kQueueTypeNames = {"quorum", "classic"};
 constexpr std::array<std::string_view, 2> kLedgerConflictNames = {"fault", "ack"};
 constexpr std::array<std::string_view, 2> kDeadLetterNames = {"none", "dlx"};
+constexpr std::array<std::string_view, 3> kMassTransitVersionNames = {"8.5", "8.3", "8.2"};
+constexpr std::array<std::string_view, 2> kAccountDatabaseNames = {"postgres", "sqlserver"};
+constexpr std::array<std::string_view, 2> kIsolationNames = {"repeatable_read", "read_committed"};
 
 // The largest value accepted for a millisecond window: 100 years, well inside int64.
 constexpr int64_t kWindowMsMax = 100LL * 365 * 24 * 3600 * 1000;
@@ -185,7 +188,10 @@ const std::vector<std::string>& config_keys() {
                                                 "account.remember_rejections",
                                                 "account.ledger_conflict",
                                                 "broker.dead_letter",
-                                                "broker.consumer_timeout_ms"};
+                                                "broker.consumer_timeout_ms",
+                                                "account.masstransit",
+                                                "account.database",
+                                                "account.isolation"};
   return keys;
 }
 
@@ -239,6 +245,15 @@ std::string config_set(Config& config, std::string_view key, const nlohmann::jso
   if (key == "broker.consumer_timeout_ms") {
     return set_integer(config.broker_consumer_timeout_ms, value, 0, kWindowMsMax);
   }
+  if (key == "account.masstransit") {
+    return set_choice(config.account_masstransit, kMassTransitVersionNames, value);
+  }
+  if (key == "account.database") {
+    return set_choice(config.account_database, kAccountDatabaseNames, value);
+  }
+  if (key == "account.isolation") {
+    return set_choice(config.account_isolation, kIsolationNames, value);
+  }
   std::string expected = "a known config key: ";
   bool first = true;
   for (const auto& name : config_keys()) {
@@ -281,6 +296,10 @@ std::string_view dead_letter_name(DeadLetter dead_letter) {
   return kDeadLetterNames[static_cast<size_t>(dead_letter)];
 }
 
+std::string_view masstransit_version_name(MassTransitVersion version) {
+  return kMassTransitVersionNames[static_cast<size_t>(version)];
+}
+
 nlohmann::ordered_json config_to_json(const Config& config) {
   nlohmann::ordered_json out;
   out["account.inbox"] = account_inbox_name(config.account_inbox);
@@ -306,6 +325,9 @@ nlohmann::ordered_json config_to_json(const Config& config) {
   out["account.ledger_conflict"] = ledger_conflict_name(config.account_ledger_conflict);
   out["broker.dead_letter"] = dead_letter_name(config.broker_dead_letter);
   out["broker.consumer_timeout_ms"] = config.broker_consumer_timeout_ms;
+  out["account.masstransit"] = masstransit_version_name(config.account_masstransit);
+  out["account.database"] = kAccountDatabaseNames[static_cast<size_t>(config.account_database)];
+  out["account.isolation"] = kIsolationNames[static_cast<size_t>(config.account_isolation)];
   return out;
 }
 

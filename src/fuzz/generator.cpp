@@ -134,6 +134,18 @@ void draw_fault_paths(Rng& rng, const GeneratorOptions& options, Config& config)
     }
   }
   if (options.draw_queue_type && rng.chance(1, 4)) config.broker_queue_type = QueueType::classic;
+  // A third of the seeds run an older MassTransit (a nack faults the outbox pass at once).
+  if (options.draw_masstransit && rng.chance(1, 3)) {
+    config.account_masstransit =
+        rng.chance(1, 2) ? MassTransitVersion::v8_3 : MassTransitVersion::v8_2;
+  }
+  // A quarter on SQL Server, a quarter at Read Committed: the lock waiter reads the new row.
+  if (options.draw_database && rng.chance(1, 4)) {
+    config.account_database = AccountDatabase::sqlserver;
+  }
+  if (options.draw_isolation && rng.chance(1, 4)) {
+    config.account_isolation = Isolation::read_committed;
+  }
 }
 
 // With --swarm: a dead-letter exchange behind the work queues for half the seeds (the default

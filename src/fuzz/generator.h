@@ -97,6 +97,11 @@ struct GeneratorOptions {
   // and broker.consumer_timeout_ms (off for a quarter).
   bool draw_dead_letter = true;
   bool draw_consumer_timeout = true;
+  // Issue 29, drawn with --swarm unless pinned: account.masstransit, account.database and
+  // account.isolation.
+  bool draw_masstransit = true;
+  bool draw_database = true;
+  bool draw_isolation = true;
 };
 
 // The options one seed drew. Printed when the seed fails, and written into the counterexample.

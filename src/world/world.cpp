@@ -26,6 +26,9 @@ class World::InstanceHost final : public ServiceHost {
     return world_.lock_row(instance_, key, resume);
   }
   void unlock_row(const std::string& key) override { world_.unlock_row(instance_, key); }
+  Suspend sleep(int64_t ms, uint64_t resume) override {
+    return world_.sleep(instance_, ms, resume);
+  }
   PublishResult publish_and_confirm(const MessagePtr& message) override {
     return world_.publish_and_confirm(instance_, message);
   }
@@ -466,9 +469,7 @@ bool World::persistent_sets_assumptions_held() const {
          largest_relayed_seq_ < TransferService::kRelayBatchRows;
 }
 
-void World::touch_instance(size_t instance) {
-  touch((uint64_t{1} << 56) | instance);
-}
+void World::touch_instance(size_t instance) { touch((uint64_t{1} << 56) | instance); }
 
 void World::touch_database(ServiceId service) {
   touch((uint64_t{2} << 56) | static_cast<uint64_t>(service));
@@ -548,9 +549,8 @@ std::optional<FaultSpec> World::take_fault(FaultKind kind, ServiceId service, in
   return fault;
 }
 
-std::optional<FaultSpec> World::take_fault_at(FaultKind kind, ServiceId service,
-                                              int64_t instance, CrashPoint point,
-                                              const Message* message) {
+std::optional<FaultSpec> World::take_fault_at(FaultKind kind, ServiceId service, int64_t instance,
+                                              CrashPoint point, const Message* message) {
   if (recording_ && !faults_.empty()) touch(uint64_t{4} << 56);
   if (auto fired = faults_.take_at(kind, service, instance, point, message)) return fired;
   if (explore_.log_choices) log_fault_point(kind, service, instance, point, message);
@@ -736,10 +736,43 @@ void World::start_handler(size_t instance_index, const Delivery& delivery, size_
   run_handler(id);
 }
 
+// Whether a handler is a MassTransit consumer whose channel has closed: RabbitMqBasicConsumer's
+// HandleChannelShutdown cancels every pending receive context (ConsumerAgent
+// .CancelPendingConsumers), so the handler stops at its next await. Wolverine's listener
+// (account.inbox = marten) and amqplib (transfer-service) do not cancel a running handler.
+bool World::cancelled_by_close(const ActiveHandler& handler) const {
+  return consumers_[handler.delivery.consumer].role == ConsumerRole::account &&
+         config_.account_inbox != AccountInbox::marten &&
+         !broker_.channel_open(handler.delivery.consumer, handler.delivery.channel);
+}
+
+// A cancelled handler rolls back (no transaction spans a step, so nothing is open), gives up
+// its row locks, is not retried, and moves nothing to the _error queue: the rescue pipe ignores
+// OperationCanceledException, and the broker requeued the delivery when the channel closed.
+void World::cancel_handler(uint64_t id) {
+  const auto found = handlers_.find(id);
+  INBOXSIM_ASSERT(found != handlers_.end());
+  ActiveHandler handler = std::move(found->second);
+  handlers_.erase(found);
+  release_locks(handler.instance, id);
+  const Delivery& delivery = handler.delivery;
+  TraceEvent event = event_about(EventKind::consumer_fault, now_ms(),
+                                 consumers_[delivery.consumer].participant, *delivery.message);
+  event.detail =
+      "cancelled: its channel closed, so MassTransit cancelled the consume context; rolled back, "
+      "locks released, not retried, nothing moved to the _error queue (the broker requeued the "
+      "message)";
+  record(std::move(event));
+}
+
 // Runs a handler until its next suspension; a handler that ended is settled at once.
 void World::run_handler(uint64_t id) {
   const auto found = handlers_.find(id);
   INBOXSIM_ASSERT(found != handlers_.end());
+  if (cancelled_by_close(found->second)) {
+    cancel_handler(id);
+    return;
+  }
   INBOXSIM_ASSERT(current_handler_ == 0);
   current_handler_ = id;
   const bool ended = found->second.task.resume();
@@ -761,7 +794,7 @@ void World::finish_handler(uint64_t id) {
     return;
   } catch (const ConsumerFault& fault) {
     release_locks(handler.instance, id);
-    handler_faulted(std::move(handler), fault.reason);
+    handler_faulted(std::move(handler), fault.reason, fault.cancelled);
     return;
   }
   // A handler that ends normally has committed every pass and released its locks already.
@@ -777,7 +810,7 @@ void World::finish_handler(uint64_t id) {
 // broker requeues. account-service runs MassTransit's UseMessageRetry (account.retry): the
 // delivery is handled again in process after each wait, and once the retries are spent the
 // message is moved to account-service_error and acked: the broker never sees it again.
-void World::handler_faulted(ActiveHandler handler, std::string_view reason) {
+void World::handler_faulted(ActiveHandler handler, std::string_view reason, bool cancelled) {
   const Delivery& delivery = handler.delivery;
   const bool account = consumers_[delivery.consumer].role == ConsumerRole::account;
   TraceEvent event = event_about(EventKind::consumer_fault, now_ms(),
@@ -790,6 +823,12 @@ void World::handler_faulted(ActiveHandler handler, std::string_view reason) {
   }
   const std::vector<int64_t>& waits = config_.account_retry.intervals_ms;
   if (handler.attempt >= waits.size()) {
+    if (cancelled) {
+      // The rescue pipe ignores OperationCanceledException (ReceivePipeConfiguration.cs): no
+      // _error queue; the receive lock nacks the delivery with requeue.
+      send_nack(delivery, std::string(reason));
+      return;
+    }
     move_to_error_queue(handler, reason);
     return;
   }
@@ -815,6 +854,11 @@ void World::handler_faulted(ActiveHandler handler, std::string_view reason) {
 void World::on_retry(uint64_t id) {
   const auto found = handlers_.find(id);
   if (found == handlers_.end()) return;  // the instance died while it waited
+  // RetryFilter's Task.Delay waits on the consume context's token (RetryFilter.cs).
+  if (cancelled_by_close(found->second)) {
+    cancel_handler(id);
+    return;
+  }
   const ActiveHandler waiting = std::move(found->second);
   handlers_.erase(found);
   start_handler(waiting.instance, waiting.delivery, waiting.attempt);
@@ -1185,6 +1229,16 @@ Suspend World::lock_row(size_t index, const std::string& key, uint64_t resume) {
                                  consumers_[waiting.consumer].participant, *waiting.message);
   event.detail = "waits for the row lock on " + key + ", held by " + std::string(held_by);
   record(std::move(event));
+  return Suspend{true};
+}
+
+Suspend World::sleep(size_t index, int64_t ms, uint64_t resume) {
+  INBOXSIM_ASSERT(current_handler_ != 0);
+  INBOXSIM_ASSERT(ms > 0);
+  handlers_.at(current_handler_).resume = resume;
+  Job job = Job::of_instance(JobKind::resume, index);
+  job.handler = current_handler_;
+  schedule(now_ms() + ms, job);
   return Suspend{true};
 }
 
