@@ -7,7 +7,7 @@
 # Written by hand, so it can drift from the CLI: tests/completion_check.sh compares every list
 # here with `inboxsim --help` and `inboxsim VERB --help`, and fails on any difference.
 
-_inboxsim_verbs="run list fuzz matrix demo explore"
+_inboxsim_verbs="run list fuzz matrix demo explore play"
 _inboxsim_global_options="--help --version --help-all"
 _inboxsim_run_options="--help --seed --json --trace --html --mermaid --db-dir --quiet --step --show-rows
   --color --set"
@@ -20,6 +20,7 @@ _inboxsim_matrix_options="$_inboxsim_campaign_options --exhaustive --story --fau
 _inboxsim_demo_options="--help --out --scenarios --color --step --quiet"
 _inboxsim_explore_options="--help --faults --fault-kinds --max-states --jobs --set --continue
   --reduction --operator --json --out"
+_inboxsim_play_options="--help --port --listen --open --scenarios --workers --queue"
 
 # Completes the value of option $1 into COMPREPLY; returns 1 when $1 takes no value.
 _inboxsim_option_value() {
@@ -106,6 +107,11 @@ _inboxsim() {
       mapfile -t COMPREPLY < <(compgen -d -- "$cur")
       ;;
     demo) _inboxsim_scenario_names "$cur" ;;
+    play)  # a story of the library by name, or a scenario file
+      compopt -o filenames 2>/dev/null
+      _inboxsim_scenario_names "$cur"
+      mapfile -t -O "${#COMPREPLY[@]}" COMPREPLY < <(compgen -f -X '!*.json' -- "$cur")
+      ;;
   esac
   return 0
 }

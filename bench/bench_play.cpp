@@ -1,0 +1,69 @@
+// The playground's speed targets (issue 24 item 9), measured without the sockets: a replay
+// request of a 60-event story (the happy path run to its end: the moment, its views and a probe
+// per pending event), and "can it still break from here?" on one transfer with one fault
+// anywhere. Prints medians of wall time; the targets are < 50 ms and < 10 s on these machines.
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <vector>
+
+#include "play/moment.h"
+#include "scenario/parse.h"
+
+using namespace inboxsim;
+
+namespace {
+
+double ms_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
+      .count();
+}
+
+double median(std::vector<double> values) {
+  std::sort(values.begin(), values.end());
+  return values[values.size() / 2];
+}
+
+}  // namespace
+
+int main() {
+  const ParseResult parsed =
+      parse_scenario_file(std::string(INBOXSIM_SOURCE_DIR) + "/scenarios/01-happy-path.json");
+  if (!parsed.scenario) return 2;
+  const Scenario& story = *parsed.scenario;
+  const MomentLimits limits;
+  const Schedule end = run_on(story, start_schedule(story), RunOn::quiescent, limits);
+  // The middle of the story: the replay request a class makes most (events still pending).
+  const nlohmann::json full = moment_json(story, end, limits);
+  const nlohmann::json& middle_moves = full["moves"];
+  Schedule middle = end;
+  middle.choices.resize(middle_moves[middle_moves.size() / 2]["schedule"]["choices"].size());
+  middle.stepwise = middle.choices.size();
+  std::printf("story: %zu events, %zu moves, %zu choices\n",
+              full["report"]["data"]["events"].size(), middle_moves.size(), end.choices.size());
+  for (const auto& [name, schedule] : {std::pair{"end", end}, std::pair{"middle", middle}}) {
+    std::vector<double> times;
+    for (int i = 0; i < 15; ++i) {
+      const auto start = std::chrono::steady_clock::now();
+      const nlohmann::json moment = moment_json(story, schedule, limits);
+      const std::string body = moment.dump();
+      times.push_back(ms_since(start));
+    }
+    std::printf("replay request at the %s: median %.1f ms (target < 50 ms)\n", name, median(times));
+  }
+  for (const char* kind : {"duplicate", "crash"}) {
+    ExploreFromHere settings;
+    settings.faults = 1;
+    settings.fault_kinds[static_cast<size_t>(*parse_fault_kind(kind))] = true;
+    settings.max_states = 2'000'000;
+    settings.seconds = 600;
+    settings.jobs = 2;
+    const auto start = std::chrono::steady_clock::now();
+    const nlohmann::json answer = explore_from_moment(story, start_schedule(story), settings, limits);
+    std::printf("can it still break, from the start, 1 %s anywhere: %s, %lld states, %.0f ms "
+                "(target < 10 s)\n",
+                kind, answer["verdict"].get<std::string>().c_str(),
+                static_cast<long long>(answer["states"].get<int64_t>()), ms_since(start));
+  }
+  return 0;
+}
