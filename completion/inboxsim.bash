@@ -51,7 +51,7 @@ _inboxsim_option_value() {
       ;;
     --require-coverage) COMPREPLY=() ;;  # probe names: `inboxsim fuzz --help` lists them
     --seed | --seeds | --set | --jobs | --transfers | --rate | --accounts | --shard | --shrink | \
-      --stop-after | --faults | --max-states)
+      --stop-after | --faults | --max-states | --port | --listen | --workers | --queue)
       COMPREPLY=()
       ;;
     *) return 1 ;;

@@ -1,13 +1,13 @@
 #!/usr/bin/env python3
 """Checks that each folder of src/ includes only folders below it in the layering of
-STYLE.md: kernel, domain, broker, services, check, world, scenario, fuzz, report, app.
+STYLE.md: kernel, domain, broker, services, check, world, scenario, fuzz, report, play, app.
 Exits 1 and lists every include that goes up or sideways."""
 import pathlib
 import re
 import sys
 
 LAYERS = ["kernel", "domain", "broker", "services", "check", "world", "scenario", "fuzz",
-          "report", "app"]
+          "report", "play", "app"]
 # Folders that sit side by side may not include each other: broker, services and check all
 # stand on kernel and domain alone.
 PEERS = [{"broker", "services", "check"}]

@@ -194,27 +194,38 @@ def part_explore(server):
                                           "faults": 1, "fault_kinds": ["duplicate"],
                                           "max_states": 200000, "seconds": 60})
     check("the default bank is proven from a moment", proven["verdict"] == "PROVEN", proven)
-    # With the defences off, it breaks: the continuation is a branch that replays.
-    story = "27-defence-all-off"
-    start = replay(server, story)
-    broken = server.post("/api/explore", {"name": story, "schedule": start["schedule"],
-                                          "faults": 1, "fault_kinds": ["duplicate"],
-                                          "max_states": 200000, "seconds": 60})
+    # With the defences off (27's bank, without its scripted duplicates), one duplicate breaks
+    # it: the continuation is a branch that replays.
+    with open(os.path.join(SCENARIOS, "27-defence-all-off.json")) as source:
+        bank = json.load(source)
+    bank["steps"] = [step for step in bank["steps"] if "fault" not in step]
+    bank.pop("expect", None)
+    story = {"scenario": bank}
+    start = server.post("/api/replay", dict(story))
+    broken = server.post("/api/explore", dict(story, schedule=start["schedule"], faults=1,
+                                              fault_kinds=["duplicate"], max_states=200000,
+                                              seconds=60))
     check("with the defences off it breaks", broken["verdict"] == "BROKEN", broken)
-    branch = replay(server, story, broken["counterexample"]["schedule"])
+    branch = server.post("/api/replay", dict(story, schedule=broken["counterexample"]["schedule"]))
     check("the continuation replays to its end", branch["verdict"]["ended"])
     check("... and breaks the invariant it names",
           broken["counterexample"]["invariant"] in
           [v["invariant"] for v in branch["verdict"]["violations"]], branch["verdict"])
-    no_return = server.post("/api/no_return", {"name": story,
-                                               "schedule": broken["counterexample"]["schedule"]})
+    no_return = server.post("/api/no_return", dict(story,
+                                                   schedule=broken["counterexample"]["schedule"]))
     check("the point of no return is a move of the branch",
           isinstance(no_return["move"], int) and no_return["move"] < len(branch["moves"]), no_return)
     if isinstance(no_return.get("move"), int):
-        before = replay(server, story, no_return["schedule"])
-        check("from just before it, an order still ends well (some leaf holds every invariant)",
-              server.post("/api/explore", {"name": story, "schedule": before["schedule"], "faults": 0,
-                                           "max_states": 200000, "seconds": 60})["verdict"] != "UNKNOWN")
+        move = branch["moves"][no_return["move"]]
+        check("the point of no return is where the duplicate struck", move["kind"] == "fault", move)
+        check("... and its schedule is the moment before that move",
+              no_return["schedule"] == move["schedule"], no_return)
+        after = server.post("/api/replay", dict(story, schedule=branch["moves"][no_return["move"] + 1]
+                                                ["schedule"]))
+        doomed = server.post("/api/explore", dict(story, schedule=after["schedule"], faults=0,
+                                                  max_states=200000, seconds=60))
+        check("after it, with no further fault, every order breaks", doomed["verdict"] == "BROKEN",
+              doomed)
 
 
 def part_hostile(server):
@@ -282,12 +293,18 @@ def part_token():
             "POST", "/api/explore", {"name": "01-happy-path", "faults": 1,
                                      "fault_kinds": ["crash"], "seconds": 4}))
         slow.start()
-        time.sleep(1)
-        status, reply = server.request("GET", "/api/library")
-        check("busy: 503", status == 503, (status, reply))
+        seen = []
+        while slow.is_alive() and 503 not in seen:
+            seen.append(server.request("GET", "/api/library")[0])
+            time.sleep(0.2)
+        check("busy: 503", 503 in seen, seen)
         slow.join()
-        time.sleep(1)  # the worker sees the first connection close
-        check("and served again once free", server.request("GET", "/api/library")[0] == 200)
+        deadline = time.time() + 10  # the worker sees the first connection close
+        status = None
+        while time.time() < deadline and status != 200:
+            status = server.request("GET", "/api/library")[0]
+            time.sleep(0.2)
+        check("and served again once free", status == 200, status)
     finally:
         server.stop()
 

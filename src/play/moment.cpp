@@ -556,32 +556,48 @@ nlohmann::json point_of_no_return(const Scenario& story, const Schedule& schedul
     return std::nullopt;
   };
   json out;
-  for (size_t index = moves.size() + 1; index-- > 0;) {
-    const std::optional<bool> well = ends_well(index);
-    if (!well) {
-      out["move"] = nullptr;
-      out["said"] = "The explorer's budget ran out before it could say whether the moment before "
-                    "move " + std::to_string(index + 1) + " can still end well.";
-      return out;
-    }
-    if (!*well) continue;
-    if (index == moves.size()) {
-      out["move"] = nullptr;
-      out["said"] = "This branch has not passed its point of no return: from its last moment "
-                    "some order still ends with every invariant holding.";
-      return out;
-    }
-    out["move"] = index;
-    out["schedule"] = schedule_json(prefix_of(end.canonical, moves[index].position,
-                                              moves[index].actions));
-    out["said"] = "The point of no return is move " + std::to_string(index + 1) + " (" +
-                  moves[index].label +
-                  "): before it, some order of the events still ends with every invariant "
-                  "holding; after it, none does without a further fault.";
+  const auto unknown = [&](size_t index) {
+    out["move"] = nullptr;
+    out["said"] = "The explorer's budget ran out before it could say whether the moment before "
+                  "move " + std::to_string(index + 1) + " can still end well: raise the states "
+                  "or seconds.";
+    return out;
+  };
+  // From the branch's end back: a moment from which some order ends well is followed, on a
+  // branch that breaks, by the first from which none does. Taking a move never adds a final
+  // state that was out of reach before it (a fault move aside), so the answers run "yes" then
+  // "no" along the branch, and a bisection finds where they turn in a few searches.
+  const std::optional<bool> at_end = ends_well(moves.size());
+  if (!at_end) return unknown(moves.size());
+  if (*at_end) {
+    out["move"] = nullptr;
+    out["said"] = "This branch has not passed its point of no return: from its last moment "
+                  "some order still ends with every invariant holding.";
     return out;
   }
-  out["move"] = nullptr;
-  out["said"] = "No order ends well even from the story's start: the story's own faults break it.";
+  const std::optional<bool> at_start = ends_well(0);
+  if (!at_start) return unknown(0);
+  if (!*at_start) {
+    out["move"] = nullptr;
+    out["said"] =
+        "No order ends well even from the story's start: the story's own faults break it.";
+    return out;
+  }
+  size_t good = 0;
+  size_t doomed = moves.size();
+  while (doomed - good > 1) {
+    const size_t middle = good + (doomed - good) / 2;
+    const std::optional<bool> well = ends_well(middle);
+    if (!well) return unknown(middle);
+    (*well ? good : doomed) = middle;
+  }
+  out["move"] = good;
+  out["schedule"] =
+      schedule_json(prefix_of(end.canonical, moves[good].position, moves[good].actions));
+  out["said"] = "The point of no return is move " + std::to_string(good + 1) + " (" +
+                moves[good].label +
+                "): before it, some order of the events still ends with every invariant "
+                "holding; after it, none does without a further fault.";
   return out;
 }
 

@@ -59,7 +59,11 @@ std::string describe_deliver(const TraceEvent& event) {
 std::string describe_publish(const TraceEvent& event) {
   std::string text = arrow(event) + "publish " + message_ref(event);
   if (!event.detail.empty()) text += "  → " + event.detail;
-  if (event.service == participant::operator_) text += "  (a copy by hand, same message id)";
+  // A duplicate fault's copy carries the routing key alone; a message published by hand (the
+  // playground, a `publish` step) says so in its detail already, with its own message id.
+  if (event.service == participant::operator_ && event.detail.rfind("by hand", 0) != 0) {
+    text += "  (a copy by hand, same message id)";
+  }
   return text;
 }
 
