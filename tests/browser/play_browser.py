@@ -37,6 +37,8 @@ import tempfile
 import time
 import urllib.request
 
+sys.stdout.reconfigure(line_buffering=True)
+
 DEADLINE_S = 90
 START = time.monotonic()
 
@@ -352,6 +354,35 @@ def run(page, url, screenshot):
         raise Failure('the envelope shown is not JSON: %r' % envelope[:200])
     print('play_browser: ok: envelope shown (%d characters)' % len(envelope))
 
+    # 6. Keep and share: Save downloads the scenario file; the address opens the same moment.
+    downloads = tempfile.mkdtemp(prefix='inboxsim-play-downloads.')
+    try:
+        page.call('Page.setDownloadBehavior', behavior='allow', downloadPath=downloads)
+        page.click('#b-save', 'Save')
+        page.wait(IDLE, 'the scenario file', 10)
+        end = time.monotonic() + 10
+        saved = []
+        while time.monotonic() < end and not saved:
+            saved = [f for f in os.listdir(downloads) if f.endswith('.json')]
+            time.sleep(0.1)
+        if not saved:
+            raise Failure('Save downloaded no .json file (%s)' % os.listdir(downloads))
+        with open(os.path.join(downloads, saved[0])) as f:
+            json.load(f)
+        print('play_browser: ok: Save downloaded %s' % saved[0])
+    finally:
+        shutil.rmtree(downloads, ignore_errors=True)
+    link, where = page.js('window.location.href'), counter(page)
+    if '#' not in link:
+        raise Failure('the address holds no moment: %s' % link)
+    page.call('Page.navigate', url='about:blank')
+    page.call('Page.navigate', url=link)
+    page.wait("document.body && %s >= 1 && %s" % (RENDERS, IDLE), 'the link to open', 20)
+    reopened = counter(page)
+    if reopened.split(' · ')[0:2] != where.split(' · ')[0:2]:
+        raise Failure('the link opened %r, not the moment it was taken at (%r)' % (reopened, where))
+    print('play_browser: ok: the link reopened %s' % reopened)
+
     # The page at 1280x720: no horizontal scroll; the screenshot.
     wide = page.js('document.documentElement.scrollWidth')
     if wide > 1280:
@@ -359,6 +390,9 @@ def run(page, url, screenshot):
     page.screenshot(screenshot)
     print('play_browser: screenshot: %s' % screenshot)
     page.js('1')  # collect any late console messages
+    banner = page.js("document.getElementById('banner').hidden ? '' : document.getElementById('banner-text').textContent")
+    if banner:
+        raise Failure('the page shows an error: %s' % banner)
     if page.errors:
         raise Failure('the console has errors:\n  ' + '\n  '.join(page.errors[:10]))
 
