@@ -20,6 +20,7 @@
 #include "app/cli_args.h"
 #include "app/cli_common.h"
 #include "app/explore_verb.h"
+#include "app/play_verb.h"
 #include "app/demo.h"
 #include "app/library.h"
 #include "fuzz/campaign.h"
@@ -594,6 +595,8 @@ int main_guarded(int argc, char** argv) {
   CLI::App* matrix_app = add_matrix_verb(app, matrix);
   CLI::App* demo_app = add_demo_verb(app, demo);
   CLI::App* explore_app = add_explore_verb(app, explore);
+  PlayCommand play;
+  CLI::App* play_app = add_play_verb(app, play);
   describe_program(app);
   try {
     app.parse(argc, argv);
@@ -625,6 +628,8 @@ int main_guarded(int argc, char** argv) {
   }
   else if (app.got_subcommand(explore_app))
     code = explore_command(explore);
+  else if (app.got_subcommand(play_app))
+    code = play_command(play);
   // Every write is checked: output that never arrived is a failure (`--json > /dev/full`).
   std::cout.flush();
   if (!std::cout) {

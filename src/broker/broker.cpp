@@ -196,11 +196,18 @@ void Broker::join_line(size_t consumer_index) {
 
 size_t Broker::publish(const MessagePtr& message) {
   INBOXSIM_ASSERT(message != nullptr);
-  const std::string_view key = routing_key(message->type);
+  return publish(message, routing_key(message->type), false);
+}
+
+size_t Broker::publish(const MessagePtr& message, std::string_view key, bool default_exchange) {
+  INBOXSIM_ASSERT(message != nullptr);
   size_t routed = 0;
   for (Queue& queue : queues_) {
-    const bool bound = std::any_of(queue.patterns.begin(), queue.patterns.end(),
-                                   [&](const std::string& p) { return topic_matches(p, key); });
+    const bool bound =
+        default_exchange
+            ? queue.name == key
+            : std::any_of(queue.patterns.begin(), queue.patterns.end(),
+                          [&](const std::string& p) { return topic_matches(p, key); });
     if (!bound) continue;
     touch(static_cast<size_t>(&queue - queues_.data()));
     queue.ready.push_back(Queued{message, next_position_++, 0, 0, false, ""});

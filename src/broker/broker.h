@@ -123,6 +123,10 @@ class Broker {
 
   // Routes a message through the exchange to every bound queue; returns how many it reached.
   size_t publish(const MessagePtr& message);
+  // The same with the publisher's own routing key (a message published by hand): through the
+  // exchange, or with `default_exchange` straight to the queue the key names (RabbitMQ's
+  // default exchange binds every queue by its name). Unroutable: it reaches no queue.
+  size_t publish(const MessagePtr& message, std::string_view key, bool default_exchange);
 
   // Dispatches ready messages and appends the deliveries to `out`: queue by queue in the order
   // they were declared, each message to the first consumer of the queue's line that is

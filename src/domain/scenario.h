@@ -15,6 +15,7 @@
 
 #include "domain/config.h"
 #include "domain/crash.h"
+#include "domain/message.h"
 #include "domain/messages.h"
 
 namespace inboxsim {
@@ -67,7 +68,16 @@ struct TransferSpec {
   int64_t amount = 0;
 };
 
-enum class StepKind : uint8_t { transfer, fault, run, advance, drop_index, redrive };
+enum class StepKind : uint8_t {
+  transfer,
+  fault,
+  run,
+  advance,
+  drop_index,
+  redrive,
+  publish,        // DESIGN §9.2: a person publishes a message by hand
+  restore_index,  // puts back an index that drop_index removed
+};
 
 // The unique indexes a drop_index step can remove.
 enum class IndexName : uint8_t { transfer_processed_messages, account_ledger, account_inbox_state };
@@ -82,6 +92,12 @@ struct Step {
   int64_t ms = 0;               // kind == run (when !until_quiescent) or advance
   IndexName index = IndexName::transfer_processed_messages;  // kind == drop_index
   std::string queue;  // kind == redrive: an error or dead-letter queue
+  // kind == publish: the exchange ("banking.events", or "" for the default exchange, which
+  // routes to the queue named by the routing key), the routing key, and the message whose
+  // envelope the body holds (its message_id is the AMQP message-id property too).
+  std::string exchange;
+  std::string routing_key;
+  Message message;
 };
 
 struct AccountSpec {
@@ -143,6 +159,21 @@ struct Schedule {
   int64_t faults = 0;
   std::array<bool, kFaultKindCount> fault_kinds{};
   std::vector<uint32_t> choices;
+  // The playground's moves (DESIGN §9.1): the first `stepwise` choices are taken step by step:
+  // every event is a choice of its own, even when it is the only one, and every fault kind
+  // that needs no clock may strike at every point, with no budget (`faults` and `fault_kinds`
+  // hold past them, as for the explorer).
+  size_t stepwise = 0;
+  // With a clock (a story with timed steps): the seeded latencies and work times hold, and a
+  // choice is among the events due first.
+  bool clocked = false;
+  // Hand actions (publish, drop_index, restore_index, redrive, advance), each taken where
+  // `at` choices have been made (between two events, or at the story's end).
+  struct Action {
+    size_t at = 0;
+    Step step;
+  };
+  std::vector<Action> actions;
 };
 
 // The fault kinds an exploration may inject: those that need no clock.

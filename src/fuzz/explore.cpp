@@ -79,6 +79,10 @@ struct NodeRun {
 
 Schedule schedule_of(const Choices& choices, const ExploreSettings& settings) {
   Schedule schedule;
+  if (settings.from) {
+    schedule.stepwise = settings.from->stepwise;
+    schedule.actions = settings.from->actions;
+  }
   schedule.faults = settings.faults;
   schedule.fault_kinds = settings.fault_kinds;
   schedule.choices.assign(choices.begin(), choices.end());
@@ -104,11 +108,18 @@ std::vector<NodeRun> run_node(const Scenario& scenario, const Choices& choices,
   options.explore.explored = explored;
   options.explore.schedule = schedule_of(choices, settings);
   World world(scenario, scenario.config, options);
-  for (const Step& step : scenario.steps) {
-    play_step(world, step);
+  for (size_t index = 0; index < scenario.steps.size(); ++index) {
+    if (index == settings.story_steps && settings.from) {
+      // The story's own end, before the operator's rounds: the moment's hand actions there.
+      world.run_until_quiescent();
+      play_story_end(world);
+      if (world.exploration_stopped()) break;
+    }
+    play_step(world, scenario.steps[index]);
     if (world.exploration_stopped()) break;
   }
   if (!world.exploration_stopped()) world.run_until_quiescent();
+  if (!world.exploration_stopped()) play_story_end(world);
   NodeRun run;
   if (!world.exploration_stopped()) {
     // The story ended: the state is final. Its fingerprint first (finish() reads on).
@@ -168,7 +179,12 @@ ExploreResult explore_once(const Scenario& scenario, const ExploreSettings& sett
   // results taken in node order, so the search (and which counterexample is found first) is
   // the same with any number of jobs.
   std::map<size_t, std::vector<Node>> levels;
-  levels[0].push_back(Node{Choices{}, kNoParent});
+  Choices root;
+  if (settings.from) root.assign(settings.from->choices.begin(), settings.from->choices.end());
+  const size_t root_length = root.size();
+  levels[root_length].push_back(Node{std::move(root), kNoParent});
+  const Clock::time_point deadline = start + std::chrono::milliseconds(settings.max_wall_ms);
+  const auto late = [&] { return settings.max_wall_ms > 0 && Clock::now() >= deadline; };
   std::map<size_t, std::map<Choices, NodeRun>> ahead;
   std::vector<Parent> parents;
   // Each state explored, with the events asleep at it (sleep sets, docs/model.md).
@@ -233,7 +249,7 @@ ExploreResult explore_once(const Scenario& scenario, const ExploreSettings& sett
             const size_t i = to_replay[k];
             runs[i] = run_node(scenario, nodes[first + i].choices, settings, explored);
           },
-          [](size_t) { return false; });
+          [&](size_t) { return late(); });
       result.replays += static_cast<int64_t>(to_replay.size());
       for (size_t i = 0; i < count; ++i) {
         const Node& node = nodes[first + i];
@@ -248,6 +264,10 @@ ExploreResult explore_once(const Scenario& scenario, const ExploreSettings& sett
         }
         for (size_t k = 0; k < children.size(); ++k) {
           ahead[children[k].size()].emplace(std::move(children[k]), std::move(runs[i][k + 1]));
+        }
+        if (runs[i].empty()) {  // not replayed: the wall time ran out
+          stopped = true;
+          continue;
         }
         const NodeRun& run = runs[i].front();
         ++result.transitions;
@@ -300,7 +320,7 @@ ExploreResult explore_once(const Scenario& scenario, const ExploreSettings& sett
             cx.detail = violation.detail;
             cx.scenario = scenario;
             Choices trimmed = path;
-            while (!trimmed.empty() && trimmed.back() == 0) trimmed.pop_back();
+            while (trimmed.size() > root_length && trimmed.back() == 0) trimmed.pop_back();
             cx.scenario.schedule = schedule_of(trimmed, settings);
             cx.choices = trimmed.size();
             cx.scenario.expect = Expect{};
@@ -333,6 +353,8 @@ ExploreResult explore_once(const Scenario& scenario, const ExploreSettings& sett
         count_coverage();
         if (run.ended) {
           ++result.leaves;
+          ++result.good_leaves;  // a leaf that broke an invariant is a counterexample above
+          if (settings.stop_at_good_leaf) stopped = true;
           result.leaf_states.push_back(state);
         } else {
           INBOXSIM_ASSERT(run.outcome.at_frontier);
@@ -344,7 +366,10 @@ ExploreResult explore_once(const Scenario& scenario, const ExploreSettings& sett
           break;
         }
       }
-      if (!settings.keep_going && !result.counterexamples.empty()) stopped = true;
+      if (!settings.keep_going && !settings.stop_at_good_leaf && !result.counterexamples.empty()) {
+        stopped = true;
+      }
+      if (late()) stopped = true;
       if (settings.progress) {
         int64_t frontier = static_cast<int64_t>(nodes.size() - first - count);
         for (const auto& [depth, waiting] : levels) frontier += static_cast<int64_t>(waiting.size());
@@ -371,16 +396,17 @@ ExploreResult explore_once(const Scenario& scenario, const ExploreSettings& sett
 }
 
 int64_t redrive_rounds(const Scenario& scenario, const ExploreSettings& settings) {
-  const bool injects = settings.faults > 0 &&
-                       std::any_of(settings.fault_kinds.begin(), settings.fault_kinds.end(),
-                                   [](bool kind) { return kind; });
+  const bool injects = (settings.faults > 0 &&
+                        std::any_of(settings.fault_kinds.begin(), settings.fault_kinds.end(),
+                                    [](bool kind) { return kind; })) ||
+                       settings.prefix_faults > 0;
   if (!settings.operator_redrives || !injects) return 0;
   // A redriven message parks again only when another fault strikes it, so K + the story's own
   // faults + 1 rounds leave nothing parked that faults alone parked (as the fuzzer's
   // generator counts its rounds: the most parking faults of one transfer, plus one).
   const auto own = std::count_if(scenario.steps.begin(), scenario.steps.end(),
                                  [](const Step& step) { return step.kind == StepKind::fault; });
-  return settings.faults + static_cast<int64_t>(own) + 1;
+  return settings.faults + settings.prefix_faults + static_cast<int64_t>(own) + 1;
 }
 
 Scenario with_rounds(const Scenario& scenario, int64_t rounds) {
@@ -397,7 +423,9 @@ Scenario explored_story(const Scenario& scenario, const ExploreSettings& setting
   return with_rounds(scenario, redrive_rounds(scenario, settings));
 }
 
-ExploreResult explore(const Scenario& scenario_in, const ExploreSettings& settings) {
+ExploreResult explore(const Scenario& scenario_in, const ExploreSettings& settings_in) {
+  ExploreSettings settings = settings_in;
+  settings.story_steps = scenario_in.steps.size();
   const int64_t rounds = redrive_rounds(scenario_in, settings);
   const Scenario scenario = with_rounds(scenario_in, rounds);
   ExploreResult result = explore_once(scenario, settings);

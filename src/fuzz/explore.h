@@ -52,6 +52,20 @@ struct ExploreSettings {
   // Go on after the first violation, to find the shortest order for every invariant that
   // breaks (TLC's -continue); by default the search ends with the batch that found the first.
   bool keep_going = false;
+  // The playground's "can it still break from here?": the search starts at this moment (its
+  // choices taken step by step, Schedule::stepwise, with its hand actions) instead of the
+  // story's start; `prefix_faults` faults were taken on the way there (they count towards the
+  // operator's rounds, not towards `faults`).
+  std::optional<Schedule> from;
+  int64_t prefix_faults = 0;
+  // Stop once a state where the story ended with every invariant holding is found (the point
+  // of no return asks only whether one exists); violations then do not end the search.
+  bool stop_at_good_leaf = false;
+  // Stop (complete = false) past this much wall time; 0: no limit. The explored states and
+  // what they found do not depend on it, only how far the search gets.
+  int64_t max_wall_ms = 0;
+  // Set by explore(): how many steps the story has before the operator's rounds.
+  size_t story_steps = 0;
   // Called now and then with the counters so far (a terminal's progress line); `violations`
   // is the invariants found broken so far.
   std::function<void(int64_t states, int64_t transitions, int64_t frontier, int64_t depth,
@@ -74,6 +88,7 @@ struct ExploreResult {
   int64_t transitions = 0;  // choices followed (edges of the state graph explored)
   int64_t revisits = 0;     // choices that led to a state already explored
   int64_t leaves = 0;       // distinct states where the story had ended, nothing pending
+  int64_t good_leaves = 0;  // of those, where every invariant held
   int64_t replays = 0;      // worlds built to reach states
   int64_t max_depth = 0;    // the longest schedule explored, in choices
   bool complete = false;    // false when --max-states stopped it

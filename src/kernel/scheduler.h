@@ -74,6 +74,33 @@ class Scheduler {
     return payload;
   }
 
+  // How many events are due first (at the earliest time): a clocked choice is among them, and
+  // they come first in pending() order.
+  size_t due_count() const {
+    if (heap_.empty()) return 0;
+    const int64_t first = heap_.front().time_ms;
+    return static_cast<size_t>(std::count_if(heap_.begin(), heap_.end(),
+                                             [&](const Entry& e) { return e.time_ms == first; }));
+  }
+
+  // take(index) of an event due first, moving the clock to its time.
+  // REQUIRES: index < due_count().
+  Payload take_due(size_t index) {
+    INBOXSIM_ASSERT(index < due_count());
+    const int64_t time_ms = heap_.front().time_ms;
+    Payload payload = take(index);
+    now_ms_ = std::max(now_ms_, time_ms);
+    return payload;
+  }
+
+  // Moves the clock to `time_ms` whatever is pending (a jump in a run without a clock, where
+  // every pending event may happen next anyway).
+  // REQUIRES: time_ms >= now_ms().
+  void jump_to(int64_t time_ms) {
+    INBOXSIM_ASSERT(time_ms >= now_ms_);
+    now_ms_ = time_ms;
+  }
+
   // Moves the clock forward with no event (an `advance` after the due events ran).
   // REQUIRES: time_ms >= now_ms(), and no event is due before time_ms.
   void advance_to(int64_t time_ms) {

@@ -46,7 +46,8 @@ constexpr std::array<std::string_view, kEventKindCount> kEventKindNames = {"step
                                                                            "retry",
                                                                            "error_queued",
                                                                            "publish_nacked",
-                                                                           "redrive"};
+                                                                           "redrive",
+                                                                           "index_restored"};
 
 }  // namespace
 

@@ -489,8 +489,8 @@ Step parse_advance(const Node& node) {
   return step;
 }
 
-constexpr std::array<std::string_view, 6> kStepKeys = {"transfer", "fault",      "run",
-                                                       "advance",  "drop_index", "redrive"};
+constexpr std::array<std::string_view, 8> kStepKeys = {
+    "transfer", "fault", "run", "advance", "drop_index", "redrive", "publish", "restore_index"};
 
 // The queues an operator can redrive: each work queue's dead-letter queue, and
 // account-service's error queue (the names World and Broker give them).
@@ -513,10 +513,69 @@ Step parse_redrive(const Node& node, const Context& context) {
   return step;
 }
 
+constexpr std::array<std::string_view, 4> kPublishKeys = {"exchange", "routing_key",
+                                                          "message_id", "body"};
+constexpr std::array<std::string_view, 5> kEnvelopeKeys = {"messageId", "type", "transferId",
+                                                           "occurredAt", "payload"};
+constexpr std::array<std::string_view, 4> kPayloadKeys = {"from", "to", "amount", "reason"};
+
+// A message published by hand (DESIGN §9.2), as RabbitMQ's management UI publishes one: an
+// exchange, a routing key, the message-id property and a body, which must be an envelope of
+// the bank's (DESIGN §1) about a transfer the story has.
+Step parse_publish(const Node& node, const Context& context) {
+  as_object(node, "{\"exchange\", \"routing_key\", \"message_id\", \"body\"}");
+  check_keys(node, kPublishKeys, "unknown key");
+  Step step;
+  step.kind = StepKind::publish;
+  step.exchange = "banking.events";
+  if (const Node exchange = field(node, "exchange"); exchange.value != nullptr) {
+    const std::string expected =
+        "\"banking.events\" (the bank's topic exchange) or \"\" (the default exchange, which "
+        "routes to the queue the routing key names)";
+    step.exchange = as_string(exchange, expected);
+    if (step.exchange != "banking.events" && !step.exchange.empty()) {
+      expect_failed(exchange, expected);
+    }
+  }
+  step.routing_key = as_string(field(node, "routing_key"), "a routing key (a string)");
+  if (step.routing_key.size() > 255) {
+    expect_failed(field(node, "routing_key"), "a routing key of at most 255 bytes");
+  }
+  Message& message = step.message;
+  message.message_id = as_name(field(node, "message_id"),
+                               "a message id of 1 to " + std::to_string(kNameBytesMax) + " bytes");
+  const Node body = field(node, "body");
+  as_object(body, "an envelope: {\"type\", \"transferId\", \"payload\": {\"from\", \"to\", "
+                  "\"amount\"}}");
+  check_keys(body, kEnvelopeKeys, "unknown key");
+  if (const Node id = field(body, "messageId"); id.value != nullptr) {
+    const std::string expected =
+        "the same id as message_id (" + quote_json(message.message_id) +
+        "): the bank's publishers set the envelope's messageId and the message-id property alike";
+    if (as_string(id, expected) != message.message_id) expect_failed(id, expected);
+  }
+  message.type = as_choice(field(body, "type"), parse_message_type,
+                           enum_names(kMessageTypeCount, message_type_name));
+  message.transfer = as_declared_transfer(field(body, "transferId"), context);
+  if (const Node at = field(body, "occurredAt"); at.value != nullptr) {
+    message.occurred_at_ms = as_integer(at, 0, kDurationMsMax);
+  }
+  const Node payload = field(body, "payload");
+  as_object(payload, "{\"from\", \"to\", \"amount\"}");
+  check_keys(payload, kPayloadKeys, "unknown key");
+  message.from = as_account(field(payload, "from"), context);
+  message.to = as_account(field(payload, "to"), context);
+  message.amount = as_integer(field(payload, "amount"), 0, kAmountMax);
+  if (const Node reason = field(payload, "reason"); reason.value != nullptr) {
+    message.reason = as_string(reason, "a string");
+  }
+  return step;
+}
+
 Step parse_step(const Node& node, Context& context) {
   const std::string expected =
       "a step: an object with exactly one of the keys transfer, fault, run, advance, drop_index, "
-      "redrive";
+      "redrive, publish, restore_index";
   const json& object = as_object(node, expected);
   check_keys(node, kStepKeys, "unknown step");
   if (object.size() != 1) {
@@ -537,6 +596,11 @@ Step parse_step(const Node& node, Context& context) {
     step = parse_advance(body);
   } else if (key == "redrive") {
     step = parse_redrive(body, context);
+  } else if (key == "publish") {
+    step = parse_publish(body, context);
+  } else if (key == "restore_index") {
+    step.kind = StepKind::restore_index;
+    step.index = as_index(body);
   } else {
     step.kind = StepKind::drop_index;
     step.index = as_index(body);
@@ -706,12 +770,37 @@ constexpr std::array<std::string_view, 10> kTopKeys = {
     "name",     "title", "description", "lesson", "seed",    "config",
     "accounts", "steps", "expect",      "schedule"};
 
-constexpr std::array<std::string_view, 3> kScheduleKeys = {"faults", "fault_kinds", "choices"};
+constexpr std::array<std::string_view, 6> kScheduleKeys = {"faults",   "fault_kinds", "choices",
+                                                           "stepwise", "clock",       "actions"};
 constexpr int64_t kScheduleFaultsMax = 16;
 constexpr int64_t kChoiceMax = 65535;
 
-// An explored order (DESIGN §8.3): {"faults": K, "fault_kinds": [...], "choices": [...]}.
-Schedule parse_schedule(const Node& node) {
+// A hand action of the playground: {"at": N, one of publish, drop_index, restore_index,
+// redrive, advance}.
+Schedule::Action parse_action(const Node& node, Context& context, size_t choices) {
+  const std::string expected =
+      "a hand action: {\"at\": N, and one of publish, drop_index, restore_index, redrive, "
+      "advance}";
+  const json& object = as_object(node, expected);
+  Schedule::Action action;
+  action.at = static_cast<size_t>(as_integer(field(node, "at"), 0, static_cast<int64_t>(choices)));
+  json rest = object;
+  rest.erase("at");
+  if (rest.size() != 1) fail(node.pointer, "expected " + expected);
+  const std::string key = rest.begin().key();
+  if (key != "publish" && key != "drop_index" && key != "restore_index" && key != "redrive" &&
+      key != "advance") {
+    fail(child_pointer(node.pointer, key),
+         "expected one of publish, drop_index, restore_index, redrive, advance (got " +
+             quote_json(key) + ")");
+  }
+  action.step = parse_step(Node{&rest, node.pointer}, context);
+  return action;
+}
+
+// An explored order (DESIGN §8.3): {"faults": K, "fault_kinds": [...], "choices": [...]}, and
+// the playground's "stepwise", "clock" and "actions" (§9.1).
+Schedule parse_schedule(const Node& node, Context& context) {
   as_object(node, "a schedule: an object with \"faults\", \"fault_kinds\" and \"choices\"");
   check_keys(node, kScheduleKeys, "unknown key");
   Schedule schedule;
@@ -737,6 +826,25 @@ Schedule parse_schedule(const Node& node) {
   for (size_t i = 0; i < choices.value->size(); ++i) {
     const Node item{&(*choices.value)[i], child_pointer(choices.pointer, i)};
     schedule.choices.push_back(static_cast<uint32_t>(as_integer(item, 0, kChoiceMax)));
+  }
+  const auto count = static_cast<int64_t>(schedule.choices.size());
+  if (const Node stepwise = field(node, "stepwise"); stepwise.value != nullptr) {
+    schedule.stepwise = static_cast<size_t>(as_integer(stepwise, 0, count));
+  }
+  if (const Node clock = field(node, "clock"); clock.value != nullptr) {
+    schedule.clocked = as_bool(clock);
+  }
+  if (const Node actions = field(node, "actions"); actions.value != nullptr) {
+    if (!actions.value->is_array()) expect_failed(actions, "an array of hand actions");
+    for (size_t i = 0; i < actions.value->size(); ++i) {
+      const Node item{&(*actions.value)[i], child_pointer(actions.pointer, i)};
+      schedule.actions.push_back(parse_action(item, context, schedule.choices.size()));
+      if (schedule.actions.size() > 1 && schedule.actions.back().at < schedule.actions[i - 1].at) {
+        fail(child_pointer(item.pointer, "at"),
+             "expected the actions in the order they are taken (at no less than " +
+                 std::to_string(schedule.actions[i - 1].at) + ")");
+      }
+    }
   }
   return schedule;
 }
@@ -778,13 +886,15 @@ Scenario parse_root(const json& root, const std::string& file_label) {
   if (const Node expect = field(node, "expect"); expect.value != nullptr) {
     scenario.expect = parse_expect(expect, context);
   }
-  scenario.accounts = std::move(context.accounts);
   if (const Node schedule = field(node, "schedule"); schedule.value != nullptr) {
-    scenario.schedule = parse_schedule(schedule);
-    if (const std::optional<Refusal> refusal = clockless_refusal(scenario)) {
-      fail(refusal->pointer, "expected " + refusal->expected + " (this file has a schedule)");
+    scenario.schedule = parse_schedule(schedule, context);
+    if (const std::optional<Refusal> refusal = clockless_refusal(scenario);
+        refusal && !scenario.schedule->clocked) {
+      fail(refusal->pointer, "expected " + refusal->expected +
+                                 " (this file has a schedule without \"clock\": true)");
     }
   }
+  scenario.accounts = std::move(context.accounts);
   return scenario;
 }
 

@@ -39,6 +39,12 @@ std::string describe_step(const Step& step) {
       return step.queue == "all" ? "redrive every error and dead-letter queue (an operator "
                                    "replays them)"
                                  : "redrive " + step.queue + " (an operator replays it)";
+    case StepKind::publish:
+      return "publish by hand: " + std::string(message_type_name(step.message.type)) + " " +
+             step.message.transfer + " (" + step.message.message_id + ") to " +
+             (step.exchange.empty() ? std::string("the default exchange") : step.exchange) +
+             ", routing key " + step.routing_key;
+    case StepKind::restore_index: return "restore index " + std::string(index_name(step.index));
   }
   INBOXSIM_ASSERT(false);
 }
@@ -80,8 +86,14 @@ void play_step(World& world, const Step& step) {
     case StepKind::advance: world.advance(step.ms); return;
     case StepKind::drop_index: world.drop_index(step.index); return;
     case StepKind::redrive: world.redrive(step.queue); return;
+    case StepKind::publish: world.publish_by_hand(step); return;
+    case StepKind::restore_index: world.restore_index(step.index); return;
   }
   INBOXSIM_ASSERT(false);
+}
+
+void play_story_end(World& world) {
+  while (!world.exploration_stopped() && world.take_due_actions()) world.run_until_quiescent();
 }
 
 namespace {
@@ -219,6 +231,7 @@ RunResult run_story(const Scenario& scenario, const std::function<std::optional<
     world.mark_step("run until quiescent (end of the scenario)");
     world.run_until_quiescent();
   }
+  if (scenario.schedule) play_story_end(world);
   RunResult result = world.finish();
   result.file = scenario.file;
   result.name = scenario.name;

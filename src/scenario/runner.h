@@ -44,6 +44,10 @@ class World;
 // Plays one step of a scenario in `world`.
 void play_step(World& world, const Step& step);
 
+// The story's end in a run that follows a schedule: the schedule's hand actions due there
+// (Schedule::actions), each followed by a run until quiescent.
+void play_story_end(World& world);
+
 // Plays `scenario` and returns what happened, expectations evaluated.
 RunResult run_scenario(const Scenario& scenario, const RunOptions& options);
 

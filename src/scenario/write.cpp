@@ -60,6 +60,13 @@ ordered_json step_to_json(const Step& step) {
     case StepKind::advance: out["advance"] = ordered_json{{"ms", step.ms}}; break;
     case StepKind::drop_index: out["drop_index"] = index_name(step.index); break;
     case StepKind::redrive: out["redrive"] = step.queue; break;
+    case StepKind::restore_index: out["restore_index"] = index_name(step.index); break;
+    case StepKind::publish:
+      out["publish"] = ordered_json{{"exchange", step.exchange},
+                                    {"routing_key", step.routing_key},
+                                    {"message_id", step.message.message_id},
+                                    {"body", ordered_json::parse(envelope_json(step.message))}};
+      break;
   }
   return out;
 }
@@ -124,6 +131,18 @@ ordered_json expect_to_json(const Expect& expect) {
 
 }  // namespace
 
+ordered_json actions_to_json(const Schedule& schedule) {
+  ordered_json actions = ordered_json::array();
+  for (const Schedule::Action& action : schedule.actions) {
+    ordered_json entry;
+    entry["at"] = action.at;
+    const ordered_json step = step_to_json(action.step);
+    for (auto item = step.begin(); item != step.end(); ++item) entry[item.key()] = item.value();
+    actions.push_back(std::move(entry));
+  }
+  return actions;
+}
+
 ordered_json scenario_to_json(const Scenario& scenario) {
   ordered_json out;
   out["name"] = scenario.name;
@@ -148,6 +167,9 @@ ordered_json scenario_to_json(const Scenario& scenario) {
       }
     }
     schedule["choices"] = scenario.schedule->choices;
+    if (scenario.schedule->stepwise > 0) schedule["stepwise"] = scenario.schedule->stepwise;
+    if (scenario.schedule->clocked) schedule["clock"] = true;
+    if (!scenario.schedule->actions.empty()) schedule["actions"] = actions_to_json(*scenario.schedule);
   }
   return out;
 }

@@ -18,4 +18,7 @@ namespace inboxsim {
 // fault has a service, every fault that needs a match has one).
 nlohmann::ordered_json scenario_to_json(const Scenario& scenario);
 
+// A schedule's hand actions as a file writes them: [{"at": N, STEP KEY: ...}, ...].
+nlohmann::ordered_json actions_to_json(const Schedule& schedule);
+
 }  // namespace inboxsim

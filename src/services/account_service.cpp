@@ -758,20 +758,27 @@ CleanupCounts AccountService::cleanup_inbox(int64_t as_of_ms) {
   return {deleted, outbox_deleted};
 }
 
-bool AccountService::drop_index(IndexName index) {
+std::optional<std::vector<std::string>> AccountService::drop_index(IndexName index) {
   switch (index) {
-    case IndexName::account_ledger:
+    case IndexName::account_ledger: {
+      std::vector<std::string> sql = index_statements(db_, {"ledger_transfer_type"});
       db_.exec("DROP INDEX IF EXISTS ledger_transfer_type");
-      return true;
-    case IndexName::account_inbox_state:
+      return sql;
+    }
+    case IndexName::account_inbox_state: {
+      std::vector<std::string> sql =
+          index_statements(db_, {"inbox_state_key", "inbox_documents_key"});
       // Dropped as the seed's experiment drops it: the key goes, lookups scan.
       db_.exec("DROP INDEX IF EXISTS inbox_state_key");
       db_.exec("DROP INDEX IF EXISTS inbox_documents_key");
-      return true;
-    case IndexName::transfer_processed_messages: return false;
+      return sql;
+    }
+    case IndexName::transfer_processed_messages: return std::nullopt;
   }
-  return false;
+  return std::nullopt;
 }
+
+void AccountService::create_index(const std::string& sql) { db_.exec(sql); }
 
 std::map<std::string, int64_t> AccountService::balances() {
   std::map<std::string, int64_t> out;

@@ -65,8 +65,12 @@ class AccountService : private ServiceCore {
   // Returns how many rows of each went.
   CleanupCounts cleanup_inbox(int64_t as_of_ms);
 
-  // Drops a unique index this service owns. Returns false if it has no such index.
-  bool drop_index(IndexName index);
+  // Drops a unique index this service owns; returns the statements that create it again (none
+  // when it was dropped already), or nothing if it has no such index.
+  std::optional<std::vector<std::string>> drop_index(IndexName index);
+  // Runs a statement drop_index returned (an operator puts the index back); throws
+  // SQLite::Exception when the rows no longer allow it (a unique index over duplicates).
+  void create_index(const std::string& sql);
 
   // Committed state, read from the database.
   std::map<std::string, int64_t> balances();

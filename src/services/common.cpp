@@ -103,6 +103,18 @@ std::vector<std::array<std::string, 3>> read_schema(Connection& connection) {
   return schema;
 }
 
+std::vector<std::string> index_statements(SQLite::Database& db,
+                                          std::initializer_list<const char*> names) {
+  std::vector<std::string> out;
+  SQLite::Statement query(db, "SELECT sql FROM sqlite_master WHERE type = 'index' AND name = ?");
+  for (const char* name : names) {
+    query.reset();
+    query.bind(1, name);
+    if (query.executeStep()) out.push_back(query.getColumn(0).getString());
+  }
+  return out;
+}
+
 int64_t schema_version(Connection& connection) {
   StatementUse version(connection.prepared("PRAGMA schema_version"));
   version->executeStep();

@@ -6,6 +6,7 @@
 
 #include <array>
 #include <functional>
+#include <initializer_list>
 #include <map>
 #include <memory>
 #include <string>
@@ -63,6 +64,9 @@ class Connection {
 // The schema of `connection`'s database (type, name and SQL of each entry, by type then name;
 // no SQL is ""), and its schema cookie, which SQLite changes whenever the schema changes.
 std::vector<std::array<std::string, 3>> read_schema(Connection& connection);
+// The CREATE statements of the named indexes that exist, in the order named.
+std::vector<std::string> index_statements(SQLite::Database& db,
+                                          std::initializer_list<const char*> names);
 int64_t schema_version(Connection& connection);
 
 // A statement prepared on its first use, then kept: a run prepares only what its

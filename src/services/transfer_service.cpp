@@ -439,11 +439,14 @@ CleanupCounts TransferService::cleanup_processed(int64_t as_of_ms) {
   return deleted;
 }
 
-bool TransferService::drop_index(IndexName index) {
-  if (index != IndexName::transfer_processed_messages) return false;
+std::optional<std::vector<std::string>> TransferService::drop_index(IndexName index) {
+  if (index != IndexName::transfer_processed_messages) return std::nullopt;
+  std::vector<std::string> sql = index_statements(db_, {"processed_messages_key"});
   db_.exec("DROP INDEX IF EXISTS processed_messages_key");
-  return true;
+  return sql;
 }
+
+void TransferService::create_index(const std::string& sql) { db_.exec(sql); }
 
 std::map<std::string, SagaState> TransferService::sagas() {
   std::map<std::string, SagaState> out;

@@ -15,6 +15,7 @@
 
 #include <functional>
 #include <map>
+#include <optional>
 #include <memory>
 #include <set>
 #include <string>
@@ -77,7 +78,12 @@ class TransferService : private ServiceCore {
   // sent time: the relay never reads a sent row again). Returns how many rows of each went.
   CleanupCounts cleanup_processed(int64_t as_of_ms);
 
-  bool drop_index(IndexName index);
+  // Drops a unique index this service owns; returns the statements that create it again (none
+  // when it was dropped already), or nothing if it has no such index.
+  std::optional<std::vector<std::string>> drop_index(IndexName index);
+  // Runs a statement drop_index returned (an operator puts the index back); throws
+  // SQLite::Exception when the rows no longer allow it (a unique index over duplicates).
+  void create_index(const std::string& sql);
 
   // Committed state, read from the database.
   std::map<std::string, SagaState> sagas();

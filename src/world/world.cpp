@@ -197,14 +197,14 @@ World::Instance& World::first_instance(ServiceId service) {
 
 // An exploration has no clock: the order of events is its choice, not a draw.
 int64_t World::latency_ms() {
-  if (explore_.enabled) return 0;
+  if (clockless()) return 0;
   return rng_.between(kLatencyMsMin, kLatencyMsMax);
 }
 
 // No draw at all when the work time is off, so that a run without it keeps the interleaving
 // (and the trace) it had before handlers took time.
 int64_t World::work_ms() {
-  if (config_.work_ms_max == 0 || explore_.enabled) return 0;
+  if (config_.work_ms_max == 0 || clockless()) return 0;
   return rng_.between(config_.work_ms_min, config_.work_ms_max);
 }
 
@@ -292,10 +292,13 @@ void World::arm_fault(const FaultSpec& fault) {
 
 void World::drop_index(IndexName index) {
   Instance& account = first_instance(ServiceId::account);
-  const bool on_account = account.account->drop_index(index);
+  std::optional<std::vector<std::string>> removed = account.account->drop_index(index);
+  const bool on_account = removed.has_value();
   Instance& transfer = first_instance(ServiceId::transfer);
-  const bool on_transfer = !on_account && transfer.transfer->drop_index(index);
-  INBOXSIM_ASSERT(on_account || on_transfer);
+  if (!on_account) removed = transfer.transfer->drop_index(index);
+  INBOXSIM_ASSERT(removed.has_value());
+  // Dropped twice, the first drop's statements are the ones that put it back.
+  if (!removed->empty()) dropped_[index] = std::move(*removed);
   // The first instance's connection runs the DROP INDEX; the database is the service's.
   TraceEvent event = instance_event(EventKind::index_dropped, now_ms(),
                                     on_account ? account.names.service : transfer.names.service,
@@ -304,6 +307,7 @@ void World::drop_index(IndexName index) {
 }
 
 bool World::step_once() {
+  if (explore_.enabled && !explore_stop_ && halted_reason_.empty()) take_due_actions();
   if (scheduler_.empty() || !halted_reason_.empty() || explore_stop_) return false;
   if (!explore_.enabled) {
     const Job job = scheduler_.pop();
@@ -311,8 +315,15 @@ bool World::step_once() {
     dispatch(job);
     return true;
   }
-  const size_t enabled = scheduler_.size();
   const size_t scheduled = explore_.schedule.choices.size();
+  if ((explore_.stop_at_schedule_end && explore_outcome_.consumed >= scheduled) ||
+      (explore_.choices_max > 0 && explore_outcome_.consumed >= scheduled &&
+       explore_outcome_.consumed + explore_outcome_.defaulted >= explore_.choices_max)) {
+    // The playground's moment: what can happen next is the page's to choose.
+    explore_stop_ = true;
+    return false;
+  }
+  const size_t enabled = choosable();
   if (explore_.stop_at_frontier && enabled > 1 && explore_outcome_.consumed == scheduled) {
     explore_outcome_.at_frontier = true;
     explore_outcome_.enabled = enabled;
@@ -362,7 +373,11 @@ bool World::step_once() {
     return false;
   }
   const bool last_choice = enabled > 1 && explore_outcome_.consumed + 1 == scheduled;
-  const size_t option = choose(enabled);
+  const size_t option = choose(enabled, true);
+  if (explore_.log_choices && !explore_outcome_.log.empty() && explore_outcome_.log.back().event &&
+      option < enabled) {
+    explore_outcome_.log.back().label = describe_job(scheduler_.pending()[option]).label;
+  }
   if (explore_stop_) return false;  // the schedule did not fit
   if (last_choice && explore_.stop_at_frontier) {
     // The node's own event: from here on, everything read or changed is its footprint.
@@ -376,7 +391,8 @@ bool World::step_once() {
 }
 
 void World::take_and_dispatch(size_t option) {
-  const Job job = scheduler_.take(option);
+  const Job job = clocked() ? scheduler_.take_due(option) : scheduler_.take(option);
+  if (clocked()) maybe_cleanup();
   if (explore_.check_void_events && void_forever(job)) {
     // void_forever mirrors the early return of each job's handler; this is where the two are
     // held to each other. (A fingerprint only reads: it adds nothing to the footprint.)
@@ -456,12 +472,44 @@ void World::touch_database(ServiceId service) {
   touch((uint64_t{2} << 56) | static_cast<uint64_t>(service));
 }
 
-uint32_t World::choose(size_t options) {
+bool World::stepwise_now() const {
+  const size_t consumed = explore_outcome_.consumed;
+  return consumed < explore_.schedule.stepwise ||
+         (explore_.stepwise_beyond && consumed >= explore_.schedule.choices.size());
+}
+
+size_t World::choosable() const {
+  return clocked() ? scheduler_.due_count() : scheduler_.size();
+}
+
+uint32_t World::choose(size_t options, bool event) {
   INBOXSIM_ASSERT(options >= 1);
-  if (options == 1) return 0;
+  const auto log = [&](uint32_t taken) {
+    if (!explore_.log_choices) return;
+    ChoiceRecord record;
+    record.position = explore_outcome_.consumed + explore_outcome_.defaulted;
+    record.options = static_cast<uint32_t>(options);
+    record.taken = taken;
+    record.event = event;
+    if (!event) {
+      record.fault_kind = pending_kind_;
+      record.label = pending_label_;
+    }
+    record.trace_events = trace_.events().size();
+    explore_outcome_.log.push_back(std::move(record));
+  };
+  if (options == 1 && !(event && stepwise_now())) {
+    if (event && explore_.log_every_point) {
+      log(0);
+      explore_outcome_.log.back().counted = false;
+    }
+    return 0;
+  }
   std::vector<uint32_t>& choices = explore_.schedule.choices;
   if (explore_outcome_.consumed < choices.size()) {
-    const uint32_t choice = choices[explore_outcome_.consumed++];
+    const uint32_t choice = choices[explore_outcome_.consumed];
+    log(choice);
+    ++explore_outcome_.consumed;
     if (choice < options) return choice;
     explore_outcome_.misfit = true;
     explore_stop_ = true;
@@ -471,18 +519,24 @@ uint32_t World::choose(size_t options) {
     return 0;
   }
   if (explore_.stop_at_frontier) explore_outcome_.defaults.push_back(static_cast<uint32_t>(options));
+  log(0);
+  ++explore_outcome_.defaulted;
   return 0;
 }
 
 bool World::may_inject(FaultKind kind) const {
-  return explore_.enabled && explore_.schedule.fault_kinds[static_cast<size_t>(kind)] &&
-         explore_outcome_.faults_injected < explore_.schedule.faults && !explore_stop_;
+  if (!explore_.enabled || explore_stop_) return false;
+  // Step by step, every fault that needs no clock may strike anywhere (the playground).
+  if (stepwise_now()) return explorable_fault_kind(kind);
+  return explore_.schedule.fault_kinds[static_cast<size_t>(kind)] &&
+         explore_outcome_.faults_injected < explore_.schedule.faults;
 }
 
 std::optional<FaultSpec> World::take_fault(FaultKind kind, ServiceId service, int64_t instance,
                                            const Message& message) {
   if (recording_ && !faults_.empty()) touch(uint64_t{4} << 56);
   if (auto fired = faults_.take(kind, service, instance, message)) return fired;
+  if (explore_.log_choices) log_fault_point(kind, service, instance, std::nullopt, &message);
   std::optional<FaultSpec> fault = inject_fault(kind, service, instance);
   if (fault) {
     fault->has_match = true;
@@ -497,6 +551,7 @@ std::optional<FaultSpec> World::take_fault_at(FaultKind kind, ServiceId service,
                                               const Message* message) {
   if (recording_ && !faults_.empty()) touch(uint64_t{4} << 56);
   if (auto fired = faults_.take_at(kind, service, instance, point, message)) return fired;
+  if (explore_.log_choices) log_fault_point(kind, service, instance, point, message);
   std::optional<FaultSpec> fault = inject_fault(kind, service, instance);
   if (fault) fault->at = point;
   return fault;
@@ -504,8 +559,10 @@ std::optional<FaultSpec> World::take_fault_at(FaultKind kind, ServiceId service,
 
 // In an exploration with faults left, the explorer's choice: a fault of `kind` here, or not.
 std::optional<FaultSpec> World::inject_fault(FaultKind kind, ServiceId service, int64_t instance) {
+  const bool stepwise = stepwise_now();
   if (!may_inject(kind) || choose(2) == 0) return std::nullopt;
-  ++explore_outcome_.faults_injected;
+  // The playground's faults are its moves, not the explorer's budget.
+  if (!stepwise) ++explore_outcome_.faults_injected;
   FaultSpec fault;
   fault.kind = kind;
   fault.service = service;
@@ -530,7 +587,8 @@ void World::run_for(int64_t ms) {
   INBOXSIM_ASSERT(ms >= 0);
   const int64_t target = now_ms() + ms;
   int64_t processed = 0;
-  while (!scheduler_.empty() && scheduler_.next_time_ms() <= target && halted_reason_.empty()) {
+  while (!scheduler_.empty() && scheduler_.next_time_ms() <= target && halted_reason_.empty() &&
+         !explore_stop_) {
     if (processed++ >= kEventsPerRunMax) {
       // A livelock inside a timed run: leave the rest for the final run, whose bound
       // reports it as a termination violation.
@@ -539,7 +597,8 @@ void World::run_for(int64_t ms) {
     }
     step_once();
   }
-  if (!halted_reason_.empty()) return;  // the clock stays where the run stopped
+  // The clock stays where the run stopped.
+  if (!halted_reason_.empty() || explore_stop_) return;
   scheduler_.advance_to(target);
   maybe_cleanup();
 }
@@ -549,6 +608,13 @@ void World::advance(int64_t ms) {
                                     "virtual time jumps " + std::to_string(ms) + " ms");
   event.amount = ms;
   record(std::move(event));
+  if (clockless()) {
+    // No clock decides the order here: the clock jumps, and every pending event may still
+    // happen next (retention windows measure from it).
+    scheduler_.jump_to(now_ms() + ms);
+    maybe_cleanup();
+    return;
+  }
   run_for(ms);
 }
 
@@ -1024,6 +1090,7 @@ Suspend World::between_steps(size_t index, CrashPointSet points, const Message& 
   INBOXSIM_ASSERT(current_handler_ != 0);
   const Instance& instance = instances_[index];
   handlers_.at(current_handler_).resume = resume;
+  handlers_.at(current_handler_).last_points = points;
   for (size_t point = 0; point < kCrashPointCount; ++point) {
     if (points.contains(static_cast<CrashPoint>(point))) {
       crash_point(index, static_cast<CrashPoint>(point), &message);
@@ -1041,7 +1108,7 @@ Suspend World::between_steps(size_t index, CrashPointSet points, const Message& 
   const int64_t work = work_ms();
   const int64_t start_ms = paused(instance) ? instance.paused_until_ms : now_ms();
   // In an exploration every step is an event of its own: others may happen in between.
-  if (start_ms + work == now_ms() && !explore_.enabled) return Suspend{false};
+  if (start_ms + work == now_ms() && !clockless()) return Suspend{false};
   Job job = Job::of_instance(JobKind::resume, index);
   job.handler = current_handler_;
   schedule(start_ms + work, job);
@@ -1051,6 +1118,7 @@ Suspend World::between_steps(size_t index, CrashPointSet points, const Message& 
 Suspend World::lock_row(size_t index, const std::string& key, uint64_t resume) {
   INBOXSIM_ASSERT(current_handler_ != 0);
   handlers_.at(current_handler_).resume = resume;
+  handlers_.at(current_handler_).last_points = CrashPointSet();
   const Instance& instance = instances_[index];
   RowLocks& locks = locks_of(instance.service);
   const std::optional<uint64_t> holder = locks.owner(key);
@@ -1255,7 +1323,7 @@ void World::schedule_relay_poll(size_t index) {
   Instance& instance = instances_[index];
   if (instance.relay_poll_scheduled || !instance.up) return;
   schedule_loop(index, JobKind::relay_poll, instance.relay_poll_scheduled,
-                explore_.enabled ? 0 : rng_.between(kRelayPollMsMin, kRelayPollMsMax));
+                clockless() ? 0 : rng_.between(kRelayPollMsMin, kRelayPollMsMax));
 }
 
 void World::schedule_account_outbox_sweep(size_t index) {
@@ -1462,7 +1530,19 @@ RunResult World::finish() {
     for (const ParkedMessage& parked : broker_.parked()) visit(parked_ref(parked));
   };
   checker_.check_final(final_state, now_ms());
+  return result_so_far();
+}
 
+RunResult World::snapshot() { return result_so_far(); }
+
+RunResult World::result_so_far() {
+  Instance& account = first_instance(ServiceId::account);
+  Instance& transfer = first_instance(ServiceId::transfer);
+  const auto parked_ref = [](const ParkedMessage& parked) {
+    return ParkedMessageRef{parked.queue, parked.message->transfer,
+                            std::string(message_type_name(parked.message->type)),
+                            parked.message->message_id};
+  };
   RunResult result;
   result.config = config_to_json(config_);
   result.trace_hash = trace_.hash_hex();
@@ -1481,7 +1561,7 @@ RunResult World::finish() {
     }
   }
   for (const auto& [name, spec] : accounts_) result.opening_balances[name] = spec.balance;
-  result.balances = final_state.balances;
+  result.balances = account.account->balances();
   if (keep_final_tables_) {
     result.transfers = transfer.transfer->sagas();
     result.transfer_amounts = transfer_amounts_;
@@ -1502,6 +1582,265 @@ RunResult World::finish() {
   result.envelopes = publications_.envelopes();
   if (rows_) result.rows = rows_->finish(broker_);
   return result;
+}
+
+}  // namespace inboxsim
+
+namespace inboxsim {
+
+// ---- the playground ----------------------------------------------------------------------------
+
+bool World::take_due_actions() {
+  const std::vector<Schedule::Action>& actions = explore_.schedule.actions;
+  const size_t position = explore_outcome_.consumed + explore_outcome_.defaulted;
+  bool took = false;
+  while (next_action_ < actions.size() && actions[next_action_].at <= position &&
+         halted_reason_.empty() && !explore_stop_) {
+    if (explore_.log_choices) {
+      ChoiceRecord record;
+      record.position = position;
+      record.counted = false;
+      record.action = static_cast<int64_t>(next_action_);
+      record.trace_events = trace_.events().size();
+      explore_outcome_.log.push_back(std::move(record));
+    }
+    const Step& step = actions[next_action_++].step;
+    took = true;
+    switch (step.kind) {
+      case StepKind::publish: publish_by_hand(step); break;
+      case StepKind::drop_index: drop_index(step.index); break;
+      case StepKind::restore_index: restore_index(step.index); break;
+      case StepKind::redrive: redrive(step.queue); break;
+      case StepKind::advance: advance(step.ms); break;
+      case StepKind::transfer:
+      case StepKind::fault:
+      case StepKind::run: INBOXSIM_ASSERT(false);  // the parser takes no such hand action
+    }
+  }
+  return took;
+}
+
+void World::restore_index(IndexName index) {
+  const bool on_account = index != IndexName::transfer_processed_messages;
+  Instance& instance = first_instance(on_account ? ServiceId::account : ServiceId::transfer);
+  std::string detail(index_name(index));
+  const auto found = dropped_.find(index);
+  if (found == dropped_.end()) {
+    detail += ": not dropped, nothing to restore";
+  } else {
+    try {
+      for (const std::string& sql : found->second) {
+        if (on_account) {
+          instance.account->create_index(sql);
+        } else {
+          instance.transfer->create_index(sql);
+        }
+      }
+      dropped_.erase(found);
+      detail += ": restored";
+    } catch (const SQLite::Exception& error) {
+      // Postgres refuses CREATE UNIQUE INDEX over duplicate keys the same way.
+      detail += ": cannot be restored, the rows written meanwhile break it (" +
+                std::string(error.what()) + "); it stays dropped";
+    }
+  }
+  record(instance_event(EventKind::index_restored, now_ms(), instance.names.service,
+                        std::move(detail)));
+}
+
+void World::publish_by_hand(const Step& step) {
+  auto message = std::make_shared<Message>(step.message);
+  TraceEvent event = event_about(EventKind::publish, now_ms(), participant::operator_, *message);
+  event.target = participant::broker;
+  event.detail = "by hand to " +
+                 (step.exchange.empty() ? std::string("the default exchange") : step.exchange) +
+                 ", routing key " + step.routing_key;
+  record(std::move(event));
+  publications_.record(message, true);
+  const size_t routed = broker_.publish(message, step.routing_key, step.exchange.empty());
+  if (routed == 0) {
+    mark_step("(the routing key " + step.routing_key +
+              " reaches no queue: the broker drops the message, as RabbitMQ drops an unroutable "
+              "one published without `mandatory`)");
+  }
+  pump();
+}
+
+std::vector<World::InstanceState> World::instance_states() const {
+  std::vector<InstanceState> out;
+  for (const Instance& instance : instances_) {
+    out.push_back(InstanceState{instance.names.service, instance.up, paused(instance)});
+  }
+  return out;
+}
+
+std::vector<IndexName> World::dropped_indexes() const {
+  std::vector<IndexName> out;
+  for (const auto& [index, sql] : dropped_) out.push_back(index);
+  return out;
+}
+
+std::string World::fault_label(FaultKind kind, ServiceId service, int64_t instance,
+                               std::optional<CrashPoint> point, const Message* message) const {
+  std::string who(service_name(service));
+  for (const Instance& candidate : instances_) {
+    if (candidate.service == service && (instance == 0 || candidate.number == instance)) {
+      who = candidate.names.service;
+      break;
+    }
+  }
+  const std::string about =
+      message == nullptr ? std::string()
+                         : std::string(message_type_name(message->type)) + " " +
+                               message->transfer + " (" + message->message_id + ")";
+  switch (kind) {
+    case FaultKind::crash:
+      return who + " crashes here, at " + std::string(crash_point_name(*point)) +
+             (about.empty() ? "" : ", handling " + about);
+    case FaultKind::duplicate: return "the broker gets a second copy of " + about;
+    case FaultKind::drop_ack: return "the ack of " + about + " is lost: " + who + "'s connection resets";
+    case FaultKind::drop_connection: return who + "'s connection drops while it has " + about;
+    case FaultKind::nack: return who + "'s handler of " + about + " fails (a transient error): nack";
+    case FaultKind::lose_confirm:
+      return "the publisher confirm of " + about + " is lost: " + who + "'s channel closes";
+    case FaultKind::publish_nack: return "the broker refuses " + about + " (basic.nack)";
+    case FaultKind::delay:
+    case FaultKind::pause: break;
+  }
+  return std::string(fault_kind_name(kind)) + " " + about;
+}
+
+void World::log_fault_point(FaultKind kind, ServiceId service, int64_t instance,
+                            std::optional<CrashPoint> point, const Message* message) {
+  if (!explorable_fault_kind(kind) || !explore_.enabled || explore_stop_) return;
+  if (may_inject(kind)) {  // inject_fault's choice logs it, with these words
+    pending_kind_ = fault_kind_name(kind);
+    pending_label_ = fault_label(kind, service, instance, point, message);
+    return;
+  }
+  if (!explore_.log_every_point) return;
+  ChoiceRecord record;
+  record.position = explore_outcome_.consumed + explore_outcome_.defaulted;
+  record.options = 2;
+  record.fault_kind = fault_kind_name(kind);
+  record.counted = false;
+  record.trace_events = trace_.events().size();
+  explore_outcome_.log.push_back(std::move(record));
+}
+
+std::vector<PendingEvent> World::pending_events() const {
+  std::vector<PendingEvent> out;
+  const std::vector<Job> jobs = scheduler_.pending();
+  const size_t count = choosable();
+  for (size_t option = 0; option < count && option < jobs.size(); ++option) {
+    out.push_back(describe_job(jobs[option]));
+  }
+  return out;
+}
+
+PendingEvent World::describe_job(const Job& job) const {
+  {
+    const Instance& instance = instances_[job.instance];
+    PendingEvent event;
+    event.participant = instance.names.service;
+    const auto about = [](const MessagePtr& message) {
+      return message == nullptr ? std::string()
+                                : std::string(message_type_name(message->type)) + " " +
+                                      message->transfer + " (" + message->message_id + ")";
+    };
+    const bool gone = void_forever(job);
+    switch (job.kind) {
+      case JobKind::deliver: {
+        event.kind = "deliver";
+        const Delivery& delivery = in_flight_.at(job.delivery_id);
+        event.message = delivery.message;
+        event.participant = consumers_[delivery.consumer].participant;
+        event.label = std::string(delivery.redelivered ? "redelivery" : "delivery") + " of " +
+                      about(delivery.message) + " reaches " + event.participant;
+        break;
+      }
+      case JobKind::ack:
+      case JobKind::nack: {
+        event.kind = job.kind == JobKind::ack ? "ack" : "nack";
+        event.participant = consumers_[job.consumer].participant;
+        for (const QueueEntry& entry : broker_.contents()) {
+          if (entry.state == "unacked" && entry.consumer == consumers_[job.consumer].participant &&
+              entry.delivery_tag == job.delivery_tag) {
+            event.message = entry.message;
+          }
+        }
+        event.label = "the " + event.kind + " of " +
+                      (event.message ? about(event.message)
+                                     : "delivery tag " + std::to_string(job.delivery_tag)) +
+                      " from " + event.participant + " reaches the broker";
+        break;
+      }
+      case JobKind::confirm:
+      case JobKind::publish_nack: {
+        event.kind = job.kind == JobKind::confirm ? "confirm" : "publish_nack";
+        event.participant = instance.names.relay.empty() ? instance.names.service : instance.names.relay;
+        const auto found = awaiting_confirm_.find({job.instance, job.outbox_seq});
+        if (found != awaiting_confirm_.end()) event.message = found->second;
+        event.label = std::string(job.kind == JobKind::confirm ? "the publisher confirm"
+                                                               : "the broker's nack") +
+                      " of " +
+                      (event.message ? about(event.message)
+                                     : "outbox row " + std::to_string(job.outbox_seq)) +
+                      " reaches " + event.participant;
+        break;
+      }
+      case JobKind::relay_poll:
+        event.kind = "relay_poll";
+        event.participant = instance.names.relay;
+        event.label = std::string(instance.names.relay) + " polls the outbox";
+        break;
+      case JobKind::account_sweep:
+        event.kind = "outbox_sweep";
+        event.label = event.participant + " runs its outbox delivery loop";
+        break;
+      case JobKind::restart:
+        event.kind = "restart";
+        event.label = event.participant + " restarts";
+        break;
+      case JobKind::reconnect:
+        event.kind = "reconnect";
+        event.label = event.participant + " reopens its connection";
+        break;
+      case JobKind::resume:
+      case JobKind::retry: {
+        event.kind = job.kind == JobKind::resume ? "step" : "retry";
+        const auto found = handlers_.find(job.handler);
+        if (found != handlers_.end()) {
+          event.message = found->second.delivery.message;
+          event.participant = consumers_[found->second.delivery.consumer].participant;
+        }
+        std::string where;
+        if (found != handlers_.end() && job.kind == JobKind::resume) {
+          for (size_t point = 0; point < kCrashPointCount; ++point) {
+            if (!found->second.last_points.contains(static_cast<CrashPoint>(point))) continue;
+            where += (where.empty() ? "" : " / ") +
+                     std::string(crash_point_name(static_cast<CrashPoint>(point)));
+          }
+          where = where.empty() ? " (its lock granted)" : " (after " + where + ")";
+        }
+        event.label = event.participant +
+                      (job.kind == JobKind::resume ? " takes the next step of its handler of "
+                                                   : " retries its handler of ") +
+                      about(event.message) + where;
+        break;
+      }
+      case JobKind::heartbeat_timeout:
+        event.kind = "heartbeat_timeout";
+        event.label = "the broker gives up on " + event.participant + "'s silent connection";
+        break;
+      case JobKind::pause_end:
+        event.kind = "pause_end";
+        event.label = event.participant + " goes on after its pause";
+        break;
+    }
+    if (gone) event.label += " (void: its target is gone, it changes nothing)";
+    return event;
+  }
 }
 
 }  // namespace inboxsim

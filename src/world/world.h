@@ -62,6 +62,43 @@ struct ExploreControl {
   // With continue_alone: a state the explorer has already explored, where a run stops instead
   // of going on (the explorer would take nothing from it).
   std::function<bool(const Fingerprint&)> explored;
+  // The playground (DESIGN §9.1): stop at the first moment between two events past the
+  // schedule (its hand actions due there taken first), to show what can happen next.
+  bool stop_at_schedule_end = false;
+  // Past the schedule too, choices are made step by step (Schedule::stepwise), option 0 each:
+  // the playground's look at the faults that can strike during one event.
+  bool stepwise_beyond = false;
+  // Keep a record of every choice the run makes (ExploreOutcome::log), with what it is.
+  bool log_choices = false;
+  // With log_choices: also every place where the playground would offer a choice and this run
+  // has none (an event alone, a fault outside the kinds or the budget), as option 0 of it:
+  // the log is then the run's schedule taken step by step (play/moment.h stepwise_schedule).
+  bool log_every_point = false;
+  // Stop past the schedule once this many choices were made (0: no bound): a playground
+  // request is bounded in work and in the schedule it sends back.
+  size_t choices_max = 0;
+};
+
+// One choice an explored run made (ExploreControl::log_choices): which option of how many, and
+// whether it chose an event (which one is the pending events' business) or a fault.
+struct ChoiceRecord {
+  size_t position = 0;  // its index among the choices, those past the schedule counted too
+  uint32_t options = 0;
+  uint32_t taken = 0;
+  bool event = false;
+  std::string fault_kind;   // a fault choice: its kind's name
+  std::string label;        // a fault choice: what striking there does, in words
+  size_t trace_events = 0;  // the events in the trace when the choice was made
+  bool counted = true;      // false: a place with no choice (ExploreControl::log_every_point)
+  int64_t action = -1;      // not a choice: the schedule's hand action of this index was taken
+};
+
+// An event that can happen next, in words (the playground's buttons).
+struct PendingEvent {
+  std::string kind;         // deliver, ack, nack, confirm, publish_nack, relay_poll, ...
+  std::string label;        // what happens when it is taken
+  std::string participant;  // whose event it is
+  MessagePtr message;       // the message it is about, if any
 };
 
 // Where an explored run stopped, for the explorer.
@@ -82,6 +119,10 @@ struct ExploreOutcome {
   bool recorded = false;
   Fingerprint transition;
   std::vector<uint64_t> footprint;
+  // ExploreControl::log_choices: every choice made, in order.
+  std::vector<ChoiceRecord> log;
+  // Choices made past the schedule (option 0 each): its end plus these is where the run is.
+  size_t defaulted = 0;
   // At the frontier: an event that commutes with every event that can still happen in this
   // run (an ack or a publisher confirm no fault left can race), so that taking it alone loses
   // no order: a persistent set of one (docs/model.md, "Exploration"). -1: none.
@@ -130,6 +171,11 @@ class World {
   void request_transfer(const TransferSpec& transfer);
   void arm_fault(const FaultSpec& fault);
   void drop_index(IndexName index);
+  // Puts back an index drop_index removed (DESIGN §9.2); a unique index that the rows written
+  // meanwhile no longer allow stays dropped, and the trace says why.
+  void restore_index(IndexName index);
+  // A person publishes a message by hand (DESIGN §9.2: a `publish` step).
+  void publish_by_hand(const Step& step);
   // An operator moves every message of an error or dead-letter queue back to its queue
   // ("all": of every such queue).
   void redrive(const std::string& queue);
@@ -141,6 +187,32 @@ class World {
 
   // Checks the final state and returns everything the run produced.
   RunResult finish();
+  // Everything the run has produced so far, without the checks of the end (the playground's
+  // view of a moment in the middle of a story).
+  RunResult snapshot();
+
+  // The playground: takes the hand actions of the schedule due at this point (between two
+  // events, or at the story's end); whether it took any.
+  bool take_due_actions();
+  // What can happen next, in the order a choice names it (the first is option 0).
+  std::vector<PendingEvent> pending_events() const;
+  // The schedule's hand actions taken so far.
+  size_t actions_taken() const { return next_action_; }
+  // Whether the story is stopped at a moment with events pending.
+  bool events_pending() const { return !scheduler_.empty(); }
+  int64_t clock_ms() const { return now_ms(); }
+  // Every queue's messages now (Broker::contents), the instances and the indexes dropped.
+  std::vector<QueueEntry> queue_contents() const { return broker_.contents(); }
+  struct InstanceState {
+    std::string_view name;
+    bool up = true;
+    bool paused = false;
+  };
+  std::vector<InstanceState> instance_states() const;
+  std::vector<IndexName> dropped_indexes() const;
+  std::vector<std::string> parking_queues() const { return broker_.parking_queues(); }
+  // The envelope of each message published so far, by message id (a hand publish's template).
+  std::map<std::string, std::string> envelopes() const { return publications_.envelopes(); }
 
   Trace& trace() { return trace_; }
 
@@ -244,6 +316,7 @@ class World {
     Task<Outcome> task;
     size_t attempt = 0;  // 0 for the first, then one per retry
     uint64_t resume = 0;  // where it waits and what it still needs (ServiceHost::between_steps)
+    CrashPointSet last_points;  // the names of the step boundary it waits at (none: a lock)
   };
 
   // Wiring.
@@ -295,8 +368,26 @@ class World {
   template <typename Fn>
   void guarded(size_t instance, Fn&& fn);
 
-  // Exploration: the next choice among `options` (DESIGN §8.3).
-  uint32_t choose(size_t options);
+  // Exploration: the next choice among `options` (DESIGN §8.3); `event` when it chooses which
+  // pending event happens next (step by step, even one is a choice).
+  uint32_t choose(size_t options, bool event = false);
+  // Whether the next choice is made step by step (Schedule::stepwise, the playground's moves).
+  bool stepwise_now() const;
+  // A run with a clock whose events are still chosen (Schedule::clocked).
+  bool clocked() const { return explore_.enabled && explore_.schedule.clocked; }
+  bool clockless() const { return explore_.enabled && !explore_.schedule.clocked; }
+  // How many pending events a choice is among: every one without a clock, those due first with.
+  size_t choosable() const;
+  PendingEvent describe_job(const Job& job) const;
+  void log_fault_point(FaultKind kind, ServiceId service, int64_t instance,
+                       std::optional<CrashPoint> point, const Message* message);
+  std::string fault_label(FaultKind kind, ServiceId service, int64_t instance,
+                          std::optional<CrashPoint> point, const Message* message) const;
+  std::string pending_label_;  // the fault choice being made, for the log
+  std::string pending_kind_;
+  size_t next_action_ = 0;      // the schedule's hand actions taken so far
+  std::map<IndexName, std::vector<std::string>> dropped_;  // what drop_index removed
+  RunResult result_so_far();
   // A scripted fault of `kind` that fires on this event, or, in an exploration with faults
   // left, one the explorer chooses to inject here.
   std::optional<FaultSpec> take_fault(FaultKind kind, ServiceId service, int64_t instance,
