@@ -306,6 +306,11 @@ def run(page, url, screenshot):
         raise Failure('the crash branch did not end with every invariant holding')
     print('play_browser: ok: %r at %s: redelivered (row %d), deduped (row %d)'
           % (crash, at, lanes['redelivered'] + 1, lanes['dedupe'] + 1))
+    # The picture for the README: the redelivery selected, its envelope beside it.
+    page.click('#swimlanes g.ev[data-i="%d"] .hit' % lanes['redelivered'], 'the redelivery in the swimlane')
+    page.wait("!!document.getElementById('envelope')", 'the envelope of the redelivery', 5)
+    page.screenshot(screenshot)
+    print('play_browser: screenshot: %s' % screenshot)
 
     # 3. Back with the Left key, then another choice there: a third branch.
     before = counter(page)
@@ -387,7 +392,7 @@ def run(page, url, screenshot):
     page.call('Page.navigate', url=link)
     page.wait("document.body && %s >= 1 && %s" % (RENDERS, IDLE), 'the link to open', 20)
     reopened = counter(page)
-    if reopened.split(' · ')[0:2] != where.split(' · ')[0:2]:
+    if reopened.split(' · ')[0] != where.split(' · ')[0]:
         raise Failure('the link opened %r, not the moment it was taken at (%r)' % (reopened, where))
     print('play_browser: ok: the link reopened %s' % reopened)
 
@@ -395,8 +400,6 @@ def run(page, url, screenshot):
     wide = page.js('document.documentElement.scrollWidth')
     if wide > 1280:
         raise Failure('the page scrolls sideways at 1280x720 (%d px wide)' % wide)
-    page.screenshot(screenshot)
-    print('play_browser: screenshot: %s' % screenshot)
     page.js('1')  # collect any late console messages
     banner = page.js("document.getElementById('banner').hidden ? '' : document.getElementById('banner-text').textContent")
     if banner:
