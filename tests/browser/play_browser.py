@@ -15,7 +15,9 @@ real mouse events and pressing real keys:
      and sees the redelivery deduplicated in the swimlane (a new branch);
   3. steps back with the Left key and forks a third branch by taking another choice;
   4. asks "can it still break from here?" near the end of the happy path and sees PROVEN;
-  5. clicks a delivery in the swimlane and sees its envelope;
+  5. clicks a delivery in the swimlane and sees its envelope; publishes a copy of a message by
+     hand from the Hand panel, runs on, and sees it deduplicated;
+  6. saves the scenario file (a download) and reopens the moment from the page's address;
 and checks that the console stayed free of errors and the error banner never showed. It saves
 a screenshot at 1280x720. Exit 0 when all hold, 1 with a message when one does not, 77 (ctest's
 "skipped") when Chromium is not installed. Bounded: ~90 s, then everything is killed.
@@ -366,6 +368,23 @@ def run(page, url, screenshot):
     if '{' not in envelope:
         raise Failure('the envelope shown is not JSON: %r' % envelope[:200])
     print('play_browser: ok: envelope shown (%d characters)' % len(envelope))
+
+    # 5b. A duplicate by hand: m-1 published again from the Hand panel, then run on: deduped.
+    page.click('.tabs button[data-tab="hand"]', 'the Hand tab')
+    page.wait("document.getElementById('h-id').value !== ''", 'a publish template', 5)
+    rows_before = page.js("document.querySelectorAll('#swimlanes g.ev').length")
+    act(page, lambda: page.click('#h-publish', 'Publish'), 'the publication by hand')
+    act(page, lambda: page.click('#b-run', 'Run on'), 'run on after the publication', 30)
+    hand = page.js('''(function () {
+        var rows = Array.prototype.slice.call(document.querySelectorAll('#swimlanes g.ev')).slice(%d);
+        return {copy: rows.some(function (g) { return /publish COPY/.test(g.textContent); }),
+                dedupe: rows.some(function (g) { return g.classList.contains('k-dedupe_hit'); }),
+                rows: rows.length, verdict: document.getElementById('verdict').getAttribute('data-verdict')};
+    })()''' % rows_before)
+    if not hand['copy'] or not hand['dedupe'] or hand['verdict'] != 'pass':
+        raise Failure('publishing %s again by hand and running on: %s (want the copy, a dedupe hit, every invariant holding)'
+                      % (page.js("document.getElementById('h-id').value"), hand))
+    print('play_browser: ok: a copy published by hand was deduped (%d new rows)' % hand['rows'])
 
     # 6. Keep and share: Save downloads the scenario file; the address opens the same moment.
     downloads = tempfile.mkdtemp(prefix='inboxsim-play-downloads.')
