@@ -6,10 +6,11 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-# The last line is for the man page and the .deb: help2man makes the page at build time, groff
+# libcpp-httplib-dev is the playground's HTTP server (`inboxsim play`). The last line is for the
+# man page and the .deb: help2man makes the page at build time, groff
 # checks it, and cpack needs dpkg-shlibdeps (dpkg-dev) and file to work out the Depends.
-packages=(cmake make g++ libsqlitecpp-dev libsqlite3-dev libcli11-dev nlohmann-json3-dev catch2
-          sqlite3 python3
+packages=(cmake make g++ pkg-config libsqlitecpp-dev libsqlite3-dev libcli11-dev nlohmann-json3-dev
+          catch2 libcpp-httplib-dev sqlite3 python3
           help2man groff-base dpkg-dev file)
 # shellcheck disable=SC2206
 packages+=(${INBOXSIM_EXTRA_PACKAGES:-})

@@ -1,6 +1,7 @@
 // The fake broker must behave like RabbitMQ where the inbox pattern depends on it: routing,
 // delivery tags, the redelivered flag, x-delivery-count, prefetch, requeue on connection close,
 // and dead-lettering past the delivery limit.
+#include <algorithm>
 #include <catch2/catch.hpp>
 
 #include "broker/broker.h"
@@ -404,4 +405,65 @@ TEST_CASE("a rejected delivery is dead-lettered with reason rejected, on either 
     REQUIRE(next.size() == 1);
     REQUIRE(next[0].message->message_id == "m-2");
   }
+}
+
+TEST_CASE("without a dead-letter exchange a quorum queue drops a message past its limit",
+          "[broker][dead_letter]") {
+  std::vector<TraceEvent> events;
+  Broker broker{[&](TraceEvent event) { events.push_back(std::move(event)); }, /*prefetch=*/2,
+                /*delivery_limit=*/3, /*quorum=*/true, /*dead_letter_exchange=*/false};
+  const size_t queue = broker.declare_queue("account-service", {"transfers.#"});
+  const size_t consumer = broker.add_consumer("account-service", queue);
+  broker.publish(message("m-1"));
+  // limit + 1 deliveries, every one nacked: the fourth return is past the limit.
+  for (int delivery = 1; delivery <= 4; ++delivery) {
+    std::vector<Delivery> out;
+    broker.pump(out);
+    REQUIRE(out.size() == 1);
+    REQUIRE(out[0].delivery_count == delivery - 1);
+    REQUIRE(broker.nack(consumer, out[0].channel, out[0].delivery_tag, 10).has_value());
+  }
+  std::vector<Delivery> out;
+  broker.pump(out);
+  REQUIRE(out.empty());
+  REQUIRE(broker.ready_messages() == 0);
+  REQUIRE(broker.parked().empty());  // no queue holds it: nothing for an operator to redrive
+  REQUIRE(broker.parked_totals().empty());
+  const auto dropped = std::count_if(events.begin(), events.end(), [](const TraceEvent& e) {
+    return e.kind == EventKind::dropped && e.message_id == "m-1";
+  });
+  REQUIRE(dropped == 1);
+  REQUIRE(std::none_of(events.begin(), events.end(),
+                       [](const TraceEvent& e) { return e.kind == EventKind::dead_letter; }));
+}
+
+TEST_CASE("the consumer timeout falls on the first channel tick past the oldest delivery's limit",
+          "[broker][consumer_timeout]") {
+  Fixture f;
+  f.broker.publish(message("m-1"));
+  f.broker.publish(message("m-2"));
+  std::vector<Delivery> first;
+  f.broker.pump(first, 100);  // m-1 delivered at 100 ms
+  REQUIRE(first.size() == 2);
+  // Ticks every 300 ms from the channel's opening at 0: the first one after 100 + 1000 is 1200.
+  auto due = f.broker.next_consumer_timeout(1000, 300);
+  REQUIRE(due.has_value());
+  REQUIRE(due->at_ms == 1200);
+  REQUIRE(due->consumer == f.consumer);
+  REQUIRE(due->delivery_tag == 1);
+  REQUIRE(due->delivered_ms == 100);
+  // A tick exactly at delivered + timeout does not close: the delivery must be older than that.
+  REQUIRE(f.broker.next_consumer_timeout(1100, 100)->at_ms == 1300);
+  // Acked, the oldest is the other delivery; closed and reopened at 1250, a delivery at 1300
+  // times out at the reopened channel's own ticks: 1250 + 4 * 300.
+  REQUIRE(f.broker.ack(f.consumer, first[0].channel, 1).has_value());
+  REQUIRE(f.broker.next_consumer_timeout(1000, 300)->delivery_tag == 2);
+  f.broker.close_connection(f.consumer, 1200, "consumer timeout");
+  REQUIRE_FALSE(f.broker.next_consumer_timeout(1000, 300).has_value());  // nothing unacked
+  f.broker.open_connection(f.consumer, 1250);
+  std::vector<Delivery> again;
+  f.broker.pump(again, 1300);
+  REQUIRE(again.size() == 1);
+  REQUIRE(again[0].redelivered);
+  REQUIRE(f.broker.next_consumer_timeout(1000, 300)->at_ms == 2450);
 }

@@ -13,10 +13,10 @@
 #include <string>
 #include <vector>
 
-#include "support.h"
 #include "scenario/parse.h"
 #include "scenario/runner.h"
 #include "scenario/write.h"
+#include "support.h"
 #include "world/row_locks.h"
 
 using namespace inboxsim;
@@ -72,10 +72,12 @@ int64_t ledger_entries(const RunResult& result, const std::string& transfer, Ent
 }
 
 // An account-service#1 paused at before_tx on t1's Transfer.Requested, with a 1000 ms heartbeat.
-std::string paused_first_instance(int64_t pause_ms) {
+std::string paused_first_instance(int64_t pause_ms, const std::string& inbox = "masstransit") {
   return R"({
     "seed": 1,
-    "config": { "account.instances": 2, "broker.heartbeat_ms": 1000 },
+    "config": { "account.instances": 2, "broker.heartbeat_ms": 1000,
+                "account.inbox": ")" +
+         inbox + R"(" },
     "accounts": { "alice": 10000, "bob": 0 },
     "steps": [
       { "fault": { "kind": "pause", "service": "account-service", "instance": 1,
@@ -299,9 +301,11 @@ TEST_CASE("a fault that names an instance fires on that instance only", "[concur
 
 // ---- pauses and heartbeats -------------------------------------------------------------------
 
+// A consumer that is not cancelled when its channel closes (Wolverine's listener, the Marten
+// inbox; amqplib's, as transfer-service) runs on as a zombie.
 TEST_CASE("a pause longer than the heartbeat makes a zombie: redelivered elsewhere, ack void",
           "[concurrency][pause]") {
-  const RunResult result = run(parse_ok(paused_first_instance(3000)));
+  const RunResult result = run(parse_ok(paused_first_instance(3000, "marten")));
   const std::string id = message_id_of(result, "Transfer.Requested", "t1");
 
   const auto paused = events_where(result, kind_by(EventKind::paused, "account-service#1"));
@@ -309,13 +313,16 @@ TEST_CASE("a pause longer than the heartbeat makes a zombie: redelivered elsewhe
   REQUIRE(paused[0].message_id == id);
   const int64_t pause_start = paused[0].time_ms;
 
-  // The broker hears nothing for heartbeat_ms and closes the paused instance's connection.
+  // The broker checks every heartbeat_ms from the connection's opening (at 0): the check at
+  // 1000 still sees the last frame, the one at 2000 sees nothing, the one at 3000 closes.
   const size_t closed =
       first_index(result, kind_by(EventKind::connection_closed, "account-service#1"));
   REQUIRE(closed < result.events.size());
   const TraceEvent& close = result.events[closed];
   REQUIRE(close.detail.find("heartbeat") != std::string::npos);
-  REQUIRE(close.time_ms == pause_start + 1000);
+  REQUIRE(pause_start > 0);
+  REQUIRE(pause_start < 1000);
+  REQUIRE(close.time_ms == 3000);
 
   // The message goes back to the queue and on to the other instance, flagged redelivered.
   const size_t redelivery = first_index(
@@ -355,6 +362,32 @@ TEST_CASE("a pause longer than the heartbeat makes a zombie: redelivered elsewhe
   REQUIRE(result.unfired_faults.empty());
 }
 
+// MassTransit cancels the consume context of a channel that closed (issue 29): the paused
+// handler does not go on after its pause, acks nothing and leaves no trace in the error queue.
+TEST_CASE("a MassTransit handler paused past the heartbeat is cancelled, not a zombie",
+          "[concurrency][pause][fidelity]") {
+  const RunResult result = run(parse_ok(paused_first_instance(3000)));
+  const std::string id = message_id_of(result, "Transfer.Requested", "t1");
+  const size_t resumed = first_index(result, kind_by(EventKind::resumed, "account-service#1"));
+  REQUIRE(resumed < result.events.size());
+  const size_t cancelled = first_index(
+      result,
+      [&](const TraceEvent& e) {
+        return e.kind == EventKind::consumer_fault && e.service == "account-service#1" &&
+               e.message_id == id && e.detail.find("cancelled") != std::string::npos;
+      },
+      resumed);
+  REQUIRE(cancelled < result.events.size());
+  REQUIRE(events_where(result, kind_by(EventKind::ack_void, "account-service#1")).empty());
+  REQUIRE(events_where(result, kind_by(EventKind::ack, "account-service#1")).empty());
+  // Only #2 handled it: no dedupe hit, one debit, nothing parked.
+  REQUIRE(result.dedupe_hits.count(ServiceId::account) == 0);
+  REQUIRE(ledger_entries(result, "t1", EntryType::debit) == 1);
+  REQUIRE(result.dead_letter_queues.count("account-service_error") == 0);
+  REQUIRE(result.transfers.at("t1") == SagaState::completed);
+  REQUIRE(result.violations.empty());
+}
+
 TEST_CASE("a pause shorter than the heartbeat closes nothing: the same instance acks late",
           "[concurrency][pause]") {
   const RunResult result = run(parse_ok(paused_first_instance(500)));
@@ -376,15 +409,110 @@ TEST_CASE("a pause shorter than the heartbeat closes nothing: the same instance 
   REQUIRE(result.violations.empty());
 }
 
+TEST_CASE("the heartbeat closes a silent connection at the second empty check, 2 to 3 intervals on",
+          "[concurrency][pause][heartbeat]") {
+  // The pause starts a few ms after 0 (the connection's opening): checks at 1000, 2000, 3000.
+  const RunResult probe = run(parse_ok(paused_first_instance(2500)));
+  const auto paused = events_where(probe, kind_by(EventKind::paused, "account-service#1"));
+  REQUIRE(paused.size() == 1);
+  const int64_t start = paused[0].time_ms;
+  REQUIRE(start > 0);
+  REQUIRE(start < 1000);
+  // Two and a half intervals of silence: not yet (a close after one interval would be here).
+  REQUIRE(events_where(probe, kind_is(EventKind::connection_closed)).empty());
+  REQUIRE(probe.stats.redeliveries == 0);
+  // Silent until just past 3000: closed at 3000, less than three intervals after the last frame.
+  const RunResult closed = run(parse_ok(paused_first_instance(3001 - start)));
+  const auto closes =
+      events_where(closed, kind_by(EventKind::connection_closed, "account-service#1"));
+  REQUIRE(closes.size() == 1);
+  REQUIRE(closes[0].time_ms == 3000);
+  REQUIRE(closes[0].time_ms - start >= 2000);
+  REQUIRE(closes[0].time_ms - start < 3000);
+  REQUIRE(closed.stats.redeliveries == 1);
+  // Silent until exactly 3000: the pause ends first, and the connection lives.
+  const RunResult just = run(parse_ok(paused_first_instance(3000 - start)));
+  REQUIRE(events_where(just, kind_is(EventKind::connection_closed)).empty());
+}
+
+TEST_CASE("scenario 54: a pause of 2.5 heartbeat intervals is invisible to the broker",
+          "[concurrency][heartbeat][library]") {
+  const ParseResult parsed =
+      parse_scenario_file(INBOXSIM_SOURCE_DIR "/scenarios/54-heartbeat-window.json");
+  if (parsed.error) FAIL(parsed.error->message());
+  const RunResult result = run_scenario(*parsed.scenario, RunOptions{});
+  REQUIRE(result.passed);
+  REQUIRE(events_where(result, kind_is(EventKind::connection_closed)).empty());
+  REQUIRE(result.stats.redeliveries == 0);
+}
+
+TEST_CASE("the consumer timeout closes a channel whose delivery waits 40 minutes for its retry",
+          "[concurrency][consumer_timeout]") {
+  const ParseResult parsed =
+      parse_scenario_file(INBOXSIM_SOURCE_DIR "/scenarios/55-consumer-timeout.json");
+  if (parsed.error) FAIL(parsed.error->message());
+  Scenario scenario = *parsed.scenario;
+  REQUIRE(scenario.config.broker_consumer_timeout_ms == 1'800'000);  // RabbitMQ's default
+  const RunResult result = run_scenario(scenario, RunOptions{});
+  REQUIRE(result.passed);
+  const auto closes =
+      events_where(result, kind_by(EventKind::connection_closed, "account-service"));
+  REQUIRE(closes.size() == 1);
+  REQUIRE(closes[0].detail.find("PRECONDITION_FAILED") != std::string::npos);
+  // Delivered at a few ms; the channel ticks every minute: the first tick past 30 min is 31 min.
+  REQUIRE(closes[0].time_ms == 1'860'000);
+  const std::string id = message_id_of(result, "Transfer.Requested", "t1");
+  const auto redeliveries = events_where(result, [&](const TraceEvent& e) {
+    return e.kind == EventKind::deliver && e.message_id == id && e.redelivered;
+  });
+  REQUIRE(redeliveries.size() == 1);
+  REQUIRE(redeliveries[0].time_ms > closes[0].time_ms);
+  REQUIRE(redeliveries[0].time_ms < 2'400'000);  // before the in-process retry comes
+  REQUIRE(ledger_entries(result, "t1", EntryType::debit) == 1);
+
+  // Off: the retry alone, after 40 minutes, and no redelivery.
+  scenario.config.broker_consumer_timeout_ms = 0;
+  const RunResult off = run_scenario(scenario, RunOptions{});
+  REQUIRE(events_where(off, kind_is(EventKind::connection_closed)).empty());
+  REQUIRE(off.stats.redeliveries == 0);
+  REQUIRE(off.transfers.at("t1") == SagaState::completed);
+}
+
+TEST_CASE("past the delivery limit a message is dead-lettered with a DLX and dropped without",
+          "[concurrency][dead_letter][library]") {
+  const ParseResult with_dlx =
+      parse_scenario_file(INBOXSIM_SOURCE_DIR "/scenarios/40-poison-quorum-queue.json");
+  const ParseResult without =
+      parse_scenario_file(INBOXSIM_SOURCE_DIR "/scenarios/53-poison-dropped-without-dlx.json");
+  if (with_dlx.error) FAIL(with_dlx.error->message());
+  if (without.error) FAIL(without.error->message());
+  REQUIRE(Config{}.broker_dead_letter == DeadLetter::none);  // RabbitMQ 4.0 and MassTransit
+  REQUIRE(with_dlx.scenario->config.broker_dead_letter == DeadLetter::dlx);
+  const RunResult parked = run_scenario(*with_dlx.scenario, RunOptions{});
+  const RunResult gone = run_scenario(*without.scenario, RunOptions{});
+  REQUIRE(parked.passed);
+  REQUIRE(gone.passed);
+  REQUIRE(parked.stats.dead_lettered == 1);
+  REQUIRE(parked.stats.dropped == 0);
+  REQUIRE(parked.dead_letter_queues.at("transfer-service.dlq") == 1);
+  REQUIRE(gone.stats.dead_lettered == 0);
+  REQUIRE(gone.stats.dropped == 1);
+  REQUIRE(gone.dead_letter_queues.count("transfer-service.dlq") == 0);
+  REQUIRE(gone.parked.empty());
+  // 21 deliveries either way: the limit is the same, only where the message ends differs.
+  REQUIRE(gone.stats.deliveries == parked.stats.deliveries);
+}
+
 // ---- row locks in a run ----------------------------------------------------------------------
 
 TEST_CASE("MassTransit's row lock makes the second instance wait, and the outbox goes out once",
           "[concurrency][locks]") {
   // Scenario 32's story: the copy of Transfer.Requested reaches #2 while #1, holding the inbox
-  // row's lock, is paused after sending Account.Debited.
+  // row's lock, is paused after sending Account.Debited. On SQL Server (as scenario 32) the
+  // waiter reads the row #1 committed; Postgres at Repeatable Read is tests/test_fidelity.cpp.
   const RunResult result = run(parse_ok(R"({
     "seed": 1,
-    "config": { "account.instances": 2 },
+    "config": { "account.instances": 2, "account.database": "sqlserver" },
     "accounts": { "alice": 10000, "bob": 0 },
     "steps": [
       { "fault": { "kind": "duplicate",
@@ -652,4 +780,22 @@ TEST_CASE("two copies at once: the second finds the first one's debit and is not
   }
   // The copies did overlap: in some seeds the second one reached the ledger key.
   REQUIRE(key_refusals >= 4);
+}
+
+TEST_CASE("broker.dead_letter and broker.consumer_timeout_ms: defaults, values and bad input",
+          "[concurrency][config]") {
+  Config config;
+  REQUIRE(config.broker_dead_letter == DeadLetter::none);
+  REQUIRE(config.broker_consumer_timeout_ms == 1'800'000);
+  REQUIRE(config_set(config, "broker.dead_letter", "dead") == "a string, one of none, dlx");
+  REQUIRE(config_set_text(config, "broker.dead_letter", "dlx").empty());
+  REQUIRE(config.broker_dead_letter == DeadLetter::dlx);
+  REQUIRE_FALSE(config_set_text(config, "broker.consumer_timeout_ms", "-1").empty());
+  REQUIRE(config_set_text(config, "broker.consumer_timeout_ms", "0").empty());
+  REQUIRE(config_diff_json(config).dump() ==
+          R"({"broker.dead_letter":"dlx","broker.consumer_timeout_ms":0})");
+  const ParseResult bad = parse_scenario_text(
+      R"({"config": {"broker.dead_letter": "yes"}, "accounts": {"a": 1}, "steps": []})", "x.json");
+  REQUIRE(bad.error.has_value());
+  REQUIRE(bad.error->message().find("/config/broker.dead_letter") != std::string::npos);
 }

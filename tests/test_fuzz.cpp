@@ -291,9 +291,17 @@ TEST_CASE("a late copy of a debited transfer's request is not rejected against t
           "[fuzz]") {
   Config config = campaign_config();
   REQUIRE(config_set_text(config, "broker.delivery_limit", "2").empty());
+  // The story needs its dead letter: the queue has a dead-letter exchange (as scenario 51 says;
+  // without one RabbitMQ deletes the message at the limit, scenario 53).
+  REQUIRE(config_set_text(config, "broker.dead_letter", "dlx").empty());
   for (const uint64_t seed : {uint64_t{1748}, uint64_t{18057}}) {
     CampaignOptions options = campaign(seed, seed, config);
     options.generator.swarm = true;
+    options.generator.draw_dead_letter = false;
+    // The stories as these seeds drew them before the swarm drew issue 29's keys.
+    options.generator.draw_masstransit = false;
+    options.generator.draw_database = false;
+    options.generator.draw_isolation = false;
     options.shrink_max = 0;
     const CampaignResult result = run_campaign(options, nullptr);
     CAPTURE(seed);
@@ -396,7 +404,8 @@ TEST_CASE("every correct configuration passes thousands of seeds", "[.teeth]") {
   // the broken list below shows failing); the correct banks are the ones the fuzz CLI tests.
   const std::vector<std::pair<std::string, Config>> correct = {
       {"default, rejections remembered", config_from({{"account.remember_rejections", "true"}})},
-      {"marten", config_from({{"account.inbox", "marten"}, {"account.remember_rejections", "true"}})},
+      {"marten",
+       config_from({{"account.inbox", "marten"}, {"account.remember_rejections", "true"}})},
       {"notifications keyed by message id and consumer",
        config_from({{"transfer.notifications", "true"},
                     {"transfer.dedupe_key", "message_id+consumer"},
@@ -442,8 +451,7 @@ TEST_CASE("fuzz --rate spreads the transfers over virtual time at that rate", "[
           scenario_to_json(before.scenario).dump());
 }
 
-TEST_CASE("every failing JUnit testcase names the command that replays its seed",
-          "[fuzz][junit]") {
+TEST_CASE("every failing JUnit testcase names the command that replays its seed", "[fuzz][junit]") {
   CampaignOptions options;
   options.seed_first = 1;
   options.seed_last = 30;

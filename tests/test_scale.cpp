@@ -66,8 +66,16 @@ TEST_CASE("the error queues of a story carry traffic in proportion to its transf
   // Before the rounds were per transfer, seed 1 parked 40,880 messages with 1,000 transfers
   // and 158,672 with 2,000: every round sent every poison message parked so far through its
   // consumer again.
-  const RunResult small = fuzz_run(generate_scenario(1, long_story(1'000)).scenario);
-  const RunResult twice = fuzz_run(generate_scenario(1, long_story(2'000)).scenario);
+  GeneratorOptions small_story = long_story(1'000);
+  GeneratorOptions twice_story = long_story(2'000);
+  // The bound is about the operator's rounds, measured where a lost lock race parks nothing:
+  // on Postgres at Repeatable Read (the default) every copy that waited on an inbox row lock
+  // fails with 40001 and, with no retry, is parked, and the rounds' redrives race again (seed
+  // 1: 3,329 and 11,359 parked, against 1,131 and 3,279 on SQL Server).
+  small_story.config.account_database = AccountDatabase::sqlserver;
+  twice_story.config.account_database = AccountDatabase::sqlserver;
+  const RunResult small = fuzz_run(generate_scenario(1, small_story).scenario);
+  const RunResult twice = fuzz_run(generate_scenario(1, twice_story).scenario);
   CHECK(small.violations.empty());
   CHECK(twice.violations.empty());
   REQUIRE(small.stats.error_queued > 0);

@@ -47,6 +47,10 @@ struct FakeHost final : ServiceHost {
     return Suspend{false};
   }
   void unlock_row(const std::string&) override {}
+  Suspend sleep(int64_t ms, uint64_t) override {
+    now += ms;
+    return Suspend{false};
+  }
   PublishResult publish_and_confirm(const MessagePtr& message) override {
     published.push_back(message);
     if (lose_next_confirm) {

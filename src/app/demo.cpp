@@ -47,7 +47,9 @@ RunResult narrated_run(const Scenario& scenario, const NarratedRunOptions& optio
       std::getline(std::cin, line);
     };
   } else if (options.on_step) {
-    run_options.after_step = [&](const Step&) { options.on_step(++steps_done, scenario.steps.size()); };
+    run_options.after_step = [&](const Step&) {
+      options.on_step(++steps_done, scenario.steps.size());
+    };
   }
   RunResult result = run_scenario(scenario, run_options);
   if (options.narrate) {
@@ -165,10 +167,10 @@ const std::vector<LessonBlock>& lesson_blocks() {
       {"A real-world bug: one dedupe key for two consumers", {"20", "21"}},
       {"Defence in depth, and what to do when the last line catches a duplicate",
        {"22", "23", "24", "25", "26", "27", "49"}},
-      {"Fault paths: retry, error queue, replay, poison messages",
-       {"39", "37", "38", "47", "40", "41", "42"}},
+      {"Fault paths: retry, the send transport's retry, error queue, replay, poison messages",
+       {"39", "55", "56", "57", "37", "38", "47", "40", "53", "41", "42"}},
       {"Two instances at once, where the unique keys earn their place, and a proof of it",
-       {"33", "34", "32", "30", "31", "35", "36", "50", "52"}},
+       {"33", "34", "32", "59", "30", "31", "35", "54", "58", "36", "50", "52"}},
       {"Beyond RabbitMQ: Kafka's exactly-once and the offset-commit window", {"48"}},
   };
   return blocks;
@@ -213,7 +215,8 @@ void print_block_break(std::ostream& out, size_t block) {
   const std::string title =
       block < blocks.size() ? std::string(blocks[block].title) : "More stories";
   const std::string rule(78, '=');
-  out << "\n\n" << rule << "\n"
+  out << "\n\n"
+      << rule << "\n"
       << (block < blocks.size() ? "Lesson block " + std::to_string(block + 1) + " of " +
                                       std::to_string(blocks.size()) + ": "
                                 : std::string())

@@ -9,19 +9,19 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
-#include <optional>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
 
 #include "app/cli_args.h"
 #include "app/cli_common.h"
+#include "app/demo.h"
 #include "app/explore_verb.h"
 #include "app/play_verb.h"
-#include "app/demo.h"
 #include "app/library.h"
 #include "fuzz/campaign.h"
 #include "fuzz/matrix.h"
@@ -42,7 +42,6 @@
 
 namespace inboxsim {
 namespace {
-
 
 struct RunCommand {
   std::vector<std::string> files;
@@ -184,8 +183,8 @@ int run_command(const RunCommand& command) {
   options.seed = seed;
   options.db_dir = command.db_dir;
   options.record_rows = !command.html_path.empty();
-  options.keep_trace = !command.trace_path.empty() || !command.html_path.empty() ||
-                       !command.mermaid_path.empty();
+  options.keep_trace =
+      !command.trace_path.empty() || !command.html_path.empty() || !command.mermaid_path.empty();
   options.show_rows = command.show_rows;
   // A long run shows its progress on a terminal's stderr, unless the narration is going to the
   // terminal itself (it is its own progress there) or a demo waits for Enter after each step.
@@ -277,6 +276,11 @@ std::optional<int> load_generator(const std::string& workload, const std::vector
     if (key == "broker.heartbeat_ms") generator.draw_heartbeat = false;
     if (key == "account.retry") generator.draw_retry = false;
     if (key == "broker.queue_type") generator.draw_queue_type = false;
+    if (key == "broker.dead_letter") generator.draw_dead_letter = false;
+    if (key == "broker.consumer_timeout_ms") generator.draw_consumer_timeout = false;
+    if (key == "account.masstransit") generator.draw_masstransit = false;
+    if (key == "account.database") generator.draw_database = false;
+    if (key == "account.isolation") generator.draw_isolation = false;
   }
   return apply_sets(sets, generator.config);
 }
@@ -625,8 +629,7 @@ int main_guarded(int argc, char** argv) {
       if (matrix_app->count(name) > 0) matrix.exhaustive_only_given.emplace_back(name);
     }
     code = matrix_command(matrix);
-  }
-  else if (app.got_subcommand(explore_app))
+  } else if (app.got_subcommand(explore_app))
     code = explore_command(explore);
   else if (app.got_subcommand(play_app))
     code = play_command(play);

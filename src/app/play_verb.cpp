@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <thread>
 
 #include "app/cli_common.h"
 #include "app/library.h"
@@ -75,6 +76,12 @@ CLI::App* add_play_verb(CLI::App& app, PlayCommand& command) {
   play->add_flag("--open", command.open, "Open the page in the desktop's browser");
   play->add_option("--scenarios", command.scenario_dir,
                    "Scenario folder (default: the library beside the binary, else ./scenarios)");
+  play->add_option("--workers", command.workers,
+                   "Threads that answer requests (default 2); past them and a short queue of "
+                   "--queue requests (default 8), a request gets 503")
+      ->check(CLI::Range(size_t{1}, size_t{64}));
+  play->add_option("--queue", command.queue, "Requests that may wait for a worker")
+      ->check(CLI::Range(size_t{0}, size_t{1024}));
   return play;
 }
 
@@ -82,6 +89,9 @@ int play_command(const PlayCommand& command) {
   PlayOptions options;
   options.listen = command.listen;
   options.port = command.port;
+  options.threads = command.workers;
+  options.queue_max = command.queue;
+  options.explore_jobs = std::max<int64_t>(1, std::thread::hardware_concurrency());
   std::string directory = command.scenario_dir;
   if (directory.empty()) {
     const std::vector<LibraryPlace> places = library_places(own_executable());

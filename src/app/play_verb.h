@@ -12,6 +12,8 @@ struct PlayCommand {
   std::string listen = "127.0.0.1";
   bool open = false;
   std::string scenario_dir;  // empty: the teaching library
+  size_t workers = 2;        // threads that replay; a request past them and the queue: 503
+  size_t queue = 8;
 };
 
 CLI::App* add_play_verb(CLI::App& app, PlayCommand& command);

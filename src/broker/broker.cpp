@@ -46,11 +46,12 @@ bool topic_matches(std::string_view pattern, std::string_view routing_key) {
 }
 
 Broker::Broker(std::function<void(TraceEvent)> record, int64_t prefetch, int64_t delivery_limit,
-               bool quorum)
+               bool quorum, bool dead_letter_exchange)
     : record_(std::move(record)),
       prefetch_(prefetch),
       delivery_limit_(delivery_limit),
-      quorum_(quorum) {
+      quorum_(quorum),
+      dead_letter_exchange_(dead_letter_exchange) {
   INBOXSIM_ASSERT(prefetch > 0);
   INBOXSIM_ASSERT(delivery_limit > 0);
 }
@@ -216,7 +217,7 @@ size_t Broker::publish(const MessagePtr& message, std::string_view key, bool def
   return routed;
 }
 
-void Broker::pump(std::vector<Delivery>& out) {
+void Broker::pump(std::vector<Delivery>& out, int64_t now_ms) {
   for (Queue& queue : queues_) {
     if (queue.role != QueueRole::work) continue;
     // Each delivery takes one waiting message, so the loop is bounded by the queue's length.
@@ -224,9 +225,28 @@ void Broker::pump(std::vector<Delivery>& out) {
       const std::optional<size_t> consumer = next_ready_consumer(queue);
       if (!consumer) break;
       touch(static_cast<size_t>(&queue - queues_.data()));
-      deliver(*consumer, out);
+      deliver(*consumer, out, now_ms);
     }
   }
+}
+
+std::optional<ConsumerTimeout> Broker::next_consumer_timeout(int64_t timeout_ms,
+                                                             int64_t tick_ms) const {
+  INBOXSIM_ASSERT(timeout_ms > 0 && tick_ms > 0);
+  std::optional<ConsumerTimeout> first;
+  for (size_t index = 0; index < consumers_.size(); ++index) {
+    const Consumer& consumer = consumers_[index];
+    if (!consumer.connected || consumer.unacked.empty()) continue;
+    // Tags grow with time on a channel: the lowest unacked tag is the oldest delivery.
+    const auto& [tag, oldest] = *consumer.unacked.begin();
+    // The first tick T = opened + k * tick (k >= 1) with delivered < T - timeout.
+    const int64_t late = oldest.delivered_ms + timeout_ms + 1;  // the earliest T that qualifies
+    const int64_t since_open = std::max<int64_t>(late - consumer.opened_ms, 1);
+    const int64_t ticks = (since_open + tick_ms - 1) / tick_ms;
+    const int64_t at = consumer.opened_ms + ticks * tick_ms;
+    if (!first || at < first->at_ms) first = ConsumerTimeout{at, index, oldest.delivered_ms, tag};
+  }
+  return first;
 }
 
 bool Broker::dispatchable() const {
@@ -255,12 +275,13 @@ std::optional<size_t> Broker::next_ready_consumer(Queue& queue) {
   return std::nullopt;
 }
 
-void Broker::deliver(size_t consumer_index, std::vector<Delivery>& out) {
+void Broker::deliver(size_t consumer_index, std::vector<Delivery>& out, int64_t now_ms) {
   Consumer& consumer = consumers_[consumer_index];
   Queue& queue = queues_[consumer.queue];
   std::deque<Queued>& source = queue.returned.empty() ? queue.ready : queue.returned;
   Queued queued = std::move(source.front());
   source.pop_front();
+  queued.delivered_ms = now_ms;
   const int64_t tag = consumer.next_tag++;
   ++queue.deliveries;
   out.push_back(as_delivery(queued, consumer_index, consumer.channel, tag));
@@ -341,12 +362,13 @@ void Broker::close_connection(size_t consumer, int64_t now_ms, std::string_view 
   }
 }
 
-void Broker::open_connection(size_t consumer) {
+void Broker::open_connection(size_t consumer, int64_t now_ms) {
   INBOXSIM_ASSERT(consumer < consumers_.size());
   Consumer& c = consumers_[consumer];
   INBOXSIM_ASSERT(c.unacked.empty());
   touch(c.queue);
   c.connected = true;
+  c.opened_ms = now_ms;
   join_line(consumer);
 }
 
@@ -395,6 +417,14 @@ void Broker::requeue(Consumer& consumer, Queued queued, int64_t now_ms, std::str
 }
 
 void Broker::dead_letter(Queue& queue, const Queued& queued, std::string reason, int64_t now_ms) {
+  // With no dead-letter exchange a quorum queue discards it (rabbit_fifo:return_one ->
+  // rabbit_fifo_dlx:discard with an undefined handler: only a counter moves).
+  if (!dead_letter_exchange_) {
+    record(EventKind::dropped, queued, queue.name,
+           reason + ": the queue has no dead-letter exchange, so the broker deletes the message",
+           now_ms);
+    return;
+  }
   const size_t target = queue.dead_letter;
   record(EventKind::dead_letter, queued, queue.name, reason + ", moved to " + queues_[target].name,
          now_ms);

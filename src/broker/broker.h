@@ -74,16 +74,25 @@ struct QueueEntry {
   std::string_view reason;  // dead-letter queues: why
 };
 
+// The first channel that RabbitMQ's consumer timeout closes (Broker::next_consumer_timeout).
+struct ConsumerTimeout {
+  int64_t at_ms = 0;         // the channel tick that finds the oldest unacked delivery too old
+  size_t consumer = 0;       // whose channel it is
+  int64_t delivered_ms = 0;  // when that delivery was made
+  int64_t delivery_tag = 0;
+};
+
 // True when the routing key matches the AMQP topic pattern ('*' one word, '#' zero or more).
 bool topic_matches(std::string_view pattern, std::string_view routing_key);
 
 class Broker {
  public:
-  // `record` receives the broker's own events (requeue, dead_letter). A quorum queue counts
-  // returns and dead-letters a message returned more than `delivery_limit` times; a classic
-  // queue does neither.
+  // `record` receives the broker's own events (requeue, dead_letter, dropped). A quorum queue
+  // counts returns and dead-letters a message returned more than `delivery_limit` times; a
+  // classic queue does neither. Without a `dead_letter_exchange`, a message the broker would
+  // dead-letter is dropped instead (RabbitMQ 4.0: rabbit_fifo_dlx:discard with no handler).
   Broker(std::function<void(TraceEvent)> record, int64_t prefetch, int64_t delivery_limit,
-         bool quorum);
+         bool quorum, bool dead_letter_exchange = true);
 
   // Declares a work queue bound to `banking.events` with these patterns, and its dead-letter
   // queue `<name>.dlq`; returns the work queue's index.
@@ -132,7 +141,15 @@ class Broker {
   // they were declared, each message to the first consumer of the queue's line that is
   // connected and has prefetch room. Consumers join the line in the order they are added (so
   // they take turns, #1 first) and again, at its end, when they get room back or reconnect.
-  void pump(std::vector<Delivery>& out);
+  // `now_ms` is when they leave the broker (for the consumer timeout).
+  void pump(std::vector<Delivery>& out, int64_t now_ms = 0);
+
+  // RabbitMQ's consumer timeout (rabbit_channel, 4.0.9): every `tick_ms` from its opening, a
+  // channel looks at its oldest unacked delivery and closes (PRECONDITION_FAILED) if it was
+  // delivered more than `timeout_ms` before. Returns the first such close to come, over every
+  // open channel holding an unacked delivery (the earliest; on a tie, the lowest consumer), or
+  // nothing. It depends on the clock only through the times given to pump and open_connection.
+  std::optional<ConsumerTimeout> next_consumer_timeout(int64_t timeout_ms, int64_t tick_ms) const;
 
   // True while the delivery's channel is open: a delivery or ack on a closed channel is void.
   bool channel_open(size_t consumer, uint64_t channel) const;
@@ -158,7 +175,7 @@ class Broker {
   void close_connection(size_t consumer, int64_t now_ms, std::string_view reason);
   // Reconnects the consumer: it consumes again, at the end of its queue's line.
   // REQUIRES: it holds no unacked delivery.
-  void open_connection(size_t consumer);
+  void open_connection(size_t consumer, int64_t now_ms = 0);
   bool connected(size_t consumer) const;
   // The same as channel_open, without counting as a read (the explorer asking, not an event):
   // a channel once closed never opens again (a reconnect opens a new one).
@@ -197,6 +214,7 @@ class Broker {
     int64_t attempts = 0;
     bool redelivered = false;
     std::string dead_letter_reason;  // parked messages only
+    int64_t delivered_ms = 0;        // unacked: when it was delivered (not part of the state)
   };
   struct Queue {
     std::string name;
@@ -216,6 +234,7 @@ class Broker {
     bool in_line = false;
     uint64_t channel = 1;
     int64_t next_tag = 1;
+    int64_t opened_ms = 0;              // when its channel opened: the phase of the channel's tick
     std::map<int64_t, Queued> unacked;  // by delivery tag
   };
 
@@ -228,7 +247,7 @@ class Broker {
   // Takes the first consumer of the line that is connected and has room, dropping the others
   // from the line, if any.
   std::optional<size_t> next_ready_consumer(Queue& queue);
-  void deliver(size_t consumer_index, std::vector<Delivery>& out);
+  void deliver(size_t consumer_index, std::vector<Delivery>& out, int64_t now_ms);
   void requeue(Consumer& consumer, Queued queued, int64_t now_ms, std::string_view reason);
   void park(size_t queue, MessagePtr message, std::string reason);
   void dead_letter(Queue& queue, const Queued& queued, std::string reason, int64_t now_ms);
@@ -247,6 +266,7 @@ class Broker {
   int64_t prefetch_;
   int64_t delivery_limit_;
   bool quorum_;
+  bool dead_letter_exchange_;
   uint64_t next_position_ = 1;
   std::vector<Queue> queues_;
   std::vector<Consumer> consumers_;

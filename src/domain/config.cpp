@@ -18,6 +18,10 @@ constexpr std::array<std::string_view, 5> kTransferDedupeNames = {
 constexpr std::array<std::string_view, 2> kDedupeKeyNames = {"message_id", "message_id+consumer"};
 constexpr std::array<std::string_view, 2> kQueueTypeNames = {"quorum", "classic"};
 constexpr std::array<std::string_view, 2> kLedgerConflictNames = {"fault", "ack"};
+constexpr std::array<std::string_view, 2> kDeadLetterNames = {"none", "dlx"};
+constexpr std::array<std::string_view, 3> kMassTransitVersionNames = {"8.5", "8.3", "8.2"};
+constexpr std::array<std::string_view, 2> kAccountDatabaseNames = {"postgres", "sqlserver"};
+constexpr std::array<std::string_view, 2> kIsolationNames = {"repeatable_read", "read_committed"};
 
 // The largest value accepted for a millisecond window: 100 years, well inside int64.
 constexpr int64_t kWindowMsMax = 100LL * 365 * 24 * 3600 * 1000;
@@ -182,7 +186,12 @@ const std::vector<std::string>& config_keys() {
                                                 "account.retry",
                                                 "broker.queue_type",
                                                 "account.remember_rejections",
-                                                "account.ledger_conflict"};
+                                                "account.ledger_conflict",
+                                                "broker.dead_letter",
+                                                "broker.consumer_timeout_ms",
+                                                "account.masstransit",
+                                                "account.database",
+                                                "account.isolation"};
   return keys;
 }
 
@@ -230,6 +239,21 @@ std::string config_set(Config& config, std::string_view key, const nlohmann::jso
   if (key == "account.ledger_conflict") {
     return set_choice(config.account_ledger_conflict, kLedgerConflictNames, value);
   }
+  if (key == "broker.dead_letter") {
+    return set_choice(config.broker_dead_letter, kDeadLetterNames, value);
+  }
+  if (key == "broker.consumer_timeout_ms") {
+    return set_integer(config.broker_consumer_timeout_ms, value, 0, kWindowMsMax);
+  }
+  if (key == "account.masstransit") {
+    return set_choice(config.account_masstransit, kMassTransitVersionNames, value);
+  }
+  if (key == "account.database") {
+    return set_choice(config.account_database, kAccountDatabaseNames, value);
+  }
+  if (key == "account.isolation") {
+    return set_choice(config.account_isolation, kIsolationNames, value);
+  }
   std::string expected = "a known config key: ";
   bool first = true;
   for (const auto& name : config_keys()) {
@@ -268,6 +292,14 @@ std::string_view ledger_conflict_name(LedgerConflict conflict) {
   return kLedgerConflictNames[static_cast<size_t>(conflict)];
 }
 
+std::string_view dead_letter_name(DeadLetter dead_letter) {
+  return kDeadLetterNames[static_cast<size_t>(dead_letter)];
+}
+
+std::string_view masstransit_version_name(MassTransitVersion version) {
+  return kMassTransitVersionNames[static_cast<size_t>(version)];
+}
+
 nlohmann::ordered_json config_to_json(const Config& config) {
   nlohmann::ordered_json out;
   out["account.inbox"] = account_inbox_name(config.account_inbox);
@@ -291,6 +323,11 @@ nlohmann::ordered_json config_to_json(const Config& config) {
   out["broker.queue_type"] = kQueueTypeNames[static_cast<size_t>(config.broker_queue_type)];
   out["account.remember_rejections"] = config.account_remember_rejections;
   out["account.ledger_conflict"] = ledger_conflict_name(config.account_ledger_conflict);
+  out["broker.dead_letter"] = dead_letter_name(config.broker_dead_letter);
+  out["broker.consumer_timeout_ms"] = config.broker_consumer_timeout_ms;
+  out["account.masstransit"] = masstransit_version_name(config.account_masstransit);
+  out["account.database"] = kAccountDatabaseNames[static_cast<size_t>(config.account_database)];
+  out["account.isolation"] = kIsolationNames[static_cast<size_t>(config.account_isolation)];
   return out;
 }
 

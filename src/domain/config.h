@@ -33,6 +33,19 @@ enum class QueueType : uint8_t { quorum, classic };
 // _error queue) or ack (the consumer catches the key violation and treats the command as
 // already done: no change, no reply, acked).
 enum class LedgerConflict : uint8_t { fault, ack };
+// What a quorum queue does with a message past its delivery limit (or rejected without
+// requeue): none drops it (RabbitMQ 4.0 with no dead-letter exchange, which neither RabbitMQ nor
+// MassTransit declares by default); dlx dead-letters it into `<queue>.dlq` (an operator declared
+// a DLX, by policy or x-dead-letter-exchange).
+enum class DeadLetter : uint8_t { none, dlx };
+// The MassTransit release account-service runs (DESIGN §9.3, account.masstransit): 8.5 (8.5.3
+// and later: the send transport retries a broker nack as it retries a closed channel), 8.3 and
+// 8.2 (a nack faults the outbox pass at once).
+enum class MassTransitVersion : uint8_t { v8_5, v8_3, v8_2 };
+// account-service's database (account.database) and MassTransit's outbox IsolationLevel
+// (account.isolation): what a waiter on the inbox row lock sees once the holder commits.
+enum class AccountDatabase : uint8_t { postgres, sqlserver };
+enum class Isolation : uint8_t { repeatable_read, read_committed };
 
 // MassTransit's UseMessageRetry on account-service's endpoint: the waits before each retry of a
 // faulted delivery, in process (none, by default). Then the message goes to the _error queue.
@@ -76,6 +89,14 @@ struct Config {
   // default, so the bank is modelled as the seed describes it.
   bool account_remember_rejections = false;
   LedgerConflict account_ledger_conflict = LedgerConflict::fault;
+  // RabbitMQ's dead-lettering and consumer timeout (issue 29).
+  DeadLetter broker_dead_letter = DeadLetter::none;
+  // A delivery unacked this long closes its channel (PRECONDITION_FAILED); 0: off.
+  int64_t broker_consumer_timeout_ms = 1'800'000;
+  // Issue 29 (DESIGN §9.3): the MassTransit release modelled.
+  MassTransitVersion account_masstransit = MassTransitVersion::v8_5;
+  AccountDatabase account_database = AccountDatabase::postgres;
+  Isolation account_isolation = Isolation::repeatable_read;
 
   // Returns the instance count of `service`'s config key.
   int64_t instances(bool account) const { return account ? account_instances : transfer_instances; }
@@ -113,5 +134,7 @@ inline constexpr size_t kRetriesMax = 20;
 std::string_view account_inbox_name(AccountInbox inbox);
 std::string_view transfer_dedupe_name(TransferDedupe dedupe);
 std::string_view ledger_conflict_name(LedgerConflict conflict);
+std::string_view dead_letter_name(DeadLetter dead_letter);
+std::string_view masstransit_version_name(MassTransitVersion version);
 
 }  // namespace inboxsim

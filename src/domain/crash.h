@@ -69,6 +69,10 @@ struct ServiceCrash {
 // delivery is nacked with requeue.
 struct ConsumerFault {
   std::string_view reason;
+  // An OperationCanceledException (MassTransit's MessageDeliveryTimeout ran out): the retry
+  // filter retries it like any fault, but the rescue pipe ignores it, so once the retries are
+  // spent the delivery is nacked with requeue instead of moved to the _error queue.
+  bool cancelled = false;
 };
 
 }  // namespace inboxsim

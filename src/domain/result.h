@@ -28,6 +28,7 @@ struct Stats {
   int64_t transactions = 0;   // committed service transactions
   int64_t dead_lettered = 0;  // dead-lettered by the broker (a quorum queue's delivery limit)
   int64_t error_queued = 0;   // moved to an _error queue by MassTransit after its retries
+  int64_t dropped = 0;  // dropped by the broker past the delivery limit (no dead-letter exchange)
 
   Stats& operator+=(const Stats& other);
 };

@@ -148,7 +148,9 @@ struct Expect {
   std::optional<std::map<ServiceId, int64_t>> dedupe_hits;
   std::optional<int64_t> dead_lettered;
   std::optional<int64_t> error_queued;
-  std::vector<Invariant> violations;  // sorted, unique
+  std::optional<int64_t> dropped;       // stats.dropped
+  std::optional<int64_t> redeliveries;  // stats.redeliveries
+  std::vector<Invariant> violations;    // sorted, unique
 };
 
 // An explored order of events (DESIGN §8.3): with `schedule` a run has no clock; each time

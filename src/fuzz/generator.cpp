@@ -134,6 +134,27 @@ void draw_fault_paths(Rng& rng, const GeneratorOptions& options, Config& config)
     }
   }
   if (options.draw_queue_type && rng.chance(1, 4)) config.broker_queue_type = QueueType::classic;
+  // A third of the seeds run an older MassTransit (a nack faults the outbox pass at once).
+  if (options.draw_masstransit && rng.chance(1, 3)) {
+    config.account_masstransit =
+        rng.chance(1, 2) ? MassTransitVersion::v8_3 : MassTransitVersion::v8_2;
+  }
+  // A quarter on SQL Server, a quarter at Read Committed: the lock waiter reads the new row.
+  if (options.draw_database && rng.chance(1, 4)) {
+    config.account_database = AccountDatabase::sqlserver;
+  }
+  if (options.draw_isolation && rng.chance(1, 4)) {
+    config.account_isolation = Isolation::read_committed;
+  }
+}
+
+// With --swarm: a dead-letter exchange behind the work queues for half the seeds (the default
+// has none, so a message past the delivery limit is dropped), and RabbitMQ's consumer timeout
+// off for a quarter.
+void draw_broker_limits(Rng& rng, const GeneratorOptions& options, Config& config) {
+  if (!options.swarm) return;
+  if (options.draw_dead_letter && rng.chance(1, 2)) config.broker_dead_letter = DeadLetter::dlx;
+  if (options.draw_consumer_timeout && rng.chance(1, 4)) config.broker_consumer_timeout_ms = 0;
 }
 
 DrawnOptions draw_options(Rng& rng, const GeneratorOptions& options) {
@@ -346,6 +367,11 @@ StoryGenerator::StoryGenerator(uint64_t seed, const GeneratorOptions& options)
   header_.config = options_.config;
   draw_concurrency(rng_, options_, header_.config);
   draw_fault_paths(rng_, options_, header_.config);
+  {
+    // From a generator of their own, so that every other draw of a seed is what it was.
+    Rng limits(seed ^ 0x6272'6f6b'6572'3239ULL);
+    draw_broker_limits(limits, options_, header_.config);
+  }
   drawn_.account_instances = header_.config.account_instances;
   drawn_.transfer_instances = header_.config.transfer_instances;
   drawn_.work_ms_min = header_.config.work_ms_min;
@@ -479,7 +505,8 @@ void StoryGenerator::draw_fault_action(FaultAction action, size_t first) {
   uint32_t rounds = parks_by_transfer_[target];
   const int64_t limit = header_.config.broker_delivery_limit;
   if (header_.config.broker_queue_type == QueueType::quorum && limit > 0) {
-    rounds += static_cast<uint32_t>(returns_by_transfer_[target] / static_cast<uint64_t>(limit + 1));
+    rounds +=
+        static_cast<uint32_t>(returns_by_transfer_[target] / static_cast<uint64_t>(limit + 1));
   }
   rounds_max_ = std::max(rounds_max_, rounds);
   pending_.push_back(fault_step(std::move(fault)));

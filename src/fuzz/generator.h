@@ -93,6 +93,15 @@ struct GeneratorOptions {
   // broker.queue_type.
   bool draw_retry = true;
   bool draw_queue_type = true;
+  // With --swarm unless pinned: broker.dead_letter (a dead-letter exchange for half the seeds)
+  // and broker.consumer_timeout_ms (off for a quarter).
+  bool draw_dead_letter = true;
+  bool draw_consumer_timeout = true;
+  // Issue 29, drawn with --swarm unless pinned: account.masstransit, account.database and
+  // account.isolation.
+  bool draw_masstransit = true;
+  bool draw_database = true;
+  bool draw_isolation = true;
 };
 
 // The options one seed drew. Printed when the seed fails, and written into the counterexample.

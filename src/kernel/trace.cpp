@@ -47,6 +47,7 @@ constexpr std::array<std::string_view, kEventKindCount> kEventKindNames = {"step
                                                                            "error_queued",
                                                                            "publish_nacked",
                                                                            "redrive",
+                                                                           "dropped",
                                                                            "index_restored"};
 
 }  // namespace

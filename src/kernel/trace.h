@@ -52,10 +52,11 @@ enum class EventKind : uint8_t {
   error_queued,        // a message moved to an _error queue after its retries, then acked
   publish_nacked,      // the broker refused a publish (basic.nack): it was not routed
   redrive,             // an operator moved a message from an error or dead-letter queue back
+  dropped,             // broker: a message past the delivery limit, with no dead-letter exchange
   index_restored,      // an operator put back a dropped index (or could not)
 };
 
-inline constexpr size_t kEventKindCount = 36;
+inline constexpr size_t kEventKindCount = 37;
 
 // Returns the stable name of an event kind, as written to traces.
 std::string_view event_kind_name(EventKind kind);

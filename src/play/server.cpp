@@ -164,8 +164,21 @@ Request read_request(const PlayOptions& options, const json& body, const std::st
         schedule["actions"].push_back(std::move(action));
       }
     }
-    const Scenario parsed = parse_with(source, &schedule, request.pointer, "/schedule");
-    request.schedule = *parsed.schedule;
+    const size_t then_index = schedule.contains("actions") ? schedule["actions"].size() - 1 : 0;
+    const bool then_appended = !then_key.empty() && body.contains("then") &&
+                               body["then"].is_object() && !body["then"].contains("run_on");
+    try {
+      const Scenario parsed = parse_with(source, &schedule, request.pointer, "/schedule");
+      request.schedule = *parsed.schedule;
+    } catch (PlayError& error) {
+      // The action of `then` is checked as the schedule's last: its errors are named there.
+      const std::string at = "/schedule/actions/" + std::to_string(then_index);
+      if (then_appended && error.where.rfind(at, 0) == 0) {
+        error.where = "/then" + error.where.substr(at.size());
+        if (error.where == "/then/at") error.where = "/then";
+      }
+      throw;
+    }
   }
   return request;
 }
@@ -228,6 +241,7 @@ ExploreFromHere explore_settings(const PlayOptions& options, const json& body) {
   settings.fault_kinds = fault_kinds_of(body);
   settings.max_states = integer_in(body, "max_states", 200'000, 1, options.explore_states_max);
   settings.seconds = integer_in(body, "seconds", 10, 1, options.explore_seconds_max);
+  settings.jobs = options.explore_jobs;
   return settings;
 }
 
@@ -305,7 +319,7 @@ class BoundedPool : public httplib::TaskQueue {
   void enqueue(std::function<void()> fn) override {
     {
       std::lock_guard<std::mutex> lock(mutex_);
-      if (jobs_.size() < queue_max_) {
+      if (jobs_.size() < queue_max_ + idle_) {
         jobs_.push_back(std::move(fn));
       } else {
         rejects_.push_back(std::move(fn));
@@ -329,7 +343,9 @@ class BoundedPool : public httplib::TaskQueue {
       std::function<void()> fn;
       {
         std::unique_lock<std::mutex> lock(mutex_);
+        if (!overloaded) ++idle_;
         ready_.wait(lock, [&] { return stopping_ || !from.empty(); });
+        if (!overloaded) --idle_;
         if (from.empty()) return;
         fn = std::move(from.front());
         from.pop_front();
@@ -343,6 +359,7 @@ class BoundedPool : public httplib::TaskQueue {
   std::deque<std::function<void()>> jobs_;
   std::deque<std::function<void()>> rejects_;
   bool stopping_ = false;
+  size_t idle_ = 0;  // workers waiting for a job
   std::vector<std::thread> workers_;
 };
 

@@ -35,6 +35,7 @@ struct PlayOptions {
   MomentLimits limits;
   int64_t explore_states_max = 2'000'000;
   int64_t explore_seconds_max = 60;
+  int64_t explore_jobs = 2;  // threads of one "can it still break?" search
 };
 
 // The JSON API without the sockets: `path` and the request body, returning the status and the

@@ -311,6 +311,10 @@ MarkerStyle marker_style(const TraceEvent& event) {
       return {"m-crash", "☠",
               "DEAD-LETTERED " + std::string(event.type) + " " + event.transfer + " (" +
                   event.message_id + "): " + event.detail};
+    case EventKind::dropped:
+      return {"m-crash", "✗",
+              "DROPPED " + std::string(event.type) + " " + event.transfer + " (" +
+                  event.message_id + "): " + event.detail};
     case EventKind::requeue:
       return {"m-warn", "↺", "requeue " + event.message_id + ": " + event.detail};
     case EventKind::saga: return {"m-saga", "◆", event.transfer + "  " + arrowed(event.detail)};
@@ -322,6 +326,7 @@ MarkerStyle marker_style(const TraceEvent& event) {
       return {"m-saga", "✉", "notify " + event.transfer + ": " + event.detail};
     case EventKind::connection_closed: return {"m-warn", "⚡", "connection closed: " + event.detail};
     case EventKind::index_dropped: return {"m-crash", "✂", "index dropped: " + event.detail};
+    case EventKind::index_restored: return {"m-note", "⟲", "index " + event.detail};
     case EventKind::cleanup:
       return {"m-note", "⌫", "cleanup deleted " + std::to_string(event.amount) + " row(s)"};
     default: return {"m-note", "•", describe_event(event)};
@@ -549,6 +554,7 @@ std::string counters_line(const RunResult& result) {
          item("acks", s.acks) + item("dedupe hits", s.dedupe_hits) + item("effects", s.effects) +
          item("crashes", s.crashes) + item("transactions", s.transactions) +
          item("dead-lettered", s.dead_lettered) + item("to error queues", s.error_queued) +
+         (s.dropped > 0 ? item("dropped", s.dropped) : std::string()) +
          item("virtual ms", result.virtual_ms) + parked_section(result) + "</section>";
 }
 

@@ -14,6 +14,7 @@ nlohmann::ordered_json stats_json(const Stats& stats) {
   out["transactions"] = stats.transactions;
   out["dead_lettered"] = stats.dead_lettered;
   out["error_queued"] = stats.error_queued;
+  out["dropped"] = stats.dropped;
   return out;
 }
 

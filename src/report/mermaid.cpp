@@ -111,6 +111,8 @@ std::string note_text(const TraceEvent& event) {
     case EventKind::restart: return "restart with committed data";
     case EventKind::dead_letter:
       return "DEAD-LETTERED " + message_label(event) + " (" + event.message_id + ")";
+    case EventKind::dropped:
+      return "DROPPED " + message_label(event) + " (" + event.message_id + ")";
     case EventKind::violation: return "VIOLATION " + event.detail;
     case EventKind::requeue: return "requeue " + event.message_id + ": " + event.detail;
     case EventKind::connection_closed: return "connection to broker closed: " + event.detail;

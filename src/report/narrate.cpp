@@ -127,6 +127,7 @@ std::string describe_messaging(const TraceEvent& event) {
       return std::string(event.service) + "  requeue " + message_ref(event) + ": " + event.detail;
     case EventKind::dead_letter:
       return "☠ DEAD-LETTERED  " + message_ref(event) + ": " + event.detail;
+    case EventKind::dropped: return "✗ DROPPED  " + message_ref(event) + ": " + event.detail;
     case EventKind::confirm: return arrow(event) + "confirm " + message_ref(event);
     case EventKind::confirm_lost:
       return arrow(event) + "confirm LOST " + message_ref(event) + ": " + event.detail;
@@ -180,6 +181,7 @@ std::string describe_service_event(const TraceEvent& event) {
     case EventKind::connection_closed:
       return who + " ✕ " + std::string(event.target) + "  connection closed: " + event.detail;
     case EventKind::index_dropped: return "✂ INDEX DROPPED  " + event.detail + " (" + who + ")";
+    case EventKind::index_restored: return "⟲ INDEX RESTORE  " + event.detail + " (" + who + ")";
     case EventKind::advance: return "⇥ clock jumps " + human_duration(event.amount);
     case EventKind::cleanup:
       return who + "  cleanup deleted " + std::to_string(event.amount) + " row(s)" +
@@ -204,10 +206,12 @@ std::string_view line_style(const TraceEvent& event) {
     case EventKind::notification: return kMagenta;
     case EventKind::crash:
     case EventKind::dead_letter:
+    case EventKind::dropped:
     case EventKind::consumer_fault:
     case EventKind::illegal_transition:
     case EventKind::index_dropped: return kRed;
-    case EventKind::restart: return kBoldGreen;
+    case EventKind::restart:
+    case EventKind::index_restored: return kBoldGreen;
     case EventKind::violation: return kInverseRed;
     case EventKind::paused:
     case EventKind::resumed:
@@ -564,7 +568,8 @@ void Narrator::summary(const RunResult& result) {
          << s.deliveries << " (" << s.redeliveries << " redelivered), acks " << s.acks
          << ", dedupe hits " << s.dedupe_hits << ", effects " << s.effects << ", crashes "
          << s.crashes << ", dead-lettered " << s.dead_lettered << ", to error queues "
-         << s.error_queued << '\n';
+         << s.error_queued << (s.dropped > 0 ? ", dropped " + std::to_string(s.dropped) : "")
+         << '\n';
     for (const auto& [queue, count] : result.dead_letter_queues) {
       out_ << "Queue     " << printable(queue) << ": " << count << " moved in over the run\n";
     }

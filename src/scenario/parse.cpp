@@ -735,6 +735,12 @@ void parse_expect_counts(const Node& node, Expect& expect) {
   if (const Node error = field(node, "error_queued"); error.value != nullptr) {
     expect.error_queued = as_count(error);
   }
+  if (const Node dropped = field(node, "dropped"); dropped.value != nullptr) {
+    expect.dropped = as_count(dropped);
+  }
+  if (const Node again = field(node, "redeliveries"); again.value != nullptr) {
+    expect.redeliveries = as_count(again);
+  }
 }
 
 std::vector<Invariant> parse_violations(const Node& node) {
@@ -748,9 +754,9 @@ std::vector<Invariant> parse_violations(const Node& node) {
   return {violations.begin(), violations.end()};
 }
 
-constexpr std::array<std::string_view, 9> kExpectKeys = {
-    "balances",    "transfers",     "published",    "sends",     "effects",
-    "dedupe_hits", "dead_lettered", "error_queued", "violations"};
+constexpr std::array<std::string_view, 11> kExpectKeys = {
+    "balances",      "transfers",    "published", "sends",        "effects",   "dedupe_hits",
+    "dead_lettered", "error_queued", "dropped",   "redeliveries", "violations"};
 
 Expect parse_expect(const Node& node, const Context& context) {
   as_object(node, "an object of expectations");

@@ -21,6 +21,7 @@ Stats& Stats::operator+=(const Stats& other) {
   transactions += other.transactions;
   dead_lettered += other.dead_lettered;
   error_queued += other.error_queued;
+  dropped += other.dropped;
   return *this;
 }
 
@@ -59,9 +60,8 @@ std::optional<Refusal> clockless_refusal(const Scenario& scenario) {
                                 "\"quiescent\"}}"};
     }
     if (step.kind == StepKind::fault && !explorable_fault_kind(step.fault.kind)) {
-      return Refusal{where + "/fault/kind",
-                     "no `" + std::string(fault_kind_name(step.fault.kind)) +
-                         "` fault: an explored order has no clock"};
+      return Refusal{where + "/fault/kind", "no `" + std::string(fault_kind_name(step.fault.kind)) +
+                                                "` fault: an explored order has no clock"};
     }
   }
   if (scenario.config.work_ms_max > 0) {
@@ -175,6 +175,10 @@ void evaluate_expectations(const Expect& expect, RunResult& result) {
   }
   if (expect.error_queued) {
     expect_equal(result, "error_queued", *expect.error_queued, result.stats.error_queued);
+  }
+  if (expect.dropped) expect_equal(result, "dropped", *expect.dropped, result.stats.dropped);
+  if (expect.redeliveries) {
+    expect_equal(result, "redeliveries", *expect.redeliveries, result.stats.redeliveries);
   }
   std::vector<Invariant> violated;
   for (const Violation& violation : result.violations) violated.push_back(violation.invariant);

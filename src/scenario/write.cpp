@@ -122,6 +122,8 @@ ordered_json expect_to_json(const Expect& expect) {
   expect_maps_to_json(expect, out);
   if (expect.dead_lettered) out["dead_lettered"] = *expect.dead_lettered;
   if (expect.error_queued) out["error_queued"] = *expect.error_queued;
+  if (expect.dropped) out["dropped"] = *expect.dropped;
+  if (expect.redeliveries) out["redeliveries"] = *expect.redeliveries;
   ordered_json& violations = out["violations"] = ordered_json::array();
   for (const Invariant invariant : expect.violations) {
     violations.push_back(invariant_name(invariant));

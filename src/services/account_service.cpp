@@ -1,5 +1,8 @@
 #include "services/account_service.h"
 
+#include <algorithm>
+#include <array>
+
 #include "domain/participants.h"
 #include "kernel/assert.h"
 #include "services/sql.h"
@@ -15,6 +18,15 @@ constexpr int64_t kSweepBatchRows = 256;
 // pass that finds its row gone (cleanup deleted it meanwhile) starts over, so the bound leaves
 // room for that and is never reached otherwise.
 constexpr int64_t kInboxPassesMax = 16;
+// MassTransit's send transport retry (HostConfigurationRetryExtensions.Retry with the
+// SendTransportRetryPolicy of RabbitMqHostConfiguration.cs, MassTransit v8.5.3): a 1 s breather
+// after a failed send, then the policy's interval, Exponential(min 3 s, max 30 s, delta 3 s):
+// min + 2^i * delta, capped at max (the delta's random draw at its mean, and no jitter); the
+// consumer outbox cancels the send after MessageDeliveryTimeout = 30 s
+// (OutboxConsumePipeSpecificationObserver.cs, OutboxMessagePipe.cs).
+constexpr int64_t kSendBreatherMs = 1000;
+constexpr std::array<int64_t, 5> kSendRetryIntervalsMs = {6000, 9000, 15000, 27000, 30000};
+constexpr int64_t kMessageDeliveryTimeoutMs = 30000;
 
 void create_ledger(SQLite::Database& db, const Config& config) {
   if (config.account_inbox == AccountInbox::marten) {
@@ -160,7 +172,7 @@ struct AccountService::Statements {
         outbox_cleanup(db, "DELETE FROM outbox WHERE delivered_ms < ?"),
         inbox_lookup(db,
                      "SELECT id, consumed_ms IS NOT NULL, delivered_ms IS NOT NULL,"
-                     " COALESCE(last_sequence_number, 0) FROM inbox_state"
+                     " COALESCE(last_sequence_number, 0), receive_count FROM inbox_state"
                      " WHERE message_id = ? AND consumer_id = ? ORDER BY id LIMIT 2"),
         inbox_insert(db,
                      "INSERT INTO inbox_state (message_id, consumer_id, received_ms, receive_count)"
@@ -265,8 +277,18 @@ Task<Outcome> AccountService::handle_masstransit(MessagePtr message_ptr) {
       co_await step(CrashPointSet(CrashPoint::after_dedupe), message, locals(inbox, pass));
       continue;
     }
-    co_await lock_row(lock_key, locals(std::nullopt, pass));
+    // On Postgres at Repeatable Read the pass's snapshot is the row as it was before any wait.
+    const bool snapshot = config_.account_database == AccountDatabase::postgres &&
+                          config_.account_isolation == Isolation::repeatable_read;
+    const std::optional<InboxRow> seen = inbox;
+    co_await lock_row(lock_key, locals(snapshot ? seen : std::nullopt, pass));
     inbox = inbox_lookup(message);  // the row as the locking select returns it, once locked
+    if (snapshot && serialization_failure(seen, inbox)) {
+      throw ConsumerFault{
+          "40001 could not serialize access due to concurrent update: the locking select waited "
+          "on the inbox row, which the holder updated and committed (Postgres, Repeatable "
+          "Read)"};
+    }
     co_await step(message, locals(inbox, pass));
     if (!inbox) {
       host_.unlock_row(lock_key);
@@ -287,7 +309,39 @@ Task<Outcome> AccountService::handle_masstransit(MessagePtr message_ptr) {
                        "messages with their stored ids");
         reported = true;
       }
-      const int64_t last_sequence = inbox_send_outbox(message, *inbox);
+      // Pass 3, first half: sends the outbox messages after last_sequence_number, each awaiting
+      // its confirm, while the row lock is held. A publish that fails the way the send
+      // transport retries is published again on a new channel, same MessageId, after its
+      // breather and interval, until MessageDeliveryTimeout (30 s from the first attempt)
+      // cancels the send: the pass then faults with an OperationCanceledException. A fault
+      // rolls the pass back: the next delivery sends again from the last committed number.
+      int64_t last_sequence = inbox->last_sequence_number;
+      for (const auto& [seq, outgoing] : inbox_outbox_after(message, *inbox)) {
+        const int64_t started_ms = host_.now_ms();
+        for (size_t attempt = 0;; ++attempt) {
+          const PublishResult result = host_.publish_and_confirm(outgoing);
+          if (result == PublishResult::confirmed) break;
+          if (!send_retried(result)) require_confirmed(result);
+          const size_t interval = std::min(attempt, kSendRetryIntervalsMs.size() - 1);
+          const int64_t wait_ms = kSendBreatherMs + kSendRetryIntervalsMs[interval];
+          const int64_t deadline_ms = started_ms + kMessageDeliveryTimeoutMs;
+          Hasher digest;
+          digest.add(locals(inbox, pass, last_sequence)).add_signed(seq);
+          digest.add(static_cast<uint64_t>(attempt)).add_signed(started_ms);
+          if (host_.now_ms() + wait_ms >= deadline_ms) {
+            if (deadline_ms > host_.now_ms()) {
+              co_await host_.sleep(deadline_ms - host_.now_ms(), digest.finish().low);
+            }
+            throw ConsumerFault{
+                "MessageDeliveryTimeout (30 s) cancelled the outbox send: "
+                "OperationCanceledException",
+                true};
+          }
+          send_retry_event(*outgoing, result, wait_ms);
+          co_await host_.sleep(wait_ms, digest.finish().low);
+        }
+        last_sequence = seq;
+      }
       co_await step(CrashPointSet(CrashPoint::after_outbox_send), message,
                     locals(inbox, pass, last_sequence));
       inbox_delivered(message, *inbox, last_sequence);
@@ -319,6 +373,7 @@ std::optional<AccountService::InboxRow> AccountService::inbox_lookup(const Messa
   inbox.consumed = find->getColumn(1).getInt() != 0;
   inbox.delivered = find->getColumn(2).getInt() != 0;
   inbox.last_sequence_number = find->getColumn(3).getInt64();
+  inbox.receive_count = find->getColumn(4).getInt64();
   if (find->executeStep()) {
     throw ConsumerFault{
         "two inbox_state rows for one (message_id, consumer_id): the lookup's SingleOrDefault "
@@ -373,25 +428,51 @@ void AccountService::inbox_consume(const Message& message, const InboxRow& inbox
   commit(work);
 }
 
-// Pass 3, first half: sends the outbox messages after last_sequence_number, each awaiting its
-// confirm. Returns the last sequence number sent. A lost confirm faults the pass, which rolls
-// back: the next delivery sends again from the last committed sequence number.
-int64_t AccountService::inbox_send_outbox(const Message& message, const InboxRow& inbox) {
+// The outbox messages of the message's inbox row after its last_sequence_number, in order.
+std::vector<std::pair<int64_t, MessagePtr>> AccountService::inbox_outbox_after(
+    const Message& message, const InboxRow& inbox) {
   std::vector<std::pair<int64_t, MessagePtr>> rows;
-  {
-    StatementUse select(statements_->outbox_for_inbox);
-    select->bind(1, message.message_id);
-    select->bind(2, static_cast<int64_t>(inbox.last_sequence_number));
-    while (select->executeStep()) {
-      rows.emplace_back(select->getColumn(0).getInt64(), message_from_outbox_row(*select));
-    }
+  StatementUse select(statements_->outbox_for_inbox);
+  select->bind(1, message.message_id);
+  select->bind(2, static_cast<int64_t>(inbox.last_sequence_number));
+  while (select->executeStep()) {
+    rows.emplace_back(select->getColumn(0).getInt64(), message_from_outbox_row(*select));
   }
-  int64_t last_sequence = inbox.last_sequence_number;
-  for (const auto& [seq, outgoing] : rows) {
-    require_confirmed(host_.publish_and_confirm(outgoing));
-    last_sequence = seq;
-  }
-  return last_sequence;
+  return rows;
+}
+
+// Whether MassTransit's send transport publishes again after `result` (its
+// SendTransportRetryPolicy, RabbitMqHostConfiguration.cs): a channel that closed before the
+// confirm in every version; a broker nack since 8.5.3, which turns it into a connection error
+// (RabbitMqChannelContext.cs). Before that a nack raised MessageNotAcknowledgedException, which
+// the policy does not handle.
+bool AccountService::send_retried(PublishResult result) const {
+  if (result == PublishResult::lost) return true;
+  return result == PublishResult::nacked && config_.account_masstransit == MassTransitVersion::v8_5;
+}
+
+void AccountService::send_retry_event(const Message& outgoing, PublishResult result,
+                                      int64_t wait_ms) {
+  TraceEvent retry = event_about(EventKind::retry, host_.now_ms(), me(), outgoing);
+  retry.detail = std::string("send transport: ") +
+                 (result == PublishResult::lost ? "the channel closed before the confirm"
+                                                : "the broker nacked the publish") +
+                 "; publishing again on a new channel in " + std::to_string(wait_ms) +
+                 " ms, same MessageId, the inbox row still locked (SendTransportRetryPolicy, "
+                 "up to MessageDeliveryTimeout 30 s)";
+  host_.record(std::move(retry));
+}
+
+// Postgres at Repeatable Read: a SELECT ... FOR UPDATE that waited for a row lock, and whose row
+// the holder then updated and committed, fails with 40001 (the row's version in the
+// transaction's snapshot is not the one it would lock). Every committed pass adds one to
+// ReceiveCount, so a changed count is such an update; a holder that rolled back changed nothing.
+bool AccountService::serialization_failure(const std::optional<InboxRow>& seen,
+                                           const std::optional<InboxRow>& locked) const {
+  return seen && locked && seen->row == locked->row &&
+         (seen->receive_count != locked->receive_count || seen->consumed != locked->consumed ||
+          seen->delivered != locked->delivered ||
+          seen->last_sequence_number != locked->last_sequence_number);
 }
 
 // Pass 3, second half: the row is delivered as of the last message sent; commit.
@@ -783,7 +864,8 @@ void AccountService::create_index(const std::string& sql) { db_.exec(sql); }
 std::map<std::string, int64_t> AccountService::balances() {
   std::map<std::string, int64_t> out;
   StatementUse query(connection_.prepared("SELECT name, balance FROM accounts ORDER BY name"));
-  while (query->executeStep()) out[query->getColumn(0).getString()] = query->getColumn(1).getInt64();
+  while (query->executeStep())
+    out[query->getColumn(0).getString()] = query->getColumn(1).getInt64();
   return out;
 }
 
@@ -794,7 +876,8 @@ std::vector<LedgerEntry> AccountService::ledger() {
 }
 
 void AccountService::for_each_ledger_entry(const std::function<void(const LedgerEntry&)>& visit) {
-  StatementUse query(connection_.prepared("SELECT transfer_id, type, account, amount FROM ledger ORDER BY id"));
+  StatementUse query(
+      connection_.prepared("SELECT transfer_id, type, account, amount FROM ledger ORDER BY id"));
   while (query->executeStep()) {
     const auto type = parse_entry_type(query->getColumn(1).getString());
     INBOXSIM_ASSERT(type.has_value());

@@ -91,6 +91,7 @@ class AccountService : private ServiceCore {
     bool consumed = false;
     bool delivered = false;
     int64_t last_sequence_number = 0;  // the last outbox message sent (0: none yet)
+    int64_t receive_count = 0;         // every committed pass adds one: the row's version
   };
 
   // Outbox rows an outbox send published and got confirms for.
@@ -104,7 +105,12 @@ class AccountService : private ServiceCore {
   std::optional<InboxRow> inbox_lookup(const Message& message);
   void inbox_insert(const Message& message);
   void inbox_consume(const Message& message, const InboxRow& inbox);
-  int64_t inbox_send_outbox(const Message& message, const InboxRow& inbox);
+  std::vector<std::pair<int64_t, MessagePtr>> inbox_outbox_after(const Message& message,
+                                                                 const InboxRow& inbox);
+  bool send_retried(PublishResult result) const;
+  bool serialization_failure(const std::optional<InboxRow>& seen,
+                             const std::optional<InboxRow>& locked) const;
+  void send_retry_event(const Message& outgoing, PublishResult result, int64_t wait_ms);
   void inbox_delivered(const Message& message, const InboxRow& inbox, int64_t last_sequence);
   void inbox_remove_outbox(const Message& message, const InboxRow& inbox);
   void inbox_bump(const InboxRow& inbox);

@@ -88,6 +88,9 @@ class ServiceHost {
   virtual Suspend lock_row(const std::string& key, uint64_t resume) = 0;
   // Releases a row lock the running handler holds (its transaction committed).
   virtual void unlock_row(const std::string& key) = 0;
+  // Suspends the running handler for `ms` virtual ms, holding what it holds (MassTransit's send
+  // transport waiting before it publishes again). `resume` as for between_steps.
+  virtual Suspend sleep(int64_t ms, uint64_t resume) = 0;
 
   // Publishes and waits for the publisher confirm (account-service's inline outbox send).
   virtual PublishResult publish_and_confirm(const MessagePtr& message) = 0;

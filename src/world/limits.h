@@ -17,6 +17,9 @@ inline constexpr int64_t kRelayPollMsMax = 20;
 // violation). On a quorum queue the delivery limit (at most 1000) ends the loop first.
 inline constexpr int64_t kDeliveriesPerMessageMax = 1'000;
 inline constexpr int64_t kReconnectMs = 500;
+// RabbitMQ's channel_tick_interval (deps/rabbit/Makefile, v4.0.9): how often a channel checks
+// its oldest unacked delivery against the consumer timeout.
+inline constexpr int64_t kChannelTickMs = 60'000;
 // InboxCleanupService's and the Mongo TTL monitor's period. Cleanup runs lazily: the first time
 // the clock reaches or passes a tick, once, as of the last tick passed (deleting by a cutoff is
 // monotone, so one late run deletes what every missed tick would have).

@@ -244,8 +244,8 @@ namespace {
 // The broker changes a queue first and records these events after.
 bool settled_before_recorded(EventKind kind) {
   return kind == EventKind::ack || kind == EventKind::nack || kind == EventKind::requeue ||
-         kind == EventKind::dead_letter || kind == EventKind::error_queued ||
-         kind == EventKind::redrive;
+         kind == EventKind::dead_letter || kind == EventKind::dropped ||
+         kind == EventKind::error_queued || kind == EventKind::redrive;
 }
 
 constexpr size_t kQueueMessageIdColumn = 2;

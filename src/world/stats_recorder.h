@@ -32,6 +32,7 @@ class StatsRecorder {
       case EventKind::effect: ++stats_.effects; break;
       case EventKind::crash: ++stats_.crashes; break;
       case EventKind::dead_letter: ++stats_.dead_lettered; break;
+      case EventKind::dropped: ++stats_.dropped; break;
       case EventKind::error_queued: ++stats_.error_queued; break;
       default: break;
     }

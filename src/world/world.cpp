@@ -26,6 +26,9 @@ class World::InstanceHost final : public ServiceHost {
     return world_.lock_row(instance_, key, resume);
   }
   void unlock_row(const std::string& key) override { world_.unlock_row(instance_, key); }
+  Suspend sleep(int64_t ms, uint64_t resume) override {
+    return world_.sleep(instance_, ms, resume);
+  }
   PublishResult publish_and_confirm(const MessagePtr& message) override {
     return world_.publish_and_confirm(instance_, message);
   }
@@ -84,7 +87,8 @@ World::World(const Scenario& scenario, const Config& config, const WorldOptions&
       publications_(options.keep_trace, options.spill_databases && options.db_dir.empty()),
       checker_(scenario.accounts, config.transfer_notifications),
       broker_([this](TraceEvent event) { record(std::move(event)); }, config.broker_prefetch,
-              config.broker_delivery_limit, config.broker_queue_type == QueueType::quorum),
+              config.broker_delivery_limit, config.broker_queue_type == QueueType::quorum,
+              config.broker_dead_letter == DeadLetter::dlx),
       faults_(options.spill_databases && options.db_dir.empty()
                   ? std::optional<size_t>(options.faults_in_memory_max)
                   : std::nullopt),
@@ -310,6 +314,7 @@ bool World::step_once() {
   if (explore_.enabled && !explore_stop_ && halted_reason_.empty()) take_due_actions();
   if (scheduler_.empty() || !halted_reason_.empty() || explore_stop_) return false;
   if (!explore_.enabled) {
+    if (consumer_timeout_due(scheduler_.next_time_ms())) return true;
     const Job job = scheduler_.pop();
     maybe_cleanup();
     dispatch(job);
@@ -464,9 +469,7 @@ bool World::persistent_sets_assumptions_held() const {
          largest_relayed_seq_ < TransferService::kRelayBatchRows;
 }
 
-void World::touch_instance(size_t instance) {
-  touch((uint64_t{1} << 56) | instance);
-}
+void World::touch_instance(size_t instance) { touch((uint64_t{1} << 56) | instance); }
 
 void World::touch_database(ServiceId service) {
   touch((uint64_t{2} << 56) | static_cast<uint64_t>(service));
@@ -546,9 +549,8 @@ std::optional<FaultSpec> World::take_fault(FaultKind kind, ServiceId service, in
   return fault;
 }
 
-std::optional<FaultSpec> World::take_fault_at(FaultKind kind, ServiceId service,
-                                              int64_t instance, CrashPoint point,
-                                              const Message* message) {
+std::optional<FaultSpec> World::take_fault_at(FaultKind kind, ServiceId service, int64_t instance,
+                                              CrashPoint point, const Message* message) {
   if (recording_ && !faults_.empty()) touch(uint64_t{4} << 56);
   if (auto fired = faults_.take_at(kind, service, instance, point, message)) return fired;
   if (explore_.log_choices) log_fault_point(kind, service, instance, point, message);
@@ -587,8 +589,13 @@ void World::run_for(int64_t ms) {
   INBOXSIM_ASSERT(ms >= 0);
   const int64_t target = now_ms() + ms;
   int64_t processed = 0;
-  while (!scheduler_.empty() && scheduler_.next_time_ms() <= target && halted_reason_.empty() &&
-         !explore_stop_) {
+  while (halted_reason_.empty() && !explore_stop_) {
+    if (scheduler_.empty() || scheduler_.next_time_ms() > target) {
+      // Nothing else due: a consumer timeout inside the run still closes its channel (and
+      // schedules the reconnect, which may be due too).
+      if (consumer_timeout_due(target)) continue;
+      break;
+    }
     if (processed++ >= kEventsPerRunMax) {
       // A livelock inside a timed run: leave the rest for the final run, whose bound
       // reports it as a termination violation.
@@ -729,10 +736,43 @@ void World::start_handler(size_t instance_index, const Delivery& delivery, size_
   run_handler(id);
 }
 
+// Whether a handler is a MassTransit consumer whose channel has closed: RabbitMqBasicConsumer's
+// HandleChannelShutdown cancels every pending receive context (ConsumerAgent
+// .CancelPendingConsumers), so the handler stops at its next await. Wolverine's listener
+// (account.inbox = marten) and amqplib (transfer-service) do not cancel a running handler.
+bool World::cancelled_by_close(const ActiveHandler& handler) const {
+  return consumers_[handler.delivery.consumer].role == ConsumerRole::account &&
+         config_.account_inbox != AccountInbox::marten &&
+         !broker_.channel_open(handler.delivery.consumer, handler.delivery.channel);
+}
+
+// A cancelled handler rolls back (no transaction spans a step, so nothing is open), gives up
+// its row locks, is not retried, and moves nothing to the _error queue: the rescue pipe ignores
+// OperationCanceledException, and the broker requeued the delivery when the channel closed.
+void World::cancel_handler(uint64_t id) {
+  const auto found = handlers_.find(id);
+  INBOXSIM_ASSERT(found != handlers_.end());
+  ActiveHandler handler = std::move(found->second);
+  handlers_.erase(found);
+  release_locks(handler.instance, id);
+  const Delivery& delivery = handler.delivery;
+  TraceEvent event = event_about(EventKind::consumer_fault, now_ms(),
+                                 consumers_[delivery.consumer].participant, *delivery.message);
+  event.detail =
+      "cancelled: its channel closed, so MassTransit cancelled the consume context; rolled back, "
+      "locks released, not retried, nothing moved to the _error queue (the broker requeued the "
+      "message)";
+  record(std::move(event));
+}
+
 // Runs a handler until its next suspension; a handler that ended is settled at once.
 void World::run_handler(uint64_t id) {
   const auto found = handlers_.find(id);
   INBOXSIM_ASSERT(found != handlers_.end());
+  if (cancelled_by_close(found->second)) {
+    cancel_handler(id);
+    return;
+  }
   INBOXSIM_ASSERT(current_handler_ == 0);
   current_handler_ = id;
   const bool ended = found->second.task.resume();
@@ -754,7 +794,7 @@ void World::finish_handler(uint64_t id) {
     return;
   } catch (const ConsumerFault& fault) {
     release_locks(handler.instance, id);
-    handler_faulted(std::move(handler), fault.reason);
+    handler_faulted(std::move(handler), fault.reason, fault.cancelled);
     return;
   }
   // A handler that ends normally has committed every pass and released its locks already.
@@ -770,7 +810,7 @@ void World::finish_handler(uint64_t id) {
 // broker requeues. account-service runs MassTransit's UseMessageRetry (account.retry): the
 // delivery is handled again in process after each wait, and once the retries are spent the
 // message is moved to account-service_error and acked: the broker never sees it again.
-void World::handler_faulted(ActiveHandler handler, std::string_view reason) {
+void World::handler_faulted(ActiveHandler handler, std::string_view reason, bool cancelled) {
   const Delivery& delivery = handler.delivery;
   const bool account = consumers_[delivery.consumer].role == ConsumerRole::account;
   TraceEvent event = event_about(EventKind::consumer_fault, now_ms(),
@@ -783,6 +823,12 @@ void World::handler_faulted(ActiveHandler handler, std::string_view reason) {
   }
   const std::vector<int64_t>& waits = config_.account_retry.intervals_ms;
   if (handler.attempt >= waits.size()) {
+    if (cancelled) {
+      // The rescue pipe ignores OperationCanceledException (ReceivePipeConfiguration.cs): no
+      // _error queue; the receive lock nacks the delivery with requeue.
+      send_nack(delivery, std::string(reason));
+      return;
+    }
     move_to_error_queue(handler, reason);
     return;
   }
@@ -808,6 +854,11 @@ void World::handler_faulted(ActiveHandler handler, std::string_view reason) {
 void World::on_retry(uint64_t id) {
   const auto found = handlers_.find(id);
   if (found == handlers_.end()) return;  // the instance died while it waited
+  // RetryFilter's Task.Delay waits on the consume context's token (RetryFilter.cs).
+  if (cancelled_by_close(found->second)) {
+    cancel_handler(id);
+    return;
+  }
   const ActiveHandler waiting = std::move(found->second);
   handlers_.erase(found);
   start_handler(waiting.instance, waiting.delivery, waiting.attempt);
@@ -941,8 +992,9 @@ void World::on_restart(size_t index) {
   instance.up = true;
   record(instance_event(EventKind::restart, now_ms(), instance.names.service,
                         "restarted with its committed data"));
+  instance.connected_ms = now_ms();
   for (const size_t consumer : instance.consumers) {
-    if (!broker_.connected(consumer)) broker_.open_connection(consumer);
+    if (!broker_.connected(consumer)) broker_.open_connection(consumer, now_ms());
   }
   guarded(index, [&] {
     if (instance.account) {
@@ -955,28 +1007,69 @@ void World::on_restart(size_t index) {
 }
 
 void World::on_reconnect(const Job& job) {
-  const Instance& instance = instances_[job.instance];
+  Instance& instance = instances_[job.instance];
   if (!instance.up) return;
   bool opened = false;
   for (const size_t consumer : instance.consumers) {
     if (job.consumer != kAllConsumers && consumer != job.consumer) continue;
     if (broker_.connected(consumer)) continue;
-    broker_.open_connection(consumer);
+    broker_.open_connection(consumer, now_ms());
     opened = true;
   }
-  if (opened) pump();
+  if (!opened) return;
+  instance.connected_ms = now_ms();
+  pump();
 }
 
-// The broker closes a connection it has heard nothing from for longer than the heartbeat
-// timeout (RabbitMQ: heartbeats.md). The process is alive, only paused: its handlers will run on.
+// RabbitMQ's heartbeat receiver (rabbit_heartbeat:start_heartbeat_receiver, v4.0.9) checks the
+// socket for incoming data every heartbeat interval T, counted from when the connection opened,
+// and gives up at the second check in a row that saw nothing: between 2T and 3T after the last
+// data. The paused process sends nothing from its pause's start, and a check at that very
+// millisecond still sees its last frame: the close comes 2T after the first check at or after
+// the pause began.
+int64_t World::heartbeat_close_ms(const Instance& instance) const {
+  const int64_t interval = config_.broker_heartbeat_ms;
+  INBOXSIM_ASSERT(interval > 0);
+  const int64_t since_open = instance.pause_started_ms - instance.connected_ms;
+  const int64_t checks = std::max<int64_t>(1, (since_open + interval - 1) / interval);
+  return instance.connected_ms + (checks + 2) * interval;
+}
+
+// The broker closes a connection whose heartbeat checks saw nothing twice (above). The process
+// is alive, only paused: its handlers will run on.
 void World::on_heartbeat_timeout(const Job& job) {
   const Instance& instance = instances_[job.instance];
   if (instance.incarnation != job.incarnation || !paused(instance)) return;
-  if (now_ms() - instance.pause_started_ms < config_.broker_heartbeat_ms) return;
+  if (now_ms() != heartbeat_close_ms(instance)) return;  // a check of an earlier pause
   close_instance_connections(
-      job.instance, "no heartbeat for " + std::to_string(config_.broker_heartbeat_ms) +
+      job.instance, "two heartbeat checks in a row (every " +
+                        std::to_string(config_.broker_heartbeat_ms) + " ms) saw nothing for " +
+                        std::to_string(now_ms() - instance.pause_started_ms) +
                         " ms: the broker closed the connection; unacked deliveries go back to "
                         "the queue");
+}
+
+// RabbitMQ's consumer timeout (rabbit_channel:evaluate_consumer_timeout, v4.0.9): a channel's
+// tick finds its oldest unacked delivery older than consumer_timeout and closes the channel
+// with PRECONDITION_FAILED; the broker requeues every delivery it had unacked, and the client
+// opens a new channel. An exploration has no clock, so no timeout.
+bool World::consumer_timeout_due(int64_t until_ms) {
+  if (config_.broker_consumer_timeout_ms <= 0 || explore_.enabled || !halted_reason_.empty()) {
+    return false;
+  }
+  const auto due =
+      broker_.next_consumer_timeout(config_.broker_consumer_timeout_ms, kChannelTickMs);
+  if (!due || due->at_ms > until_ms) return false;
+  scheduler_.advance_to(due->at_ms);
+  maybe_cleanup();
+  reset_connection(due->consumer,
+                   "PRECONDITION_FAILED: delivery acknowledgement (tag " +
+                       std::to_string(due->delivery_tag) + ", delivered at " +
+                       std::to_string(due->delivered_ms) + " ms) timed out, consumer_timeout " +
+                       std::to_string(config_.broker_consumer_timeout_ms) +
+                       " ms: the broker closed the channel; every unacked delivery on it goes "
+                       "back to the queue");
+  return true;
 }
 
 void World::on_pause_end(size_t index) {
@@ -1003,9 +1096,13 @@ void World::pause(size_t index, int64_t ms, CrashPoint point, const Message& mes
                  std::string(crash_point_name(point)) + " (a GC pause, a stalled disk)";
   record(std::move(event));
   schedule(instance.paused_until_ms, Job::of_instance(JobKind::pause_end, index));
-  if (config_.broker_heartbeat_ms > 0 && ms > config_.broker_heartbeat_ms) {
-    schedule(now_ms() + config_.broker_heartbeat_ms,
-             Job::of_instance(JobKind::heartbeat_timeout, index, instance.incarnation));
+  if (config_.broker_heartbeat_ms > 0) {
+    // A pause that ends before the close resumes the heartbeats in time (pause_end runs first
+    // when the two fall on the same millisecond: it was scheduled first).
+    const int64_t close_ms = heartbeat_close_ms(instance);
+    if (close_ms < instance.paused_until_ms) {
+      schedule(close_ms, Job::of_instance(JobKind::heartbeat_timeout, index, instance.incarnation));
+    }
   }
 }
 
@@ -1135,6 +1232,16 @@ Suspend World::lock_row(size_t index, const std::string& key, uint64_t resume) {
   return Suspend{true};
 }
 
+Suspend World::sleep(size_t index, int64_t ms, uint64_t resume) {
+  INBOXSIM_ASSERT(current_handler_ != 0);
+  INBOXSIM_ASSERT(ms > 0);
+  handlers_.at(current_handler_).resume = resume;
+  Job job = Job::of_instance(JobKind::resume, index);
+  job.handler = current_handler_;
+  schedule(now_ms() + ms, job);
+  return Suspend{true};
+}
+
 void World::unlock_row(size_t index, const std::string& key) {
   INBOXSIM_ASSERT(current_handler_ != 0);
   RowLocks& locks = locks_of(instances_[index].service);
@@ -1171,7 +1278,7 @@ void World::grant_lock(const std::string& key, uint64_t handler) {
 
 void World::pump() {
   dispatched_.clear();
-  broker_.pump(dispatched_);
+  broker_.pump(dispatched_, now_ms());
   for (Delivery& delivery : dispatched_) {
     int64_t delay_ms = latency_ms();
     const Instance& instance = instances_[consumers_[delivery.consumer].instance];

@@ -103,13 +103,13 @@ struct PendingEvent {
 
 // Where an explored run stopped, for the explorer.
 struct ExploreOutcome {
-  size_t consumed = 0;             // schedule entries used
+  size_t consumed = 0;              // schedule entries used
   int64_t void_events_checked = 0;  // ExploreControl::check_void_events: void events run
-  std::vector<uint32_t> defaults;  // past the schedule: each choice's option count (0 was taken)
-  bool misfit = false;             // a schedule entry named an option that was not there
-  bool at_frontier = false;        // stopped at a state where `enabled` events may happen next
+  std::vector<uint32_t> defaults;   // past the schedule: each choice's option count (0 was taken)
+  bool misfit = false;              // a schedule entry named an option that was not there
+  bool at_frontier = false;         // stopped at a state where `enabled` events may happen next
   size_t enabled = 0;
-  Fingerprint state;               // that state's fingerprint
+  Fingerprint state;                      // that state's fingerprint
   std::vector<Fingerprint> enabled_jobs;  // what each option there is (fingerprint_job)
   int64_t faults_injected = 0;
   // The last schedule entry chose an event (not a fault): that event (`transition`) and what
@@ -132,8 +132,8 @@ struct ExploreOutcome {
 // A state an explored run went through with ExploreControl::continue_alone: what the run
 // would have reported had it stopped there.
 struct PassedState {
-  ExploreOutcome outcome;  // at_frontier; the run went on with option `alone`
-  Coverage coverage;       // the probes reached up to that state
+  ExploreOutcome outcome;        // at_frontier; the run went on with option `alone`
+  Coverage coverage;             // the probes reached up to that state
   bool assumptions_held = true;  // World::persistent_sets_assumptions_held there
 };
 
@@ -299,6 +299,7 @@ class World {
     int64_t restart_after_ms = 1000;
     int64_t paused_until_ms = -1;  // paused while now < paused_until_ms
     int64_t pause_started_ms = 0;
+    int64_t connected_ms = 0;  // when its broker connection last opened: the heartbeat's phase
     uint64_t publish_channel = 1;  // the relay's publishing channel; a closed one voids confirms
     bool relay_poll_scheduled = false;
     bool sweep_scheduled = false;
@@ -314,7 +315,7 @@ class World {
     size_t instance = 0;
     Delivery delivery;
     Task<Outcome> task;
-    size_t attempt = 0;  // 0 for the first, then one per retry
+    size_t attempt = 0;   // 0 for the first, then one per retry
     uint64_t resume = 0;  // where it waits and what it still needs (ServiceHost::between_steps)
     CrashPointSet last_points;  // the names of the step boundary it waits at (none: a lock)
   };
@@ -329,7 +330,9 @@ class World {
   bool deferred_by_pause(const Job& job);
   void on_deliver(const Job& job);
   void start_handler(size_t instance, const Delivery& delivery, size_t attempt);
-  void handler_faulted(ActiveHandler handler, std::string_view reason);
+  void handler_faulted(ActiveHandler handler, std::string_view reason, bool cancelled = false);
+  bool cancelled_by_close(const ActiveHandler& handler) const;
+  void cancel_handler(uint64_t handler);
   void on_retry(uint64_t handler);
   void move_to_error_queue(const ActiveHandler& handler, std::string_view reason);
   void run_handler(uint64_t handler);
@@ -352,6 +355,7 @@ class World {
                         uint64_t resume);
   Suspend lock_row(size_t instance, const std::string& key, uint64_t resume);
   void unlock_row(size_t instance, const std::string& key);
+  Suspend sleep(size_t instance, int64_t ms, uint64_t resume);
   PublishResult publish_and_confirm(size_t instance, const MessagePtr& message);
   void relay_publish(size_t instance, const MessagePtr& message, int64_t outbox_seq);
   void committed(const CommitRecord& record);
@@ -364,6 +368,11 @@ class World {
   void release_locks(size_t instance, uint64_t handler);
   void grant_lock(const std::string& key, uint64_t handler);
   void reset_connection(size_t consumer, std::string reason);
+  // When the broker's heartbeat closes the connection of an instance paused now (DESIGN §9.0).
+  int64_t heartbeat_close_ms(const Instance& instance) const;
+  // Closes the first channel whose consumer timeout is due no later than `until_ms`, moving the
+  // clock there; false when none is (or the timeout is off, or there is no clock).
+  bool consumer_timeout_due(int64_t until_ms);
   void close_instance_connections(size_t instance, const std::string& reason);
   template <typename Fn>
   void guarded(size_t instance, Fn&& fn);

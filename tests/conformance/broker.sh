@@ -6,7 +6,8 @@
 #
 # The node is private, so it never meets a system broker or another test run: its own node
 # name, AMQP port, distribution port and epmd port (free ports picked at start, all on
-# 127.0.0.1), its own data and log folders under /tmp, no config file and no plugins. Started
+# 127.0.0.1), its own data and log folders under /tmp, no config file but its own
+# advanced.config (a short consumer timeout, node_environment), and no plugins. Started
 # as root, Debian's rabbitmq-server drops to the `rabbitmq` user, which must own that folder.
 #
 # Without rabbitmq-server, start writes "unavailable: ..." to STATE_FILE and exits 77 (skipped);
@@ -53,7 +54,12 @@ node_environment() {
   # No file of the system's: /etc/rabbitmq's env file, config and plugin list stay unread.
   export RABBITMQ_CONF_ENV_FILE="$dir/no-env.conf"
   export RABBITMQ_CONFIG_FILE="$dir/no-config"
-  export RABBITMQ_ADVANCED_CONFIG_FILE="$dir/no-advanced.config"
+  # The node's own advanced.config: a consumer timeout short enough for script 24 (10 s, checked
+  # every second instead of RabbitMQ's 30 min checked every minute); scripts that hold a
+  # delivery unacked stay well under it.
+  export RABBITMQ_ADVANCED_CONFIG_FILE="$dir/advanced.config"
+  printf '[{rabbit, [{consumer_timeout, 10000}, {channel_tick_interval, 1000}]}].\n' \
+    >"$dir/advanced.config"
   export RABBITMQ_ENABLED_PLUGINS_FILE="$dir/enabled_plugins"
 }
 

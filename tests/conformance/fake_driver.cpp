@@ -1,5 +1,6 @@
 #include "fake_driver.h"
 
+#include <algorithm>
 #include <memory>
 #include <stdexcept>
 
@@ -38,7 +39,9 @@ std::string delivery_line(const std::string& consumer, const Delivery& delivery)
 }  // namespace
 
 FakeDriver::FakeDriver(const BrokerSettings& settings)
-    : broker_([](TraceEvent) {}, settings.prefetch, delivery_limit_of(settings), settings.quorum) {}
+    : broker_([](TraceEvent) {}, settings.prefetch, delivery_limit_of(settings), settings.quorum,
+              settings.dead_letter),
+      consumer_timeout_ms_(settings.consumer_timeout_ms) {}
 
 std::vector<std::string> FakeDriver::run(const Step& step, const std::vector<std::string>*) {
   ++now_ms_;
@@ -52,7 +55,10 @@ std::vector<std::string> FakeDriver::run(const Step& step, const std::vector<std
     case Op::reject: settle(step); break;
     case Op::close:
     case Op::kill: close(step.subject); break;
-    case Op::reconnect: broker_.open_connection(consumer(step).index); break;
+    case Op::reconnect:
+      consumer(step).opened_ms = now_ms_;
+      broker_.open_connection(consumer(step).index, now_ms_);
+      break;
     case Op::pause: pause(step, observed); break;
     case Op::inspect: inspect(step, observed); break;
     case Op::redrive: redrive(step); break;
@@ -81,6 +87,7 @@ void FakeDriver::consume(const Step& step) {
   Consumer added;
   added.index = broker_.add_consumer(step.subject, queue(step.queue, step));
   added.heartbeat_ms = step.heartbeat_s * 1000;
+  added.opened_ms = now_ms_;
   consumer_names_.push_back(step.subject);
   consumers_[step.subject] = added;
 }
@@ -123,13 +130,29 @@ void FakeDriver::settle(const Step& step) {
   }
 }
 
-// World::pause: the broker closes a connection it has not heard from for longer than the
-// heartbeat timeout, and requeues its unacked deliveries.
+// World::pause and World::heartbeat_close_ms: the broker checks for data every heartbeat
+// interval from the connection's opening and closes it at the second check in a row that saw
+// nothing; then it requeues its unacked deliveries. The fake's clock moves by the pause, and a
+// consumer timeout due meanwhile closes its channel (World::consumer_timeout_due).
 void FakeDriver::pause(const Step& step, std::vector<std::string>& observed) {
   const Consumer& paused = consumer(step);
-  if (paused.heartbeat_ms > 0 && step.pause_ms > paused.heartbeat_ms) {
-    close(step.subject);
-    observed.push_back(step.subject + ": connection lost");
+  const int64_t start = now_ms_;
+  now_ms_ += step.pause_ms;
+  if (paused.heartbeat_ms > 0) {
+    const int64_t interval = paused.heartbeat_ms;
+    const int64_t checks =
+        std::max<int64_t>(1, (start - paused.opened_ms + interval - 1) / interval);
+    if (paused.opened_ms + (checks + 2) * interval < now_ms_) {
+      close(step.subject);
+      observed.push_back(step.subject + ": connection lost");
+    }
+  }
+  while (consumer_timeout_ms_ > 0) {
+    const auto due = broker_.next_consumer_timeout(consumer_timeout_ms_, kChannelTickMs);
+    if (!due || due->at_ms > now_ms_) break;
+    const std::string& name = consumer_names_.at(due->consumer);
+    close(name);
+    observed.push_back(name + ": channel closed PRECONDITION_FAILED");
   }
 }
 
@@ -155,7 +178,7 @@ void FakeDriver::close(const std::string& name) {
 
 void FakeDriver::pump(std::vector<std::string>& observed) {
   std::vector<Delivery> deliveries;
-  broker_.pump(deliveries);
+  broker_.pump(deliveries, now_ms_);
   for (const Delivery& delivery : deliveries) {
     const std::string& name = consumer_names_.at(delivery.consumer);
     consumers_.at(name).channel_of_tag[delivery.delivery_tag] = delivery.channel;

@@ -27,6 +27,7 @@ class FakeDriver final : public Driver {
   struct Consumer {
     size_t index = 0;                            // the Broker's consumer
     int64_t heartbeat_ms = 0;                    // 0: no heartbeats
+    int64_t opened_ms = 0;                       // when its connection opened (the fake's clock)
     std::map<int64_t, uint64_t> channel_of_tag;  // unacked deliveries of the open channel
   };
 
@@ -44,6 +45,9 @@ class FakeDriver final : public Driver {
   size_t queue(const std::string& name, const Step& step) const;
 
   Broker broker_;
+  int64_t consumer_timeout_ms_ = 0;  // 0: none
+  // broker.sh's channel_tick_interval for the test node (RabbitMQ's default is 60000).
+  static constexpr int64_t kChannelTickMs = 1000;
   std::map<std::string, size_t> queues_;
   std::map<std::string, Consumer> consumers_;
   std::vector<std::string> consumer_names_;  // by Broker consumer index

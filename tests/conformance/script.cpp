@@ -215,8 +215,10 @@ BrokerSettings parse_broker(const json& object, const std::string& pointer) {
   if (!object.is_object()) fail(pointer, "an object");
   BrokerSettings settings;
   for (const auto& [key, value] : object.items()) {
-    if (key != "queue_type" && key != "delivery_limit" && key != "prefetch") {
-      fail(pointer + "/" + key, "queue_type, delivery_limit or prefetch");
+    if (key != "queue_type" && key != "delivery_limit" && key != "prefetch" &&
+        key != "dead_letter" && key != "consumer_timeout_ms") {
+      fail(pointer + "/" + key,
+           "queue_type, delivery_limit, prefetch, dead_letter or consumer_timeout_ms");
     }
   }
   const std::string type = text(member(object, "queue_type", pointer), pointer + "/queue_type");
@@ -236,6 +238,18 @@ BrokerSettings parse_broker(const json& object, const std::string& pointer) {
   }
   settings.prefetch =
       integer(member(object, "prefetch", pointer), pointer + "/prefetch", 1, kPrefetchMax);
+  if (object.contains("dead_letter")) {
+    const json& dead_letter = object["dead_letter"];
+    if (!dead_letter.is_string() || (dead_letter != "dlx" && dead_letter != "none")) {
+      fail(pointer + "/dead_letter", "\"dlx\" or \"none\"");
+    }
+    settings.dead_letter = dead_letter == "dlx";
+  }
+  if (object.contains("consumer_timeout_ms")) {
+    // The node's own value (broker.sh); nothing else would be compared fairly.
+    settings.consumer_timeout_ms = integer(object["consumer_timeout_ms"],
+                                           pointer + "/consumer_timeout_ms", 10000, 10000);
+  }
   return settings;
 }
 

@@ -5,7 +5,7 @@
 //
 //   { "description": "...", "claims": ["docs/model.md, The broker: ..."],
 //     "broker": { "queue_type": "quorum" | "classic", "delivery_limit": N | "none",
-//                 "prefetch": N },
+//                 "prefetch": N, "dead_letter": "dlx" | "none", "consumer_timeout_ms": N },
 //     "steps": [ { "declare": "account-service", "bind": ["transfers.#"] },
 //                { "consume": "c1", "queue": "account-service", "heartbeat_s": 1 },
 //                { "publish": "m1", "key": "transfers.transfer.requested",
@@ -25,6 +25,7 @@
 //   "publisher: m1 ack"                  a publisher confirm (ack, nack, or "unconfirmed
 //                                        (channel closed)" when the channel closed first)
 //   "c1: connection lost"                the broker closed c1's connection (missed heartbeats)
+//   "c1: channel closed PRECONDITION_FAILED"  the broker closed c1's channel (consumer timeout)
 //   "work.dlq: m1 (delivery_limit)"      inspect: a message waiting in a queue, with the reason
 //   "work.dlq: empty"                    it was dead-lettered for
 // Observations of one subject keep their order; the order between subjects is not observable
@@ -63,6 +64,13 @@ struct BrokerSettings {
   // default (broker.delivery_limit), which is then a declared difference.
   std::optional<int64_t> delivery_limit;
   int64_t prefetch = 1;
+  // "dlx" (the default here): every work queue gets a dead-letter exchange routing to
+  // <name>.dlq; "none": no dead-letter exchange, as RabbitMQ and MassTransit declare by default.
+  bool dead_letter = true;
+  // The consumer timeout the fake applies (0: none). The real node's is fixed by broker.sh's
+  // advanced.config (consumer_timeout 10000 ms, channel_tick_interval 1000 ms), so a script
+  // that relies on it says 10000.
+  int64_t consumer_timeout_ms = 0;
 };
 
 struct Step {

@@ -1,0 +1,305 @@
+#!/usr/bin/env python3
+"""The playground's JSON API over a real socket (issue 24 item 10).
+
+Starts `inboxsim play --port 0`, reads the URL from its first line, and drives the API as a
+script would: only by following the schedules the server hands back, never by building one.
+One part per ctest name (argv[3]); each ends the server with Ctrl-C and checks it exits 0.
+
+Usage: play_api_test.py INBOXSIM SCENARIO_DIR PART
+"""
+import http.client
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.parse
+
+BINARY, SCENARIOS, PART = sys.argv[1], sys.argv[2], sys.argv[3]
+failures = []
+passes = []
+
+
+def check(what, ok, detail=""):
+    print(("ok   " if ok else "FAIL ") + what + ("" if ok else ": " + str(detail)[:400]))
+    (passes if ok else failures).append(what)
+
+
+class Server:
+    def __init__(self, *args):
+        self.process = subprocess.Popen([BINARY, "play", "--port", "0", *args],
+                                        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        line = self.process.stdout.readline().strip()
+        if not line.startswith("http://"):
+            self.process.kill()
+            raise SystemExit("no URL on the first line of stdout: %r %s" %
+                             (line, self.process.stderr.read()))
+        self.url = urllib.parse.urlparse(line)
+        self.token = urllib.parse.parse_qs(self.url.query).get("token", [""])[0]
+
+    def request(self, method, path, body=None, headers=None, raw=None):
+        connection = http.client.HTTPConnection(self.url.hostname, self.url.port, timeout=120)
+        sent = {"Host": self.url.netloc, "Content-Type": "application/json"}
+        if self.token:
+            sent["X-Inboxsim-Token"] = self.token
+        sent.update(headers or {})
+        data = raw if raw is not None else (None if body is None else json.dumps(body))
+        connection.request(method, path, body=data, headers=sent)
+        response = connection.getresponse()
+        text = response.read().decode()
+        connection.close()
+        try:
+            return response.status, json.loads(text)
+        except ValueError:
+            return response.status, text
+
+    def post(self, path, body):
+        status, reply = self.request("POST", path, body)
+        if status != 200:
+            raise SystemExit("%s %s -> %s %s" % (path, json.dumps(body)[:200], status, reply))
+        return reply
+
+    def stop(self):
+        self.process.send_signal(signal.SIGINT)
+        try:
+            code = self.process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            code = "hung"
+        check("Ctrl-C stops the server cleanly (exit 0)", code == 0, code)
+
+
+def replay(server, name, schedule=None, then=None):
+    body = {"name": name}
+    if schedule is not None:
+        body["schedule"] = schedule
+    if then is not None:
+        body["then"] = then
+    return server.post("/api/replay", body)
+
+
+def trace_kinds(moment):
+    return [event["kind"] for event in moment["report"]["data"]["events"]]
+
+
+def part_walk(server):
+    # Take events one by one, the first one offered each time, to the end of the happy path.
+    moment = replay(server, "01-happy-path")
+    check("a story opens at its start with something to do", len(moment["enabled"]) >= 1)
+    taken = 0
+    while moment["enabled"] and taken < 500:
+        moment = replay(server, "01-happy-path", moment["enabled"][0]["schedule"])
+        taken += 1
+    check("the happy path ends", moment["verdict"]["ended"], moment["verdict"])
+    check("every invariant holds at its end", moment["verdict"]["passed"] is True,
+          moment["verdict"]["violations"])
+    check("the balances are the story's", moment["now"]["balances"] == {"alice": 7500, "bob": 2500},
+          moment["now"]["balances"])
+    check("the saga completed", moment["now"]["sagas"] == {"t1": "COMPLETED"}, moment["now"]["sagas"])
+    check("one move per event taken", len(moment["moves"]) == taken, (len(moment["moves"]), taken))
+    # The same moment by "run on" gives the same schedule: the default order is option 0.
+    ran = replay(server, "01-happy-path", then={"run_on": "quiescent"})
+    check("run on until quiescent reaches the same moment", ran["schedule"] == moment["schedule"])
+    # The saved file replays in `inboxsim run` to the same trace as the playground shows.
+    saved = server.post("/api/scenario", {"name": "01-happy-path", "schedule": moment["schedule"]})
+    with tempfile.TemporaryDirectory() as work:
+        path = os.path.join(work, "saved.json")
+        with open(path, "w") as out:
+            json.dump(saved, out)
+        trace = os.path.join(work, "trace.jsonl")
+        run = subprocess.run([BINARY, "run", path, "--quiet", "--trace", trace], capture_output=True,
+                             text=True)
+        check("inboxsim run replays the saved file and passes", run.returncode == 0, run.stderr)
+        with open(trace) as lines:
+            kinds = [json.loads(line)["kind"] for line in lines]
+        check("... with the events the playground showed", kinds == trace_kinds(moment),
+              (len(kinds), len(trace_kinds(moment))))
+        reopened = subprocess.Popen([BINARY, "play", "--port", "0", path], stdout=subprocess.PIPE,
+                                    stderr=subprocess.DEVNULL, text=True)
+        url = urllib.parse.urlparse(reopened.stdout.readline().strip())
+        connection = http.client.HTTPConnection(url.hostname, url.port, timeout=30)
+        connection.request("GET", "/api/library", headers={"Host": url.netloc})
+        library = json.loads(connection.getresponse().read())
+        reopened.send_signal(signal.SIGINT)
+        reopened.wait(timeout=10)
+        check("inboxsim play FILE reopens a saved file", library["default"] == saved["name"], library)
+    # A link holds the moment: the same request gives the same answer, byte for byte.
+    again = replay(server, "01-happy-path", moment["moves"][10]["schedule"])
+    twice = replay(server, "01-happy-path", moment["moves"][10]["schedule"])
+    check("a moment replays identically", again == twice)
+
+
+def fault_on(moment, kind, label_part):
+    for event in moment["enabled"]:
+        for fault in event["faults"]:
+            if fault["kind"] == kind and label_part in fault["label"]:
+                return fault
+    return None
+
+
+def part_crash(server):
+    # Crash account-service after its commit of the debit: the redelivery is a dedupe hit.
+    name = "01-happy-path"
+    moment = replay(server, name)
+    crash = None
+    for _ in range(200):
+        crash = fault_on(moment, "crash", "after_commit")
+        if crash and "Transfer.Requested" in crash["label"]:
+            break
+        crash = None
+        moment = replay(server, name, moment["enabled"][0]["schedule"])
+    check("a crash after the commit is offered", crash is not None)
+    crashed = replay(server, name, crash["schedule"])
+    check("the crash is in the trace", "crash" in trace_kinds(crashed))
+    check("the move says a fault struck", crashed["moves"][-1]["kind"] == "fault", crashed["moves"][-1])
+    before = replay(server, name, crashed["moves"][-1]["schedule"])
+    check("stepping back returns to the moment before the crash",
+          before["schedule"] == moment["schedule"])
+    # Fork: from the same moment take the event without the crash; both branches end well.
+    plain = None
+    for event in moment["enabled"]:
+        if crash in event["faults"]:
+            plain = event
+    forked = replay(server, name, plain["schedule"], {"run_on": "quiescent"})
+    check("the fork without the crash ends without a redelivery",
+          "dedupe_hit" not in trace_kinds(forked) and forked["verdict"]["passed"])
+    ended = replay(server, name, crashed["schedule"], {"run_on": "quiescent"})
+    kinds = trace_kinds(ended)
+    check("after the crash the message is delivered again", kinds.count("deliver") > 4, kinds)
+    check("... and the inbox dedupes it", "dedupe_hit" in kinds, kinds)
+    check("... and every invariant holds", ended["verdict"]["passed"] is True, ended["verdict"])
+    # A hand action: publish the debit again with its own id (a duplicate by hand).
+    template = [t for t in ended["hand"]["publish_templates"]
+                if t["body"]["type"] == "Transfer.Requested"][0]
+    published = replay(server, name, ended["schedule"], {"publish": template})
+    published = replay(server, name, published["schedule"], {"run_on": "quiescent"})
+    check("a message published by hand is deduped too", trace_kinds(published).count("dedupe_hit") >= 2)
+    check("... and changes no balance", published["now"]["balances"] == {"alice": 7500, "bob": 2500})
+    # Drop the inbox's key and publish it once more: still caught (the lookup scans).
+    dropped = replay(server, name, published["schedule"], {"drop_index": "account.inbox_state"})
+    check("a dropped index shows as dropped",
+          {"name": "account.inbox_state", "dropped": True} in dropped["now"]["indexes"])
+    restored = replay(server, name, dropped["schedule"], {"restore_index": "account.inbox_state"})
+    check("restore_index puts it back",
+          {"name": "account.inbox_state", "dropped": False} in restored["now"]["indexes"])
+
+
+def part_explore(server):
+    moment = replay(server, "01-happy-path")
+    middle = replay(server, "01-happy-path", moment["enabled"][0]["schedule"], {"run_on": "delivery"})
+    proven = server.post("/api/explore", {"name": "01-happy-path", "schedule": middle["schedule"],
+                                          "faults": 1, "fault_kinds": ["duplicate"],
+                                          "max_states": 200000, "seconds": 60})
+    check("the default bank is proven from a moment", proven["verdict"] == "PROVEN", proven)
+    # With the defences off, it breaks: the continuation is a branch that replays.
+    story = "27-defence-all-off"
+    start = replay(server, story)
+    broken = server.post("/api/explore", {"name": story, "schedule": start["schedule"],
+                                          "faults": 1, "fault_kinds": ["duplicate"],
+                                          "max_states": 200000, "seconds": 60})
+    check("with the defences off it breaks", broken["verdict"] == "BROKEN", broken)
+    branch = replay(server, story, broken["counterexample"]["schedule"])
+    check("the continuation replays to its end", branch["verdict"]["ended"])
+    check("... and breaks the invariant it names",
+          broken["counterexample"]["invariant"] in
+          [v["invariant"] for v in branch["verdict"]["violations"]], branch["verdict"])
+    no_return = server.post("/api/no_return", {"name": story,
+                                               "schedule": broken["counterexample"]["schedule"]})
+    check("the point of no return is a move of the branch",
+          isinstance(no_return["move"], int) and no_return["move"] < len(branch["moves"]), no_return)
+    if isinstance(no_return.get("move"), int):
+        before = replay(server, story, no_return["schedule"])
+        check("from just before it, an order still ends well (some leaf holds every invariant)",
+              server.post("/api/explore", {"name": story, "schedule": before["schedule"], "faults": 0,
+                                           "max_states": 200000, "seconds": 60})["verdict"] != "UNKNOWN")
+
+
+def part_hostile(server):
+    status, reply = server.request("POST", "/api/replay", raw="{not json")
+    check("bad JSON is 400 with a message", status == 400 and "error" in reply, (status, reply))
+    status, reply = server.request("POST", "/api/replay", {"name": "01-happy-path",
+                                                          "schedule": {"choices": [0, "x"]}})
+    check("a bad schedule entry is 400 with its pointer",
+          status == 400 and reply["where"] == "/schedule/choices/1", reply)
+    status, reply = server.request("POST", "/api/replay", {"name": "01-happy-path",
+                                                          "schedule": {"choices": [7]}})
+    check("a schedule that does not fit is 400", status == 400 and reply["where"].startswith("/schedule"),
+          reply)
+    status, reply = server.request("POST", "/api/replay", {"name": "01-happy-path", "bogus": 1})
+    check("an unknown key is 400 with its pointer", status == 400 and reply["where"] == "/bogus", reply)
+    status, reply = server.request("POST", "/api/replay", {"name": "01-happy-path", "then": {
+        "publish": {"routing_key": "x", "message_id": "m-9",
+                    "body": {"type": "Transfer.Requested", "transferId": "t1",
+                             "payload": {"from": "mallory", "to": "bob", "amount": 1}}}}})
+    check("a bad envelope is 400 naming the field", status == 400 and
+          reply["where"] == "/then/publish/body/payload/from", reply)
+    status, reply = server.request("POST", "/api/replay", {"scenario": {"accounts": {"a": -5}}})
+    check("a bad inline scenario is 400 at /scenario/…", status == 400 and
+          reply["where"].startswith("/scenario/accounts"), reply)
+    status, reply = server.request("POST", "/api/replay", {"name": "01-happy-path",
+                                                          "schedule": {"choices": [0] * 10001}})
+    check("a schedule past 10,000 choices is 400", status == 400, (status, reply))
+    status, reply = server.request("POST", "/api/replay", raw="[" * 100000 + "]" * 100000)
+    check("deep nesting is 400, not a crash", status == 400, status)
+    status, _ = server.request("POST", "/api/replay", raw="x" * (2 << 20))
+    check("a body over 1 MiB is 413", status == 413, status)
+    status, _ = server.request("GET", "/api/replay")
+    check("the wrong method is 405", status == 405, status)
+    status, _ = server.request("GET", "/etc/passwd")
+    check("no file is served: 404", status == 404, status)
+    status, _ = server.request("GET", "/api/library", headers={"Host": "evil.example:80"})
+    check("a foreign Host header is 403 (DNS rebinding)", status == 403, status)
+    status, _ = server.request("GET", "/api/library", headers={"Origin": "http://evil.example"})
+    check("a foreign Origin is 403", status == 403, status)
+    status, page = server.request("GET", "/")
+    check("the page is served from the binary", status == 200 and "<html" in page.lower(), status)
+    status, reply = server.request("POST", "/api/explore", {"name": "14-window-too-short"})
+    check("explore on a story with a clock is refused with why", status == 400 and
+          "clock" in reply["error"], reply)
+    status, reply = server.request("POST", "/api/replay", {"name": "14-window-too-short"})
+    check("a story with a clock still opens (clocked)", status == 200 and
+          reply["story"]["mode"] == "clocked", (status, str(reply)[:200]))
+    check("the server still serves after all that",
+          server.request("GET", "/api/library")[0] == 200)
+
+
+def part_token():
+    server = Server("--listen", "127.0.0.2", "--workers", "1", "--queue", "0")
+    try:
+        check("off loopback a token is printed in the URL", len(server.token) == 32, server.token)
+        token, server.token = server.token, ""
+        status, _ = server.request("GET", "/api/library")
+        check("without the token: 403", status == 403, status)
+        status, _ = server.request("GET", "/api/library", headers={"X-Inboxsim-Token": "0" * 32})
+        check("with a wrong token: 403", status == 403, status)
+        server.token = token
+        check("with the token: 200", server.request("GET", "/api/library")[0] == 200)
+        # One worker, no queue: a request while the worker explores is told 503.
+        slow = threading.Thread(target=server.request, args=(
+            "POST", "/api/explore", {"name": "01-happy-path", "faults": 1,
+                                     "fault_kinds": ["crash"], "seconds": 4}))
+        slow.start()
+        time.sleep(1)
+        status, reply = server.request("GET", "/api/library")
+        check("busy: 503", status == 503, (status, reply))
+        slow.join()
+        time.sleep(1)  # the worker sees the first connection close
+        check("and served again once free", server.request("GET", "/api/library")[0] == 200)
+    finally:
+        server.stop()
+
+
+if PART == "token":
+    part_token()
+else:
+    server = Server("--scenarios", SCENARIOS)
+    try:
+        {"walk": part_walk, "crash": part_crash, "explore": part_explore,
+         "hostile": part_hostile}[PART](server)
+    finally:
+        server.stop()
+print("%d passed, %d failed" % (len(passes), len(failures)))
+sys.exit(1 if failures else 0)

@@ -1,0 +1,230 @@
+// Issue 29: the behaviours read against the real systems' source (docs/model.md, "Fidelity").
+// MassTransit's send transport retries an outbox publish (a closed channel in every version, a
+// broker nack since 8.5.3) until MessageDeliveryTimeout, then nacks with requeue; a MassTransit
+// consumer whose channel closes is cancelled.
+#include <algorithm>
+#include <catch2/catch.hpp>
+#include <string>
+#include <vector>
+
+#include "domain/config.h"
+#include "scenario/runner.h"
+#include "support.h"
+
+using namespace inboxsim;
+using inboxsim::testing::parse_ok;
+
+namespace {
+
+RunResult run(const std::string& text) {
+  RunOptions options;
+  return run_scenario(parse_ok(text), options);
+}
+
+int64_t count_of(const std::map<std::string, int64_t>& counts, const std::string& key) {
+  const auto found = counts.find(key);
+  return found == counts.end() ? 0 : found->second;
+}
+
+template <typename Map, typename Key>
+int64_t at_or_zero(const Map& map, const Key& key) {
+  const auto found = map.find(key);
+  return found == map.end() ? 0 : found->second;
+}
+
+// One transfer whose Account.Debited meets `faults` (JSON fault steps, comma-separated).
+std::string outbox_story(const std::string& version, const std::string& faults,
+                         const std::string& extra_config = "") {
+  return R"({"name": "t", "seed": 1,
+    "config": {"account.masstransit": ")" +
+         version + "\"" + extra_config + R"(},
+    "accounts": {"alice": 10000, "bob": 0},
+    "steps": [)" +
+         faults + R"(,
+      {"transfer": {"id": "t1", "from": "alice", "to": "bob", "amount": 2500}},
+      {"run": {"until": "quiescent"}}]})";
+}
+
+const std::string kLoseConfirm =
+    R"({"fault": {"kind": "lose_confirm", "match": {"type": "Account.Debited", "transfer": "t1"}}})";
+const std::string kPublishNack =
+    R"({"fault": {"kind": "publish_nack", "match": {"type": "Account.Debited", "transfer": "t1"}}})";
+
+std::vector<int64_t> times_of(const RunResult& result, EventKind kind, std::string_view type) {
+  std::vector<int64_t> out;
+  for (const TraceEvent& event : result.events) {
+    if (event.kind == kind && event.type == type) out.push_back(event.time_ms);
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("account.masstransit takes 8.5, 8.3 and 8.2, 8.5 by default", "[fidelity][config]") {
+  Config config;
+  CHECK(config.account_masstransit == MassTransitVersion::v8_5);
+  CHECK(config_set_text(config, "account.masstransit", "8.2").empty());
+  CHECK(config.account_masstransit == MassTransitVersion::v8_2);
+  CHECK(config_set_text(config, "account.masstransit", "8.4") == "a string, one of 8.5, 8.3, 8.2");
+  CHECK(config_to_json(Config{})["account.masstransit"] == "8.5");
+}
+
+TEST_CASE("a confirm lost with its channel is published again, same id, in every version",
+          "[fidelity][masstransit]") {
+  for (const std::string version : {"8.5", "8.3", "8.2"}) {
+    CAPTURE(version);
+    const RunResult result = run(outbox_story(version, kLoseConfirm));
+    CHECK(result.transfers.at("t1") == SagaState::completed);
+    CHECK(result.sends.at(MessageType::account_debited) == 2);
+    CHECK(result.published_ids.at(MessageType::account_debited) == 1);
+    CHECK(count_of(result.dead_letter_queues, "account-service_error") == 0);
+    CHECK(at_or_zero(result.dedupe_hits, ServiceId::transfer) == 1);
+    CHECK(result.violations.empty());
+    // The second publish comes after the 1 s breather and the first 6 s interval.
+    const std::vector<int64_t> publishes = times_of(result, EventKind::publish, "Account.Debited");
+    REQUIRE(publishes.size() == 2);
+    CHECK(publishes[1] - publishes[0] == 7000);
+  }
+}
+
+TEST_CASE("a broker nack is retried from 8.5.3 and faults the pass before it",
+          "[fidelity][masstransit]") {
+  const RunResult current = run(outbox_story("8.5", kPublishNack));
+  CHECK(current.transfers.at("t1") == SagaState::completed);
+  CHECK(current.sends.at(MessageType::account_debited) == 2);
+  CHECK(count_of(current.dead_letter_queues, "account-service_error") == 0);
+  for (const std::string version : {"8.3", "8.2"}) {
+    CAPTURE(version);
+    const RunResult older = run(outbox_story(version, kPublishNack));
+    CHECK(older.transfers.at("t1") == SagaState::requested);
+    CHECK(older.sends.at(MessageType::account_debited) == 1);
+    CHECK(count_of(older.dead_letter_queues, "account-service_error") == 1);
+  }
+}
+
+TEST_CASE("past MessageDeliveryTimeout the send is cancelled and the delivery nacked with requeue",
+          "[fidelity][masstransit]") {
+  const std::string three = kPublishNack + "," + kPublishNack + "," + kPublishNack;
+  SECTION("no retry: nacked at 30 s, redelivered, and the redelivery sends") {
+    const RunResult result = run(outbox_story("8.5", three));
+    CHECK(result.transfers.at("t1") == SagaState::completed);
+    CHECK(result.sends.at(MessageType::account_debited) == 4);
+    CHECK(count_of(result.dead_letter_queues, "account-service_error") == 0);
+    CHECK(result.stats.redeliveries == 1);
+    const std::vector<int64_t> nacks = times_of(result, EventKind::nack, "Transfer.Requested");
+    const std::vector<int64_t> refused =
+        times_of(result, EventKind::publish_nacked, "Account.Debited");
+    REQUIRE(nacks.size() == 1);
+    REQUIRE(refused.size() == 3);
+    CHECK(refused[1] - refused[0] == 7000);
+    CHECK(refused[2] - refused[1] == 10000);
+    CHECK(nacks[0] - refused[0] == 30000);
+    CHECK(result.violations.empty());
+  }
+  SECTION("with a retry policy the cancellation is retried first, with a fresh timeout") {
+    const std::string six = three + "," + three;
+    const RunResult result = run(outbox_story("8.5", six, R"(, "account.retry": "immediate:1")"));
+    CHECK(result.transfers.at("t1") == SagaState::completed);
+    // Two attempts of three publishes each, then the redelivery's one.
+    CHECK(result.sends.at(MessageType::account_debited) == 7);
+    CHECK(count_of(result.dead_letter_queues, "account-service_error") == 0);
+    CHECK(result.stats.redeliveries == 1);
+  }
+}
+
+TEST_CASE("a MassTransit consumer whose channel closes is cancelled: no retry, no _error",
+          "[fidelity][masstransit][zombie]") {
+  const std::string story = R"({"name": "t", "seed": 1,
+    "config": {"account.instances": 2, "account.retry": "intervals:1000,1000"},
+    "accounts": {"alice": 10000, "bob": 0},
+    "steps": [
+      {"fault": {"kind": "nack", "service": "account-service", "instance": 1, "times": 3,
+                 "match": {"type": "Transfer.Requested", "transfer": "t1"}}},
+      {"transfer": {"id": "t1", "from": "alice", "to": "bob", "amount": 2500}},
+      {"run": {"ms": 100}},
+      {"fault": {"kind": "drop_connection", "service": "account-service", "instance": 1}},
+      {"run": {"until": "quiescent"}}]})";
+  const RunResult result = run(story);
+  CHECK(result.transfers.at("t1") == SagaState::completed);
+  CHECK(count_of(result.dead_letter_queues, "account-service_error") == 0);
+  CHECK(result.parked.empty());
+  // #1 made one attempt only: its retries were cancelled with the channel.
+  const auto retries =
+      std::count_if(result.events.begin(), result.events.end(),
+                    [](const TraceEvent& e) { return e.kind == EventKind::retry; });
+  CHECK(retries == 1);
+  CHECK(result.violations.empty());
+}
+
+namespace {
+
+// Scenario 32's story: #2's locking select waits while #1 sends Account.Debited, then #1 commits.
+std::string lock_wait_story(const std::string& config) {
+  return R"({"name": "t", "seed": 1,
+    "config": {"account.instances": 2)" +
+         config + R"(},
+    "accounts": {"alice": 10000, "bob": 0},
+    "steps": [
+      {"fault": {"kind": "duplicate", "match": {"type": "Transfer.Requested", "transfer": "t1"}}},
+      {"fault": {"kind": "delay", "ms": 20,
+                 "match": {"type": "Transfer.Requested", "transfer": "t1", "occurrence": 2}}},
+      {"fault": {"kind": "pause", "service": "account-service", "instance": 1,
+                 "at": "after_outbox_send", "ms": 100,
+                 "match": {"type": "Transfer.Requested", "transfer": "t1"}}},
+      {"transfer": {"id": "t1", "from": "alice", "to": "bob", "amount": 2500}},
+      {"run": {"until": "quiescent"}}]})";
+}
+
+bool has_serialization_failure(const RunResult& result) {
+  return std::any_of(result.events.begin(), result.events.end(), [](const TraceEvent& e) {
+    return e.kind == EventKind::consumer_fault && e.detail.find("40001") != std::string::npos;
+  });
+}
+
+}  // namespace
+
+TEST_CASE("account.database and account.isolation default to postgres and repeatable_read",
+          "[fidelity][config]") {
+  Config config;
+  CHECK(config.account_database == AccountDatabase::postgres);
+  CHECK(config.account_isolation == Isolation::repeatable_read);
+  CHECK(config_set_text(config, "account.database", "sqlserver").empty());
+  CHECK(config_set_text(config, "account.isolation", "read_committed").empty());
+  CHECK(config_set_text(config, "account.database", "mysql") ==
+        "a string, one of postgres, sqlserver");
+  CHECK(config_set_text(config, "account.isolation", "serializable") ==
+        "a string, one of repeatable_read, read_committed");
+}
+
+TEST_CASE("on Postgres at Repeatable Read a lock waiter whose row was updated fails with 40001",
+          "[fidelity][postgres]") {
+  const RunResult result = run(lock_wait_story(""));
+  CHECK(has_serialization_failure(result));
+  CHECK(count_of(result.dead_letter_queues, "account-service_error") == 1);
+  CHECK(at_or_zero(result.dedupe_hits, ServiceId::account) == 0);
+  CHECK(result.sends.at(MessageType::account_debited) == 1);
+  CHECK(result.transfers.at("t1") == SagaState::completed);
+  CHECK(result.violations.empty());
+}
+
+TEST_CASE("with a retry the 40001 copy is acked by the retry's lookup", "[fidelity][postgres]") {
+  const RunResult result = run(lock_wait_story(R"(, "account.retry": "immediate:1")"));
+  CHECK(has_serialization_failure(result));
+  CHECK(count_of(result.dead_letter_queues, "account-service_error") == 0);
+  CHECK(at_or_zero(result.dedupe_hits, ServiceId::account) == 1);
+  CHECK(result.violations.empty());
+}
+
+TEST_CASE("SQL Server, or Read Committed, lets the waiter read the new row",
+          "[fidelity][postgres]") {
+  for (const std::string config :
+       {R"(, "account.database": "sqlserver")", R"(, "account.isolation": "read_committed")"}) {
+    CAPTURE(config);
+    const RunResult result = run(lock_wait_story(config));
+    CHECK_FALSE(has_serialization_failure(result));
+    CHECK(count_of(result.dead_letter_queues, "account-service_error") == 0);
+    CHECK(at_or_zero(result.dedupe_hits, ServiceId::account) == 1);
+    CHECK(result.sends.at(MessageType::account_debited) == 1);
+    CHECK(result.violations.empty());
+  }
+}
