@@ -278,33 +278,40 @@ def part_hostile(server):
 
 
 def part_token():
-    server = Server("--listen", "127.0.0.2", "--workers", "1", "--queue", "0")
+    server = Server("--scenarios", SCENARIOS, "--listen", "127.0.0.2", "--workers", "1", "--queue", "0")
     try:
         check("off loopback a token is printed in the URL", len(server.token) == 32, server.token)
         token, server.token = server.token, ""
-        status, _ = server.request("GET", "/api/library")
+
+        def answer(*args, **kwargs):
+            # One worker and no queue: a request that meets the last one's connection still
+            # closing is told 503 too; ask again, for up to 10 s.
+            deadline = time.time() + 10
+            while True:
+                status, reply = server.request(*args, **kwargs)
+                if status != 503 or time.time() > deadline:
+                    return status, reply
+                time.sleep(0.2)
+
+        status, _ = answer("GET", "/api/library")
         check("without the token: 403", status == 403, status)
-        status, _ = server.request("GET", "/api/library", headers={"X-Inboxsim-Token": "0" * 32})
+        status, _ = answer("GET", "/api/library", headers={"X-Inboxsim-Token": "0" * 32})
         check("with a wrong token: 403", status == 403, status)
         server.token = token
-        check("with the token: 200", server.request("GET", "/api/library")[0] == 200)
-        # One worker, no queue: a request while the worker explores is told 503.
-        slow = threading.Thread(target=server.request, args=(
+        check("with the token: 200", answer("GET", "/api/library")[0] == 200)
+        # One worker, no queue: of several requests at once, all but one are told 503.
+        statuses = []
+        slow = [threading.Thread(target=lambda: statuses.append(server.request(
             "POST", "/api/explore", {"name": "01-happy-path", "faults": 1,
-                                     "fault_kinds": ["crash"], "seconds": 4}))
-        slow.start()
-        seen = []
-        while slow.is_alive() and 503 not in seen:
-            seen.append(server.request("GET", "/api/library")[0])
-            time.sleep(0.2)
-        check("busy: 503", 503 in seen, seen)
-        slow.join()
-        deadline = time.time() + 10  # the worker sees the first connection close
-        status = None
-        while time.time() < deadline and status != 200:
-            status = server.request("GET", "/api/library")[0]
-            time.sleep(0.2)
-        check("and served again once free", status == 200, status)
+                                     "fault_kinds": ["crash"], "seconds": 3})[0]))
+                for _ in range(4)]
+        for thread in slow:
+            thread.start()
+        for thread in slow:
+            thread.join()
+        check("busy: 503 for the requests past the one worker", statuses.count(503) >= 2 and
+              statuses.count(200) >= 1, statuses)
+        check("and served again once free", answer("GET", "/api/library")[0] == 200)
     finally:
         server.stop()
 
