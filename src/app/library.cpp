@@ -1,5 +1,6 @@
 #include "app/library.h"
 
+#include <algorithm>
 #include <system_error>
 
 namespace inboxsim {
@@ -46,6 +47,20 @@ std::string library_not_found(const std::vector<LibraryPlace>& places,
   }
   return "no scenario library found: looked in " + looked +
          "; expected a folder of scenario files there, or name one with " + how_to_name;
+}
+
+std::optional<std::string> scenario_files(const std::string& directory,
+                                          std::vector<std::string>& files) {
+  std::error_code error;
+  for (const auto& entry : std::filesystem::directory_iterator(directory, error)) {
+    std::error_code entry_error;
+    if (entry.is_regular_file(entry_error) && entry.path().extension() == ".json") {
+      files.push_back(entry.path().string());
+    }
+  }
+  if (error) return directory + ": cannot read the folder: " + error.message();
+  std::sort(files.begin(), files.end());
+  return std::nullopt;
 }
 
 }  // namespace inboxsim

@@ -46,4 +46,9 @@ std::optional<std::filesystem::path> first_library(const std::vector<LibraryPlac
 std::string library_not_found(const std::vector<LibraryPlace>& places,
                               const std::string& how_to_name);
 
+// The scenario files (*.json) of `directory`, sorted, into `files`; the complaint, one line, when
+// the folder cannot be read. A broken link or a link loop in the folder is skipped, not fatal.
+std::optional<std::string> scenario_files(const std::string& directory,
+                                          std::vector<std::string>& files);
+
 }  // namespace inboxsim

@@ -238,15 +238,9 @@ int list_command(const ListCommand& command) {
     return bad_input(directory + ": expected a directory of scenario files");
   }
   std::vector<std::string> files;
-  // Error codes throughout: a broken link or a link loop in the folder is skipped, not fatal.
-  for (const auto& entry : std::filesystem::directory_iterator(directory, error)) {
-    std::error_code entry_error;
-    if (entry.is_regular_file(entry_error) && entry.path().extension() == ".json") {
-      files.push_back(entry.path().string());
-    }
+  if (const std::optional<std::string> failed = scenario_files(directory, files)) {
+    return bad_input(*failed);
   }
-  if (error) return bad_input(directory + ": cannot read the folder: " + error.message());
-  std::sort(files.begin(), files.end());
   size_t width = 0;
   std::vector<Scenario> scenarios;
   for (const std::string& file : files) {

@@ -101,16 +101,10 @@ int play_command(const PlayCommand& command) {
   }
   // The stories are read now, once: no request makes the server read a file.
   if (!directory.empty()) {
-    std::error_code error;
     std::vector<std::string> files;
-    for (const auto& entry : std::filesystem::directory_iterator(directory, error)) {
-      std::error_code entry_error;
-      if (entry.is_regular_file(entry_error) && entry.path().extension() == ".json") {
-        files.push_back(entry.path().string());
-      }
+    if (const std::optional<std::string> failed = scenario_files(directory, files)) {
+      return bad_input(*failed);
     }
-    if (error) return bad_input(directory + ": cannot read the folder: " + error.message());
-    std::sort(files.begin(), files.end());
     for (const std::string& file : files) {
       if (auto failed = load_story(file, options)) return *failed;
     }

@@ -93,15 +93,6 @@ Schedule prefix_of(const Schedule& schedule, size_t position, size_t actions) {
   return out;
 }
 
-json schedule_json(const Schedule& schedule) {
-  json out;
-  out["stepwise"] = schedule.stepwise;
-  out["choices"] = schedule.choices;
-  if (schedule.clocked) out["clock"] = true;
-  out["actions"] = json::parse(actions_to_json(schedule).dump());
-  return out;
-}
-
 // A move of the moment: what one press of the page did.
 struct Move {
   std::string kind;  // event, fault, hand
@@ -296,6 +287,15 @@ void check_size(const Schedule& schedule, const MomentLimits& limits) {
 std::string fault_kind_list(const FaultKinds& kinds) { return fault_kinds_text(kinds, ", "); }
 
 }  // namespace
+
+nlohmann::json schedule_json(const Schedule& schedule) {
+  nlohmann::json out;
+  out["stepwise"] = schedule.stepwise;
+  out["choices"] = schedule.choices;
+  if (schedule.clocked) out["clock"] = true;
+  out["actions"] = nlohmann::json::parse(actions_to_json(schedule).dump());
+  return out;
+}
 
 std::optional<RunOn> parse_run_on(std::string_view name) {
   if (name == "quiescent") return RunOn::quiescent;

@@ -36,6 +36,9 @@ bool playground_clocked(const Scenario& story);
 // One sentence for the page on what the mode means for the person at it.
 std::string mode_note(const Scenario& story);
 
+// A schedule as the API sends it: {"stepwise", "choices", "clock" (when clocked), "actions"}.
+nlohmann::json schedule_json(const Schedule& schedule);
+
 // The schedule of the story's start in the playground.
 Schedule start_schedule(const Scenario& story);
 

@@ -23,31 +23,6 @@ using json = nlohmann::json;
 
 std::atomic<bool> g_stop_requested{false};
 
-// JSON nested deeper than this is refused before it is parsed (nlohmann recurses).
-constexpr size_t kNestingMax = 64;
-
-bool too_deep(const std::string& text) {
-  size_t depth = 0;
-  bool in_string = false;
-  for (size_t i = 0; i < text.size(); ++i) {
-    const char c = text[i];
-    if (in_string) {
-      if (c == '\\') {
-        ++i;
-      } else if (c == '"') {
-        in_string = false;
-      }
-    } else if (c == '"') {
-      in_string = true;
-    } else if (c == '{' || c == '[') {
-      if (++depth > kNestingMax) return true;
-    } else if ((c == '}' || c == ']') && depth > 0) {
-      --depth;
-    }
-  }
-  return false;
-}
-
 [[noreturn]] void refuse(std::string error, std::string where, int status = 400) {
   throw PlayError{status, std::move(error), std::move(where)};
 }
@@ -183,15 +158,6 @@ Request read_request(const PlayOptions& options, const json& body, const std::st
   return request;
 }
 
-json schedule_body(const Schedule& schedule) {
-  json out;
-  out["stepwise"] = schedule.stepwise;
-  out["choices"] = schedule.choices;
-  if (schedule.clocked) out["clock"] = true;
-  out["actions"] = json::parse(actions_to_json(schedule).dump());
-  return out;
-}
-
 // A request with no schedule but a `then`: the action applies at the story's start.
 Request with_then(const PlayOptions& options, json body) {
   if (body.is_object() && body.contains("then") && !body.contains("schedule")) {
@@ -200,7 +166,7 @@ Request with_then(const PlayOptions& options, json body) {
       story.erase("then");
       return story;
     }(), "");
-    body["schedule"] = schedule_body(start.schedule);
+    body["schedule"] = schedule_json(start.schedule);
   }
   return read_request(options, body, "then");
 }
@@ -386,7 +352,7 @@ ApiReply handle_api(const PlayOptions& options, const std::string& method, const
     }
     if (method != "POST") refuse("use POST with a JSON body", "", 405);
     if (body.size() > options.body_max) refuse("the body is larger than 1 MiB", "", 413);
-    if (too_deep(body)) refuse("JSON nested deeper than " + std::to_string(kNestingMax), "");
+    if (too_deep_offset(body) != std::string_view::npos) refuse("JSON nested deeper than 64", "");
     const json parsed = json::parse(body, nullptr, false);
     if (parsed.is_discarded()) refuse("the body is not valid JSON", "");
     return ApiReply{200, dispatch(options, path, parsed).dump()};

@@ -949,8 +949,8 @@ size_t invalid_utf8_offset(std::string_view text) {
   return std::string_view::npos;
 }
 
-// Returns the offset where brackets first nest deeper than kNestingDepthMax, or npos. Brackets
-// inside strings do not count; the text need not be valid JSON.
+}  // namespace
+
 size_t too_deep_offset(std::string_view text) {
   size_t depth = 0;
   bool in_string = false;
@@ -975,6 +975,8 @@ size_t too_deep_offset(std::string_view text) {
   }
   return std::string_view::npos;
 }
+
+namespace {
 
 // Rejects, before any JSON parsing, what the parser should never see.
 void check_text(std::string_view text) {

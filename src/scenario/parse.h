@@ -40,6 +40,11 @@ ParseResult parse_scenario_file(const std::string& path);
 // messages, in Scenario::file, and (its stem) as the default name.
 ParseResult parse_scenario_text(const std::string& text, const std::string& file_label);
 
+// Returns the offset where brackets first nest deeper than 64 levels (any JSON text a scenario
+// or the playground reads is refused past it, before nlohmann's recursive parser sees it), or
+// npos. Brackets inside strings do not count; the text need not be valid JSON.
+size_t too_deep_offset(std::string_view text);
+
 // Returns `key` escaped as one JSON pointer reference token ("~" -> "~0", "/" -> "~1").
 std::string json_pointer_token(std::string_view key);
 
