@@ -1,7 +1,9 @@
 #include "play/moment.h"
 
 #include <algorithm>
+#include <map>
 #include <memory>
+#include <mutex>
 
 #include "fuzz/explore.h"
 #include "kernel/assert.h"
@@ -305,7 +307,52 @@ std::optional<RunOn> parse_run_on(std::string_view name) {
   return std::nullopt;
 }
 
-bool playground_clocked(const Scenario& story) { return clockless_refusal(story).has_value(); }
+namespace {
+
+// Why a story without timed steps still plays with its clock: its own order breaks none of
+// its expectations, and the order without a clock (every event as soon as it is scheduled)
+// does; empty when it plays without one.
+std::string needs_its_clock(const Scenario& story) {
+  if (clockless_refusal(story)) return {};
+  Scenario free = story;
+  free.schedule = Schedule{};
+  RunOptions quiet;
+  quiet.keep_trace = false;
+  quiet.hash_trace = false;
+  const RunResult without = run_scenario(free, quiet);
+  if (without.passed) return {};
+  Scenario plain = story;
+  plain.schedule.reset();
+  const RunResult with = run_scenario(plain, quiet);
+  if (!with.passed) return {};
+  for (const ExpectationResult& expectation : without.expectations) {
+    if (!expectation.ok) return expectation.what + " (" + expectation.detail + ")";
+  }
+  return "its expectations";
+}
+
+// The answer for each story seen, by its text: two runs the first time, none after.
+std::string cached_need(const Scenario& story) {
+  static std::mutex mutex;
+  static std::map<std::string, std::string> seen;
+  Scenario key_story = story;
+  key_story.schedule.reset();
+  const std::string key = scenario_to_json(key_story).dump();
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    if (const auto found = seen.find(key); found != seen.end()) return found->second;
+  }
+  std::string need = needs_its_clock(story);
+  std::lock_guard<std::mutex> lock(mutex);
+  if (seen.size() > 1024) seen.clear();  // inline stories: bounded
+  return seen.emplace(key, std::move(need)).first->second;
+}
+
+}  // namespace
+
+bool playground_clocked(const Scenario& story) {
+  return clockless_refusal(story).has_value() || !cached_need(story).empty();
+}
 
 std::string mode_note(const Scenario& story) {
   if (const std::optional<Refusal> refusal = clockless_refusal(story)) {
@@ -314,6 +361,14 @@ std::string mode_note(const Scenario& story) {
            "appears only when several are due at once. Faults can still strike at every point. "
            "\"Can it still break?\" needs a story without a clock: " +
            refusal->expected + ".";
+  }
+  if (const std::string need = cached_need(story); !need.empty()) {
+    return "This story plays with its clock: its lesson comes from the order its latencies and "
+           "waits make (without a clock, every event as soon as it is scheduled, " +
+           need +
+           " would not hold). A choice appears only when several events are due at once; faults "
+           "can still strike at every point. \"Can it still break?\" needs a story played "
+           "without a clock.";
   }
   return "No clock: every pending event may happen next, as the explorer sees it; you choose "
          "the order, and any fault can strike at any point.";
@@ -471,13 +526,7 @@ Schedule stepwise_schedule(const Scenario& story, const Schedule& schedule,
 nlohmann::json explore_from_moment(const Scenario& story, const Schedule& schedule,
                                    const ExploreFromHere& settings, const MomentLimits& limits) {
   check_size(schedule, limits);
-  if (playground_clocked(story)) {
-    throw PlayError{400,
-                    "this story keeps time, and the explorer has none: " +
-                        clockless_refusal(story)->expected +
-                        ". Open a story without timed steps to ask whether it can still break.",
-                    "/name"};
-  }
+  if (playground_clocked(story)) throw PlayError{400, mode_note(story), "/name"};
   const Replay here = replay(story, schedule, ReplayMode{}, limits);
   ExploreSettings search;
   search.faults = settings.faults;
@@ -529,7 +578,7 @@ nlohmann::json point_of_no_return(const Scenario& story, const Schedule& schedul
                                   const ExploreFromHere& budget, const MomentLimits& limits) {
   check_size(schedule, limits);
   if (playground_clocked(story)) {
-    throw PlayError{400, "this story keeps time, and the explorer has none", "/name"};
+    throw PlayError{400, mode_note(story), "/name"};
   }
   const Replay end = replay(story, schedule, ReplayMode{}, limits);
   const std::vector<Move> moves = moves_of(end);

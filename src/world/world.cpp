@@ -320,6 +320,9 @@ bool World::step_once() {
     dispatch(job);
     return true;
   }
+  // With a clock, a consumer timeout due first closes its channel before any choice (as in a
+  // run), so that the moment shown and its replays agree on what is pending.
+  if (clocked() && consumer_timeout_due(scheduler_.next_time_ms())) return true;
   const size_t scheduled = explore_.schedule.choices.size();
   if ((explore_.stop_at_schedule_end && explore_outcome_.consumed >= scheduled) ||
       (explore_.choices_max > 0 && explore_outcome_.consumed >= scheduled &&
@@ -1054,7 +1057,7 @@ void World::on_heartbeat_timeout(const Job& job) {
 // with PRECONDITION_FAILED; the broker requeues every delivery it had unacked, and the client
 // opens a new channel. An exploration has no clock, so no timeout.
 bool World::consumer_timeout_due(int64_t until_ms) {
-  if (config_.broker_consumer_timeout_ms <= 0 || explore_.enabled || !halted_reason_.empty()) {
+  if (config_.broker_consumer_timeout_ms <= 0 || clockless() || !halted_reason_.empty()) {
     return false;
   }
   const auto due =
