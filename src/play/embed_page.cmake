@@ -5,4 +5,6 @@ string(FIND "${page}" ")inboxsim_page\"" clash)
 if(NOT clash EQUAL -1)
   message(FATAL_ERROR "${INPUT} contains the raw string's delimiter )inboxsim_page\"")
 endif()
-file(WRITE ${OUTPUT} "R\"inboxsim_page(${page})inboxsim_page\"\n")
+# The #line names the page by its place in the source tree, not the build folder (a sanitizer
+# build writes the location of every string it instruments into the binary).
+file(WRITE ${OUTPUT} "#line 1 \"src/play/page.html\"\nR\"inboxsim_page(${page})inboxsim_page\"\n")
