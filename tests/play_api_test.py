@@ -247,6 +247,14 @@ def part_hostile(server):
                              "payload": {"from": "mallory", "to": "bob", "amount": 1}}}}})
     check("a bad envelope is 400 naming the field", status == 400 and
           reply["where"] == "/then/publish/body/payload/from", reply)
+    status, reply = server.request("POST", "/api/replay", {"name": "01-happy-path", "then": {
+        "publish": {"exchange": "", "routing_key": "account-service", "message_id": "m-9",
+                    "body": {"type": "Account.Debited", "transferId": "t1",
+                             "payload": {"from": "alice", "to": "bob", "amount": 1}}}}})
+    check("a type its queue's consumer does not take is 400, not a crash",
+          status == 400 and reply["where"] == "/then/publish/body/type", reply)
+    status, reply = server.request("POST", "/api/scenario", {"name": "01-happy-path"})
+    check("the server survives it", status == 200, status)
     status, reply = server.request("POST", "/api/replay", {"scenario": {"accounts": {"a": -5}}})
     check("a bad inline scenario is 400 at /scenario/…", status == 400 and
           reply["where"].startswith("/scenario/accounts"), reply)

@@ -569,6 +569,22 @@ Step parse_publish(const Node& node, const Context& context) {
   if (const Node reason = field(payload, "reason"); reason.value != nullptr) {
     message.reason = as_string(reason, "a string");
   }
+  // Only where a consumer takes the type: a message of a type a MassTransit endpoint has no
+  // consumer for goes to its `_skipped` queue, which the simulation does not model.
+  const std::string_view own_key = routing_key(message.type);
+  if (!step.exchange.empty() && step.routing_key != own_key) {
+    expect_failed(field(node, "routing_key"),
+                  "the routing key of " + std::string(message_type_name(message.type)) + " (" +
+                      std::string(own_key) +
+                      "): through banking.events, another key would hand a consumer a type it "
+                      "has no consumer for (MassTransit's _skipped queue, not modelled)");
+  }
+  if (step.exchange.empty() && step.routing_key == participant::account_service &&
+      !is_transfer_command(message.type)) {
+    expect_failed(field(body, "type"),
+                  "a type account-service consumes (Transfer.Requested, "
+                  "Transfer.CreditRequested, Transfer.RefundRequested) for its queue");
+  }
   return step;
 }
 
