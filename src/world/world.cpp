@@ -484,9 +484,7 @@ bool World::stepwise_now() const {
          (explore_.stepwise_beyond && consumed >= explore_.schedule.choices.size());
 }
 
-size_t World::choosable() const {
-  return clocked() ? scheduler_.due_count() : scheduler_.size();
-}
+size_t World::choosable() const { return clocked() ? scheduler_.due_count() : scheduler_.size(); }
 
 uint32_t World::choose(size_t options, bool event) {
   INBOXSIM_ASSERT(options >= 1);
@@ -524,7 +522,8 @@ uint32_t World::choose(size_t options, bool event) {
                      ", but only " + std::to_string(options) + " options were there";
     return 0;
   }
-  if (explore_.stop_at_frontier) explore_outcome_.defaults.push_back(static_cast<uint32_t>(options));
+  if (explore_.stop_at_frontier)
+    explore_outcome_.defaults.push_back(static_cast<uint32_t>(options));
   log(0);
   ++explore_outcome_.defaulted;
   return 0;
@@ -1640,12 +1639,10 @@ RunResult World::finish() {
     for (const ParkedMessage& parked : broker_.parked()) visit(parked_ref(parked));
   };
   checker_.check_final(final_state, now_ms());
-  return result_so_far();
+  return snapshot();
 }
 
-RunResult World::snapshot() { return result_so_far(); }
-
-RunResult World::result_so_far() {
+RunResult World::snapshot() {
   Instance& account = first_instance(ServiceId::account);
   Instance& transfer = first_instance(ServiceId::transfer);
   const auto parked_ref = [](const ParkedMessage& parked) {
@@ -1790,6 +1787,17 @@ std::vector<IndexName> World::dropped_indexes() const {
   return out;
 }
 
+namespace {
+
+// A message in the playground's words: "Transfer.Requested t1 (m-1)".
+std::string message_words(const Message* message) {
+  if (message == nullptr) return {};
+  return std::string(message_type_name(message->type)) + " " + message->transfer + " (" +
+         message->message_id + ")";
+}
+
+}  // namespace
+
 std::string World::fault_label(FaultKind kind, ServiceId service, int64_t instance,
                                std::optional<CrashPoint> point, const Message* message) const {
   std::string who(service_name(service));
@@ -1799,18 +1807,17 @@ std::string World::fault_label(FaultKind kind, ServiceId service, int64_t instan
       break;
     }
   }
-  const std::string about =
-      message == nullptr ? std::string()
-                         : std::string(message_type_name(message->type)) + " " +
-                               message->transfer + " (" + message->message_id + ")";
+  const std::string about = message_words(message);
   switch (kind) {
     case FaultKind::crash:
       return who + " crashes here, at " + std::string(crash_point_name(*point)) +
              (about.empty() ? "" : ", handling " + about);
     case FaultKind::duplicate: return "the broker gets a second copy of " + about;
-    case FaultKind::drop_ack: return "the ack of " + about + " is lost: " + who + "'s connection resets";
+    case FaultKind::drop_ack:
+      return "the ack of " + about + " is lost: " + who + "'s connection resets";
     case FaultKind::drop_connection: return who + "'s connection drops while it has " + about;
-    case FaultKind::nack: return who + "'s handler of " + about + " fails (a transient error): nack";
+    case FaultKind::nack:
+      return who + "'s handler of " + about + " fails (a transient error): nack";
     case FaultKind::lose_confirm:
       return "the publisher confirm of " + about + " is lost: " + who + "'s channel closes";
     case FaultKind::publish_nack: return "the broker refuses " + about + " (basic.nack)";
@@ -1849,108 +1856,103 @@ std::vector<PendingEvent> World::pending_events() const {
 }
 
 PendingEvent World::describe_job(const Job& job) const {
-  {
-    const Instance& instance = instances_[job.instance];
-    PendingEvent event;
-    event.participant = instance.names.service;
-    const auto about = [](const MessagePtr& message) {
-      return message == nullptr ? std::string()
-                                : std::string(message_type_name(message->type)) + " " +
-                                      message->transfer + " (" + message->message_id + ")";
-    };
-    const bool gone = void_forever(job);
-    switch (job.kind) {
-      case JobKind::deliver: {
-        event.kind = "deliver";
-        const Delivery& delivery = in_flight_.at(job.delivery_id);
-        event.message = delivery.message;
-        event.participant = consumers_[delivery.consumer].participant;
-        event.label = std::string(delivery.redelivered ? "redelivery" : "delivery") + " of " +
-                      about(delivery.message) + " reaches " + event.participant;
-        break;
-      }
-      case JobKind::ack:
-      case JobKind::nack: {
-        event.kind = job.kind == JobKind::ack ? "ack" : "nack";
-        event.participant = consumers_[job.consumer].participant;
-        for (const QueueEntry& entry : broker_.contents()) {
-          if (entry.state == "unacked" && entry.consumer == consumers_[job.consumer].participant &&
-              entry.delivery_tag == job.delivery_tag) {
-            event.message = entry.message;
-          }
-        }
-        event.label = "the " + event.kind + " of " +
-                      (event.message ? about(event.message)
-                                     : "delivery tag " + std::to_string(job.delivery_tag)) +
-                      " from " + event.participant + " reaches the broker";
-        break;
-      }
-      case JobKind::confirm:
-      case JobKind::publish_nack: {
-        event.kind = job.kind == JobKind::confirm ? "confirm" : "publish_nack";
-        event.participant = instance.names.relay.empty() ? instance.names.service : instance.names.relay;
-        const auto found = awaiting_confirm_.find({job.instance, job.outbox_seq});
-        if (found != awaiting_confirm_.end()) event.message = found->second;
-        event.label = std::string(job.kind == JobKind::confirm ? "the publisher confirm"
-                                                               : "the broker's nack") +
-                      " of " +
-                      (event.message ? about(event.message)
-                                     : "outbox row " + std::to_string(job.outbox_seq)) +
-                      " reaches " + event.participant;
-        break;
-      }
-      case JobKind::relay_poll:
-        event.kind = "relay_poll";
-        event.participant = instance.names.relay;
-        event.label = std::string(instance.names.relay) + " polls the outbox";
-        break;
-      case JobKind::account_sweep:
-        event.kind = "outbox_sweep";
-        event.label = event.participant + " runs its outbox delivery loop";
-        break;
-      case JobKind::restart:
-        event.kind = "restart";
-        event.label = event.participant + " restarts";
-        break;
-      case JobKind::reconnect:
-        event.kind = "reconnect";
-        event.label = event.participant + " reopens its connection";
-        break;
-      case JobKind::resume:
-      case JobKind::retry: {
-        event.kind = job.kind == JobKind::resume ? "step" : "retry";
-        const auto found = handlers_.find(job.handler);
-        if (found != handlers_.end()) {
-          event.message = found->second.delivery.message;
-          event.participant = consumers_[found->second.delivery.consumer].participant;
-        }
-        std::string where;
-        if (found != handlers_.end() && job.kind == JobKind::resume) {
-          for (size_t point = 0; point < kCrashPointCount; ++point) {
-            if (!found->second.last_points.contains(static_cast<CrashPoint>(point))) continue;
-            where += (where.empty() ? "" : " / ") +
-                     std::string(crash_point_name(static_cast<CrashPoint>(point)));
-          }
-          where = where.empty() ? " (its lock granted)" : " (after " + where + ")";
-        }
-        event.label = event.participant +
-                      (job.kind == JobKind::resume ? " takes the next step of its handler of "
-                                                   : " retries its handler of ") +
-                      about(event.message) + where;
-        break;
-      }
-      case JobKind::heartbeat_timeout:
-        event.kind = "heartbeat_timeout";
-        event.label = "the broker gives up on " + event.participant + "'s silent connection";
-        break;
-      case JobKind::pause_end:
-        event.kind = "pause_end";
-        event.label = event.participant + " goes on after its pause";
-        break;
+  const Instance& instance = instances_[job.instance];
+  PendingEvent event;
+  event.participant = instance.names.service;
+  const auto about = [](const MessagePtr& message) { return message_words(message.get()); };
+  const bool gone = void_forever(job);
+  switch (job.kind) {
+    case JobKind::deliver: {
+      event.kind = "deliver";
+      const Delivery& delivery = in_flight_.at(job.delivery_id);
+      event.message = delivery.message;
+      event.participant = consumers_[delivery.consumer].participant;
+      event.label = std::string(delivery.redelivered ? "redelivery" : "delivery") + " of " +
+                    about(delivery.message) + " reaches " + event.participant;
+      break;
     }
-    if (gone) event.label += " (void: its target is gone, it changes nothing)";
-    return event;
+    case JobKind::ack:
+    case JobKind::nack: {
+      event.kind = job.kind == JobKind::ack ? "ack" : "nack";
+      event.participant = consumers_[job.consumer].participant;
+      for (const QueueEntry& entry : broker_.contents()) {
+        if (entry.state == "unacked" && entry.consumer == consumers_[job.consumer].participant &&
+            entry.delivery_tag == job.delivery_tag) {
+          event.message = entry.message;
+        }
+      }
+      event.label = "the " + event.kind + " of " +
+                    (event.message ? about(event.message)
+                                   : "delivery tag " + std::to_string(job.delivery_tag)) +
+                    " from " + event.participant + " reaches the broker";
+      break;
+    }
+    case JobKind::confirm:
+    case JobKind::publish_nack: {
+      event.kind = job.kind == JobKind::confirm ? "confirm" : "publish_nack";
+      event.participant =
+          instance.names.relay.empty() ? instance.names.service : instance.names.relay;
+      const auto found = awaiting_confirm_.find({job.instance, job.outbox_seq});
+      if (found != awaiting_confirm_.end()) event.message = found->second;
+      event.label =
+          std::string(job.kind == JobKind::confirm ? "the publisher confirm"
+                                                   : "the broker's nack") +
+          " of " +
+          (event.message ? about(event.message) : "outbox row " + std::to_string(job.outbox_seq)) +
+          " reaches " + event.participant;
+      break;
+    }
+    case JobKind::relay_poll:
+      event.kind = "relay_poll";
+      event.participant = instance.names.relay;
+      event.label = std::string(instance.names.relay) + " polls the outbox";
+      break;
+    case JobKind::account_sweep:
+      event.kind = "outbox_sweep";
+      event.label = event.participant + " runs its outbox delivery loop";
+      break;
+    case JobKind::restart:
+      event.kind = "restart";
+      event.label = event.participant + " restarts";
+      break;
+    case JobKind::reconnect:
+      event.kind = "reconnect";
+      event.label = event.participant + " reopens its connection";
+      break;
+    case JobKind::resume:
+    case JobKind::retry: {
+      event.kind = job.kind == JobKind::resume ? "step" : "retry";
+      const auto found = handlers_.find(job.handler);
+      if (found != handlers_.end()) {
+        event.message = found->second.delivery.message;
+        event.participant = consumers_[found->second.delivery.consumer].participant;
+      }
+      std::string where;
+      if (found != handlers_.end() && job.kind == JobKind::resume) {
+        for (size_t point = 0; point < kCrashPointCount; ++point) {
+          if (!found->second.last_points.contains(static_cast<CrashPoint>(point))) continue;
+          where += (where.empty() ? "" : " / ") +
+                   std::string(crash_point_name(static_cast<CrashPoint>(point)));
+        }
+        where = where.empty() ? " (its lock granted)" : " (after " + where + ")";
+      }
+      event.label = event.participant +
+                    (job.kind == JobKind::resume ? " takes the next step of its handler of "
+                                                 : " retries its handler of ") +
+                    about(event.message) + where;
+      break;
+    }
+    case JobKind::heartbeat_timeout:
+      event.kind = "heartbeat_timeout";
+      event.label = "the broker gives up on " + event.participant + "'s silent connection";
+      break;
+    case JobKind::pause_end:
+      event.kind = "pause_end";
+      event.label = event.participant + " goes on after its pause";
+      break;
   }
+  if (gone) event.label += " (void: its target is gone, it changes nothing)";
+  return event;
 }
 
 }  // namespace inboxsim

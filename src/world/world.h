@@ -396,7 +396,6 @@ class World {
   std::string pending_kind_;
   size_t next_action_ = 0;      // the schedule's hand actions taken so far
   std::map<IndexName, std::vector<std::string>> dropped_;  // what drop_index removed
-  RunResult result_so_far();
   // A scripted fault of `kind` that fires on this event, or, in an exploration with faults
   // left, one the explorer chooses to inject here.
   std::optional<FaultSpec> take_fault(FaultKind kind, ServiceId service, int64_t instance,
