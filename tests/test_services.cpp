@@ -27,6 +27,7 @@ struct FakeHost final : ServiceHost {
   InstanceNames instance_names{participant::account_service, participant::relay,
                                participant::notifications};
   std::vector<std::string> locks_taken;
+  std::vector<std::string> steps;  // the name of each step the handler went on to
   Coverage coverage;
 
   int64_t now_ms() const override { return now; }
@@ -38,16 +39,20 @@ struct FakeHost final : ServiceHost {
       throw ServiceCrash{ServiceId::account, point};
     }
   }
-  Suspend between_steps(CrashPointSet points, const Message& message, uint64_t) override {
+  Suspend between_steps(CrashPointSet points, const Message& message, uint64_t,
+                        std::string next) override {
+    steps.push_back(std::move(next));
     if (crash_at && points.contains(*crash_at)) crash_point(*crash_at, &message);
     return Suspend{false};
   }
-  Suspend lock_row(const std::string& key, uint64_t) override {
+  Suspend lock_row(const std::string& key, uint64_t, std::string next) override {
+    steps.push_back(std::move(next));
     locks_taken.push_back(key);
     return Suspend{false};
   }
   void unlock_row(const std::string&) override {}
-  Suspend sleep(int64_t ms, uint64_t) override {
+  Suspend sleep(int64_t ms, uint64_t, std::string next) override {
+    steps.push_back(std::move(next));
     now += ms;
     return Suspend{false};
   }
@@ -160,6 +165,41 @@ TEST_CASE("account-service: a crash at each point keeps only what was committed"
       REQUIRE(entries(service, EntryType::debit) == 1);
     }
   }
+}
+
+// The playground labels a handler's next step by these names (World::describe_job).
+TEST_CASE("account-service: each step of a MassTransit delivery is named by its pass",
+          "[services]") {
+  FakeHost host;
+  Config config;
+  AccountService service = make_service<AccountService>(host, config);
+  service.open_accounts({{"alice", {10000, false}}, {"bob", {0, false}}});
+  REQUIRE(run(service.handle(kRequested)) == Outcome::ack);
+  REQUIRE(host.steps.size() >= 4);
+  int64_t pass = 1;
+  for (const std::string& step : host.steps) {
+    INFO(step);
+    const std::string prefix = "MassTransit pass ";
+    REQUIRE(step.rfind(prefix, 0) == 0);
+    const int64_t named = std::stoll(step.substr(prefix.size()));
+    // Passes only go forward, one at a time, and each step says what it does.
+    REQUIRE((named == pass || named == pass + 1));
+    pass = named;
+    REQUIRE(step.size() > step.find(": ") + 2);
+  }
+  const auto has = [&](std::string_view name) {
+    return std::find(host.steps.begin(), host.steps.end(), name) != host.steps.end();
+  };
+  // The first delivery inserts the row, consumes in a pass of its own, then sends.
+  REQUIRE(has("MassTransit pass 1: insert the inbox row (consumed null), commit"));
+  REQUIRE(has("MassTransit pass 2: consume (the consumer runs), commit"));
+  REQUIRE(std::any_of(host.steps.begin(), host.steps.end(), [](const std::string& step) {
+    return step.find(": send the outbox messages") != std::string::npos;
+  }));
+  // A copy of a delivered message goes straight to the last pass.
+  host.steps.clear();
+  REQUIRE(run(service.handle(kRequested)) == Outcome::ack);
+  REQUIRE(host.steps.back() == "MassTransit pass 1: remove the outbox rows, commit, ack");
 }
 
 TEST_CASE("account-service: without the inbox a redelivery hits the ledger index", "[services]") {

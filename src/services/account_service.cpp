@@ -268,20 +268,28 @@ Task<Outcome> AccountService::handle_masstransit(MessagePtr message_ptr) {
     }
     return digest.finish().low;
   };
-  co_await step(CrashPointSet(CrashPoint::before_tx), message);
+  // What the handler does next, by its pass: the playground's label for the step.
+  const auto next = [](int64_t pass, std::string_view what) {
+    return "MassTransit pass " + std::to_string(pass) + ": " + std::string(what);
+  };
+  const std::string_view find = "find the inbox row (SELECT ... FOR UPDATE)";
+  co_await step(next(1, find), CrashPointSet(CrashPoint::before_tx), message);
   for (int64_t pass = 1; pass <= kInboxPassesMax; ++pass) {
     std::optional<InboxRow> inbox = inbox_lookup(message);
     if (!inbox) {
-      co_await step(CrashPointSet(CrashPoint::after_precheck), message, locals(inbox, pass));
+      co_await step(next(pass, "insert the inbox row (consumed null), commit"),
+                    CrashPointSet(CrashPoint::after_precheck), message, locals(inbox, pass));
       inbox_insert(message);
-      co_await step(CrashPointSet(CrashPoint::after_dedupe), message, locals(inbox, pass));
+      co_await step(next(pass + 1, find), CrashPointSet(CrashPoint::after_dedupe), message,
+                    locals(inbox, pass));
       continue;
     }
     // On Postgres at Repeatable Read the pass's snapshot is the row as it was before any wait.
     const bool snapshot = config_.account_database == AccountDatabase::postgres &&
                           config_.account_isolation == Isolation::repeatable_read;
     const std::optional<InboxRow> seen = inbox;
-    co_await lock_row(lock_key, locals(snapshot ? seen : std::nullopt, pass));
+    co_await lock_row(lock_key, next(pass, "its lock on the inbox row granted: read the row"),
+                      locals(snapshot ? seen : std::nullopt, pass));
     inbox = inbox_lookup(message);  // the row as the locking select returns it, once locked
     if (snapshot && serialization_failure(seen, inbox)) {
       throw ConsumerFault{
@@ -289,7 +297,11 @@ Task<Outcome> AccountService::handle_masstransit(MessagePtr message_ptr) {
           "on the inbox row, which the holder updated and committed (Postgres, Repeatable "
           "Read)"};
     }
-    co_await step(message, locals(inbox, pass));
+    co_await step(next(pass, !inbox             ? "the row is gone: start over"
+                             : !inbox->consumed  ? "consume (the consumer runs), commit"
+                             : !inbox->delivered ? "send the outbox messages"
+                                                 : "remove the outbox rows, commit, ack"),
+                  message, locals(inbox, pass));
     if (!inbox) {
       host_.unlock_row(lock_key);
       continue;
@@ -298,7 +310,8 @@ Task<Outcome> AccountService::handle_masstransit(MessagePtr message_ptr) {
       inbox_consume(message, *inbox);
       host_.unlock_row(lock_key);
       reported = true;
-      co_await step(CrashPointSet(CrashPoint::after_commit), message, locals(inbox, pass));
+      co_await step(next(pass + 1, find), CrashPointSet(CrashPoint::after_commit), message,
+                    locals(inbox, pass));
       continue;
     }
     if (!inbox->delivered) {
@@ -330,7 +343,8 @@ Task<Outcome> AccountService::handle_masstransit(MessagePtr message_ptr) {
           digest.add(static_cast<uint64_t>(attempt)).add_signed(started_ms);
           if (host_.now_ms() + wait_ms >= deadline_ms) {
             if (deadline_ms > host_.now_ms()) {
-              co_await host_.sleep(deadline_ms - host_.now_ms(), digest.finish().low);
+              co_await host_.sleep(deadline_ms - host_.now_ms(), digest.finish().low,
+                                   next(pass, "MessageDeliveryTimeout: cancel the send"));
             }
             throw ConsumerFault{
                 "MessageDeliveryTimeout (30 s) cancelled the outbox send: "
@@ -338,15 +352,17 @@ Task<Outcome> AccountService::handle_masstransit(MessagePtr message_ptr) {
                 true};
           }
           send_retry_event(*outgoing, result, wait_ms);
-          co_await host_.sleep(wait_ms, digest.finish().low);
+          co_await host_.sleep(wait_ms, digest.finish().low,
+                               next(pass, "publish again on a new channel, same MessageId"));
         }
         last_sequence = seq;
       }
-      co_await step(CrashPointSet(CrashPoint::after_outbox_send), message,
+      co_await step(next(pass, "mark the inbox row delivered, commit"),
+                    CrashPointSet(CrashPoint::after_outbox_send), message,
                     locals(inbox, pass, last_sequence));
       inbox_delivered(message, *inbox, last_sequence);
       host_.unlock_row(lock_key);
-      co_await step(message, locals(inbox, pass));
+      co_await step(next(pass + 1, find), message, locals(inbox, pass));
       continue;
     }
     inbox_remove_outbox(message, *inbox);
@@ -511,26 +527,38 @@ Task<Outcome> AccountService::handle_swept(MessagePtr message_ptr) {
   const AccountInbox inbox = config_.account_inbox;
   const bool external =
       inbox == AccountInbox::external_before || inbox == AccountInbox::external_after;
-  co_await step(CrashPointSet(CrashPoint::before_tx), message);
+  // What the handler does next: the playground's label for the step.
+  const std::string_view change = inbox == AccountInbox::marten
+                                      ? "Marten: append the event, store the inbox document, "
+                                        "commit"
+                                      : "apply the change, write the outbox, commit";
+  const std::string_view send = "send the outbox messages, then ack";
+  const std::string_view mark = "mark the message in the seen-set";
+  co_await step(std::string(inbox == AccountInbox::marten ? "Marten: load the inbox document"
+                            : external                    ? "check the seen-set"
+                                                          : change),
+                CrashPointSet(CrashPoint::before_tx), message);
   if (already_seen(message)) {
     // The pre-check saw it: acked without effect (the outbox is still swept below).
   } else {
     if (inbox == AccountInbox::none) {
       crash_point(CrashPoint::after_dedupe, message);
     } else if (external) {
-      co_await step(CrashPointSet(CrashPoint::after_precheck, CrashPoint::after_dedupe), message);
+      co_await step(std::string(inbox == AccountInbox::external_before ? mark : change),
+                    CrashPointSet(CrashPoint::after_precheck, CrashPoint::after_dedupe), message);
     } else {
-      co_await step(CrashPointSet(CrashPoint::after_precheck), message);
+      co_await step(std::string(change), CrashPointSet(CrashPoint::after_precheck), message);
     }
     if (inbox == AccountInbox::external_before) {
       mark_seen(me(), seen_key(message), message, "before");
-      co_await step(CrashPointSet(CrashPoint::after_mark), message);
+      co_await step(std::string(change), CrashPointSet(CrashPoint::after_mark), message);
     }
     if (commit_business(message)) {
-      co_await step(CrashPointSet(CrashPoint::after_commit), message);
+      co_await step(std::string(inbox == AccountInbox::external_after ? mark : send),
+                    CrashPointSet(CrashPoint::after_commit), message);
       if (inbox == AccountInbox::external_after) {
         mark_seen(me(), seen_key(message), message, "after");
-        co_await step(CrashPointSet(CrashPoint::after_mark), message);
+        co_await step(std::string(send), CrashPointSet(CrashPoint::after_mark), message);
       }
     }
   }
@@ -539,7 +567,8 @@ Task<Outcome> AccountService::handle_swept(MessagePtr message_ptr) {
     Hasher digest;
     digest.add(static_cast<uint64_t>(sent.result)).add(sent.batch_full);
     for (const int64_t seq : sent.confirmed_seqs) digest.add_signed(seq);
-    co_await step(CrashPointSet(CrashPoint::after_outbox_send), message, digest.finish().low);
+    co_await step("mark the sent outbox rows, then ack", CrashPointSet(CrashPoint::after_outbox_send),
+                  message, digest.finish().low);
   }
   mark_outbox_sent(sent.confirmed_seqs);
   if (sent.result != PublishResult::confirmed) {

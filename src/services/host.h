@@ -78,19 +78,23 @@ class ServiceHost {
   // digest of the locals it still needs (ServiceCore::step computes it). The explorer counts
   // two waiting handlers as one state only when their `resume` is equal, so it must cover
   // everything the rest of the handler reads from its own frame.
-  virtual Suspend between_steps(CrashPointSet points, const Message& message, uint64_t resume) = 0;
+  //
+  // `next` is what the handler does when it goes on, named as the real system names it
+  // ("MassTransit pass 2: consume"): the playground's label for that event.
+  virtual Suspend between_steps(CrashPointSet points, const Message& message, uint64_t resume,
+                                std::string next) = 0;
 
   // Takes the row lock `key` of this service's database for the running handler (a SELECT ...
   // FOR UPDATE that found its row). Returns whether the handler must wait for it; the host
   // resumes it once the lock is its own. The host releases every lock a handler still holds
   // when the handler ends, as a rollback does.
-  // `resume` as for between_steps.
-  virtual Suspend lock_row(const std::string& key, uint64_t resume) = 0;
+  // `resume` and `next` as for between_steps.
+  virtual Suspend lock_row(const std::string& key, uint64_t resume, std::string next) = 0;
   // Releases a row lock the running handler holds (its transaction committed).
   virtual void unlock_row(const std::string& key) = 0;
   // Suspends the running handler for `ms` virtual ms, holding what it holds (MassTransit's send
-  // transport waiting before it publishes again). `resume` as for between_steps.
-  virtual Suspend sleep(int64_t ms, uint64_t resume) = 0;
+  // transport waiting before it publishes again). `resume` and `next` as for between_steps.
+  virtual Suspend sleep(int64_t ms, uint64_t resume, std::string next) = 0;
 
   // Publishes and waits for the publisher confirm (account-service's inline outbox send).
   virtual PublishResult publish_and_confirm(const MessagePtr& message) = 0;

@@ -82,19 +82,23 @@ class ServiceCore {
     pending_.clear();
   }
 
-  // The boundary between two steps of a handler (see ServiceHost::between_steps). `locals` is
-  // a digest of every local of the handler that is still read after this boundary (0 when the
-  // code position says all); `line` tells the boundaries of one handler apart.
-  Suspend step(CrashPointSet points, const Message& message, uint64_t locals = 0,
+  // The boundary between two steps of a handler (see ServiceHost::between_steps). `next` names
+  // what the handler does when it goes on; `locals` is a digest of every local of the handler
+  // that is still read after this boundary (0 when the code position says all); `line` tells
+  // the boundaries of one handler apart.
+  Suspend step(std::string next, CrashPointSet points, const Message& message,
+               uint64_t locals = 0, unsigned line = __builtin_LINE()) {
+    return host_.between_steps(points, message, resume_digest(line, locals), std::move(next));
+  }
+  Suspend step(std::string next, const Message& message, uint64_t locals = 0,
                unsigned line = __builtin_LINE()) {
-    return host_.between_steps(points, message, resume_digest(line, locals));
+    return host_.between_steps(CrashPointSet(), message, resume_digest(line, locals),
+                               std::move(next));
   }
-  Suspend step(const Message& message, uint64_t locals = 0, unsigned line = __builtin_LINE()) {
-    return host_.between_steps(CrashPointSet(), message, resume_digest(line, locals));
-  }
-  // Takes a row lock (see ServiceHost::lock_row); `locals` and `line` as for step().
-  Suspend lock_row(const std::string& key, uint64_t locals = 0, unsigned line = __builtin_LINE()) {
-    return host_.lock_row(key, resume_digest(line, locals));
+  // Takes a row lock (see ServiceHost::lock_row); `next`, `locals` and `line` as for step().
+  Suspend lock_row(const std::string& key, std::string next, uint64_t locals = 0,
+                   unsigned line = __builtin_LINE()) {
+    return host_.lock_row(key, resume_digest(line, locals), std::move(next));
   }
 
   // Every row of every table of this connection's database, in rowid order, and the schema

@@ -177,26 +177,45 @@ Task<Outcome> TransferService::handle(TransferConsumer consumer, MessagePtr mess
   const std::string key = config_.transfer_dedupe_key == DedupeKey::message_id
                               ? message.message_id
                               : message.message_id + "|" + std::string(consumer_name);
-  co_await step(CrashPointSet(CrashPoint::before_tx), message);
+  // What the handler does next: the playground's label for the step.
+  const auto next = [&](std::string_view what) {
+    return std::string(consumer_name) + ": " + std::string(what);
+  };
+  const std::string_view handle = dedupe == TransferDedupe::processed_messages
+                                      ? "insert into processed_messages, handle the event, commit"
+                                      : "handle the event, commit";
+  const std::string_view mark = "mark the message in the seen-set";
+  const bool external =
+      dedupe == TransferDedupe::external_before || dedupe == TransferDedupe::external_after;
+  co_await step(next(dedupe == TransferDedupe::processed_after
+                         ? "look for the message in processed_messages"
+                     : external ? "check the seen-set"
+                                : handle),
+                CrashPointSet(CrashPoint::before_tx), message);
   if (already_seen(message, consumer_name, key)) co_return Outcome::ack;
   if (dedupe == TransferDedupe::none) {
     crash_point(CrashPoint::after_dedupe, message);
   } else if (dedupe != TransferDedupe::processed_messages) {
-    co_await step(CrashPointSet(CrashPoint::after_precheck, CrashPoint::after_dedupe), message);
+    co_await step(next(dedupe == TransferDedupe::external_before ? mark : handle),
+                  CrashPointSet(CrashPoint::after_precheck, CrashPoint::after_dedupe), message);
   }
   if (dedupe == TransferDedupe::external_before) {
     mark_seen(participant_of(consumer_name), key, message, "before");
-    co_await step(CrashPointSet(CrashPoint::after_mark), message);
+    co_await step(next(handle), CrashPointSet(CrashPoint::after_mark), message);
   }
   if (!commit_event(consumer, message)) co_return Outcome::ack;
-  co_await step(CrashPointSet(CrashPoint::after_commit), message);
+  co_await step(next(dedupe == TransferDedupe::external_after ? mark
+                     : dedupe == TransferDedupe::processed_after
+                         ? "insert into processed_messages in a transaction of its own"
+                         : "send the ack"),
+                CrashPointSet(CrashPoint::after_commit), message);
   if (dedupe == TransferDedupe::external_after) {
     mark_seen(participant_of(consumer_name), key, message, "after");
-    co_await step(CrashPointSet(CrashPoint::after_mark), message);
+    co_await step(next("send the ack"), CrashPointSet(CrashPoint::after_mark), message);
   }
   if (dedupe == TransferDedupe::processed_after) {
     record_processed_after(message, consumer_name);
-    co_await step(CrashPointSet(CrashPoint::after_mark), message);
+    co_await step(next("send the ack"), CrashPointSet(CrashPoint::after_mark), message);
   }
   co_return Outcome::ack;
 }

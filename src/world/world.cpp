@@ -19,15 +19,16 @@ class World::InstanceHost final : public ServiceHost {
   void crash_point(CrashPoint point, const Message* message) override {
     world_.crash_point(instance_, point, message);
   }
-  Suspend between_steps(CrashPointSet points, const Message& message, uint64_t resume) override {
-    return world_.between_steps(instance_, points, message, resume);
+  Suspend between_steps(CrashPointSet points, const Message& message, uint64_t resume,
+                        std::string next) override {
+    return world_.between_steps(instance_, points, message, resume, std::move(next));
   }
-  Suspend lock_row(const std::string& key, uint64_t resume) override {
-    return world_.lock_row(instance_, key, resume);
+  Suspend lock_row(const std::string& key, uint64_t resume, std::string next) override {
+    return world_.lock_row(instance_, key, resume, std::move(next));
   }
   void unlock_row(const std::string& key) override { world_.unlock_row(instance_, key); }
-  Suspend sleep(int64_t ms, uint64_t resume) override {
-    return world_.sleep(instance_, ms, resume);
+  Suspend sleep(int64_t ms, uint64_t resume, std::string next) override {
+    return world_.sleep(instance_, ms, resume, std::move(next));
   }
   PublishResult publish_and_confirm(const MessagePtr& message) override {
     return world_.publish_and_confirm(instance_, message);
@@ -1185,11 +1186,12 @@ void World::reset_connection(size_t consumer, std::string reason) {
 // ---- step boundaries and row locks -----------------------------------------------------------
 
 Suspend World::between_steps(size_t index, CrashPointSet points, const Message& message,
-                             uint64_t resume) {
+                             uint64_t resume, std::string next) {
   INBOXSIM_ASSERT(current_handler_ != 0);
   const Instance& instance = instances_[index];
-  handlers_.at(current_handler_).resume = resume;
-  handlers_.at(current_handler_).last_points = points;
+  ActiveHandler& handler = handlers_.at(current_handler_);
+  handler.resume = resume;
+  handler.next_step = std::move(next);
   for (size_t point = 0; point < kCrashPointCount; ++point) {
     if (points.contains(static_cast<CrashPoint>(point))) {
       crash_point(index, static_cast<CrashPoint>(point), &message);
@@ -1214,10 +1216,12 @@ Suspend World::between_steps(size_t index, CrashPointSet points, const Message& 
   return Suspend{true};
 }
 
-Suspend World::lock_row(size_t index, const std::string& key, uint64_t resume) {
+Suspend World::lock_row(size_t index, const std::string& key, uint64_t resume,
+                        std::string next) {
   INBOXSIM_ASSERT(current_handler_ != 0);
-  handlers_.at(current_handler_).resume = resume;
-  handlers_.at(current_handler_).last_points = CrashPointSet();
+  ActiveHandler& handler = handlers_.at(current_handler_);
+  handler.resume = resume;
+  handler.next_step = std::move(next);
   const Instance& instance = instances_[index];
   RowLocks& locks = locks_of(instance.service);
   const std::optional<uint64_t> holder = locks.owner(key);
@@ -1234,10 +1238,12 @@ Suspend World::lock_row(size_t index, const std::string& key, uint64_t resume) {
   return Suspend{true};
 }
 
-Suspend World::sleep(size_t index, int64_t ms, uint64_t resume) {
+Suspend World::sleep(size_t index, int64_t ms, uint64_t resume, std::string next) {
   INBOXSIM_ASSERT(current_handler_ != 0);
   INBOXSIM_ASSERT(ms > 0);
-  handlers_.at(current_handler_).resume = resume;
+  ActiveHandler& handler = handlers_.at(current_handler_);
+  handler.resume = resume;
+  handler.next_step = std::move(next);
   Job job = Job::of_instance(JobKind::resume, index);
   job.handler = current_handler_;
   schedule(now_ms() + ms, job);
@@ -1927,19 +1933,12 @@ PendingEvent World::describe_job(const Job& job) const {
         event.message = found->second.delivery.message;
         event.participant = consumers_[found->second.delivery.consumer].participant;
       }
-      std::string where;
-      if (found != handlers_.end() && job.kind == JobKind::resume) {
-        for (size_t point = 0; point < kCrashPointCount; ++point) {
-          if (!found->second.last_points.contains(static_cast<CrashPoint>(point))) continue;
-          where += (where.empty() ? "" : " / ") +
-                   std::string(crash_point_name(static_cast<CrashPoint>(point)));
-        }
-        where = where.empty() ? " (its lock granted)" : " (after " + where + ")";
+      if (job.kind == JobKind::resume && found != handlers_.end()) {
+        event.label = event.participant + ", handling " + about(event.message) + ": " +
+                      found->second.next_step;
+      } else {
+        event.label = event.participant + " retries its handler of " + about(event.message);
       }
-      event.label = event.participant +
-                    (job.kind == JobKind::resume ? " takes the next step of its handler of "
-                                                 : " retries its handler of ") +
-                    about(event.message) + where;
       break;
     }
     case JobKind::heartbeat_timeout:

@@ -317,7 +317,7 @@ class World {
     Task<Outcome> task;
     size_t attempt = 0;   // 0 for the first, then one per retry
     uint64_t resume = 0;  // where it waits and what it still needs (ServiceHost::between_steps)
-    CrashPointSet last_points;  // the names of the step boundary it waits at (none: a lock)
+    std::string next_step;  // what it does when it goes on (ServiceHost::between_steps)
   };
 
   // Wiring.
@@ -352,10 +352,10 @@ class World {
   // What the instances ask of the world (through InstanceHost).
   void crash_point(size_t instance, CrashPoint point, const Message* message);
   Suspend between_steps(size_t instance, CrashPointSet points, const Message& message,
-                        uint64_t resume);
-  Suspend lock_row(size_t instance, const std::string& key, uint64_t resume);
+                        uint64_t resume, std::string next);
+  Suspend lock_row(size_t instance, const std::string& key, uint64_t resume, std::string next);
   void unlock_row(size_t instance, const std::string& key);
-  Suspend sleep(size_t instance, int64_t ms, uint64_t resume);
+  Suspend sleep(size_t instance, int64_t ms, uint64_t resume, std::string next);
   PublishResult publish_and_confirm(size_t instance, const MessagePtr& message);
   void relay_publish(size_t instance, const MessagePtr& message, int64_t outbox_seq);
   void committed(const CommitRecord& record);
