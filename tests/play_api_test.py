@@ -90,9 +90,18 @@ def part_walk(server):
     moment = replay(server, "01-happy-path")
     check("a story opens at its start with something to do", len(moment["enabled"]) >= 1)
     taken = 0
+    labels = []
     while moment["enabled"] and taken < 500:
+        labels += [event["label"] for event in moment["enabled"]]
         moment = replay(server, "01-happy-path", moment["enabled"][0]["schedule"])
         taken += 1
+    # A handler's next step is offered under the real system's name for it.
+    check("MassTransit's consume pass is a choice of its own",
+          any(label.endswith("MassTransit pass 2: consume (the consumer runs), commit")
+              for label in labels), labels[:20])
+    steps = [label for label in labels if ", handling " in label]
+    check("every handler step says what it does next",
+          steps and all(label.split("): ", 1)[-1].strip() for label in steps), steps[:5])
     check("the happy path ends", moment["verdict"]["ended"], moment["verdict"])
     check("every invariant holds at its end", moment["verdict"]["passed"] is True,
           moment["verdict"]["violations"])
