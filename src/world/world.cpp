@@ -609,7 +609,9 @@ void World::run_for(int64_t ms) {
   }
   // The clock stays where the run stopped.
   if (!halted_reason_.empty() || explore_stop_) return;
-  scheduler_.advance_to(target);
+  // A playground's hand action taken inside this run (an `advance` at a choice position the
+  // run passed) may have moved the clock past the target already.
+  scheduler_.advance_to(std::max(target, now_ms()));
   maybe_cleanup();
 }
 

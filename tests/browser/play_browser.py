@@ -13,7 +13,8 @@ real mouse events and pressing real keys:
      the verdict with every invariant holding;
   2. goes back to the start and takes a crash fault after a commit, runs on until quiescent,
      and sees the redelivery deduplicated in the swimlane (a new branch);
-  3. steps back with the Left key and forks a third branch by taking another choice;
+  3. steps back with the Left key and forks a third branch by picking another choice with the
+     Down and Enter keys, then compares the crash branch with the fork (a swimlane each);
   4. asks "can it still break from here?" near the end of the happy path and sees PROVEN;
   5. clicks a delivery in the swimlane and sees its envelope; publishes a copy of a message by
      hand from the Hand panel, runs on, and sees it deduplicated;
@@ -337,10 +338,33 @@ def run(page, url, screenshot):
         other = page.js(find_other)
     if not other:
         raise Failure('going back from %s, no moment offered another choice to fork with' % before)
-    act(page, lambda: page.click('[data-pick="2"]', 'another choice'), 'the fork')
+    # Picked with the keyboard: Down until the choice has the focus, then Enter.
+    for n in range(40):
+        if page.js("document.activeElement && document.activeElement.getAttribute('data-pick') === '2'"):
+            break
+        page.key('ArrowDown', 'ArrowDown', 40)
+    else:
+        raise Failure('the Down key never reached %r' % other)
+    act(page, lambda: page.key('Enter', 'Enter', 13), 'the fork (Enter)')
     if branch_count(page) != 3:
         raise Failure('taking %r after going back did not fork a third branch (%d branches)' % (other, branch_count(page)))
-    print('play_browser: ok: back (%s -> %s), forked with %r' % (before, after, other))
+    print('play_browser: ok: back (%s -> %s), forked with %r picked by the keyboard' % (before, after, other))
+
+    # The crash branch and the fork side by side, each with its own swimlane.
+    page.click('.tabs button[data-tab="moves"]', 'the Moves tab')
+    page.js('''(function () {
+        document.getElementById('cmp-a').value = '1';
+        document.getElementById('cmp-b').value = '2';
+    })()''')
+    page.click('#b-compare', 'Compare')
+    lanes = page.wait('''!document.getElementById('compare').hidden && %s &&
+        document.querySelectorAll('#cmp-cols .clanes svg g.ev').length > 0 &&
+        document.querySelectorAll('#cmp-cols .clanes svg').length''' % IDLE, 'the two swimlanes', 20)
+    if lanes != 2:
+        raise Failure('compare shows %r swimlanes, not 2' % lanes)
+    page.key('Escape', 'Escape', 27)
+    page.wait("document.getElementById('compare').hidden", 'compare to close on Esc', 5)
+    print('play_browser: ok: two branches compared, a swimlane each')
 
     # 4. Can it still break? Near the end of the happy path, one crash more: PROVEN.
     page.click('.tabs button[data-tab="moves"]', 'the Moves tab')
