@@ -612,10 +612,12 @@ nlohmann::json point_of_no_return(const Scenario& story, const Schedule& schedul
                   "or seconds.";
     return out;
   };
-  // From the branch's end back: a moment from which some order ends well is followed, on a
-  // branch that breaks, by the first from which none does. Taking a move never adds a final
-  // state that was out of reach before it (a fault move aside), so the answers run "yes" then
-  // "no" along the branch, and a bisection finds where they turn in a few searches.
+  // From the branch's end back. Across a move that is an event the answers can only turn from
+  // "yes" to "no": taking an event never adds a final state that was out of reach before it.
+  // A fault or a hand action may (a crash can be what saves a story), so the branch is cut
+  // into stretches of events between them: the last stretch whose first moment ends well holds
+  // the point of no return, found there by bisection; a stretch that starts doomed sends the
+  // search to the moment before the fault or hand move in front of it.
   const std::optional<bool> at_end = ends_well(moves.size());
   if (!at_end) return unknown(moves.size());
   if (*at_end) {
@@ -624,16 +626,33 @@ nlohmann::json point_of_no_return(const Scenario& story, const Schedule& schedul
                   "some order still ends with every invariant holding.";
     return out;
   }
-  const std::optional<bool> at_start = ends_well(0);
-  if (!at_start) return unknown(0);
-  if (!*at_start) {
-    out["move"] = nullptr;
-    out["said"] =
-        "No order ends well even from the story's start: the story's own faults break it.";
-    return out;
-  }
+  size_t doomed = moves.size();  // a moment from which no order ends well
   size_t good = 0;
-  size_t doomed = moves.size();
+  for (;;) {
+    size_t start = doomed;  // the first moment of the stretch of events that ends at `doomed`
+    while (start > 0 && moves[start - 1].kind == "event") --start;
+    const std::optional<bool> well = start == doomed ? std::optional<bool>(false) : ends_well(start);
+    if (!well) return unknown(start);
+    if (*well) {
+      good = start;
+      break;
+    }
+    if (start == 0) {
+      out["move"] = nullptr;
+      out["said"] =
+          "No order ends well even from the story's start: the story's own faults break it.";
+      return out;
+    }
+    // The move in front of the stretch is a fault or a hand action: is it the one?
+    const std::optional<bool> before = ends_well(start - 1);
+    if (!before) return unknown(start - 1);
+    if (*before) {
+      good = start - 1;
+      doomed = start;
+      break;
+    }
+    doomed = start - 1;
+  }
   while (doomed - good > 1) {
     const size_t middle = good + (doomed - good) / 2;
     const std::optional<bool> well = ends_well(middle);
