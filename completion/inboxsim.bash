@@ -9,7 +9,7 @@
 
 _inboxsim_verbs="run list fuzz matrix demo explore play"
 _inboxsim_global_options="--help --version --help-all"
-_inboxsim_run_options="--help --seed --json --trace --html --mermaid --db-dir --quiet --step --show-rows
+_inboxsim_run_options="--help --seed --json --trace --html --mermaid --db-dir --quiet --step --step-on --show-rows
   --color --set"
 _inboxsim_list_options="--help"
 _inboxsim_campaign_options="--help --seeds --workload --swarm --set --jobs --out --json"
@@ -17,7 +17,7 @@ _inboxsim_fuzz_options="$_inboxsim_campaign_options --transfers --rate --account
   --shrink --stop-after --require-coverage"
 _inboxsim_matrix_options="$_inboxsim_campaign_options --exhaustive --story --faults --fault-kinds
   --max-states --operator"
-_inboxsim_demo_options="--help --out --scenarios --color --step --quiet"
+_inboxsim_demo_options="--help --out --scenarios --color --step --step-on --quiet"
 _inboxsim_explore_options="--help --faults --fault-kinds --max-states --jobs --set --continue
   --reduction --operator --json --out"
 _inboxsim_play_options="--help --port --listen --open --scenarios --workers --queue"
@@ -35,6 +35,16 @@ _inboxsim_option_value() {
     --db-dir | --out | --scenarios)
       compopt -o filenames 2>/dev/null
       mapfile -t COMPREPLY < <(compgen -d -- "$cur")
+      ;;
+    --step-on)  # event, or event kinds comma-separated
+      local listed=""
+      [[ $cur == *,* ]] && listed="${cur%,*},"
+      mapfile -t COMPREPLY < <(compgen -P "$listed" -W "event step request publish deliver ack
+        ack_lost nack requeue dead_letter confirm confirm_lost dedupe_hit dedupe_record effect
+        rejected saga illegal_transition consumer_fault notification crash restart
+        connection_closed index_dropped advance cleanup violation paused resumed lock_wait
+        lock_granted ack_void retry error_queued publish_nacked redrive dropped index_restored" \
+        -- "${cur##*,}")
       ;;
     # Numbers, seed ranges, shards and KEY=VALUE: nothing to offer, and no file names either.
     --fault-kinds)  # a comma-separated list: offer the kinds for the word being typed

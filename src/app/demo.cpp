@@ -14,6 +14,30 @@
 
 namespace inboxsim {
 
+std::optional<std::string> parse_event_stops(std::string_view text, EventStops& stops) {
+  stops = EventStops();
+  size_t start = 0;
+  for (;;) {
+    const size_t comma = std::min(text.find(',', start), text.size());
+    const std::string_view name = text.substr(start, comma - start);
+    if (name == "event") {
+      stops.every_event = true;
+    } else if (const std::optional<EventKind> kind = parse_event_kind(name)) {
+      stops.kinds[static_cast<size_t>(*kind)] = true;
+    } else {
+      std::string names;
+      for (size_t i = 0; i < kEventKindCount; ++i) {
+        names += ", " + std::string(event_kind_name(static_cast<EventKind>(i)));
+      }
+      return "--step-on " + std::string(text) + ": " +
+             (name.empty() ? std::string("an empty name") : "unknown event kind \"" + std::string(name) + "\"") +
+             ": expected event (every event) or event kinds, comma-separated: " + names.substr(2);
+    }
+    if (comma == text.size()) return std::nullopt;
+    start = comma + 1;
+  }
+}
+
 RunResult narrated_run(const Scenario& scenario, const NarratedRunOptions& options,
                        std::ostream& out) {
   Narrator narrator(out, options.narrator);
@@ -31,7 +55,14 @@ RunResult narrated_run(const Scenario& scenario, const NarratedRunOptions& optio
       out << "\n== " << printable(scenario.name) << ": " << printable(scenario.title) << "\n";
       if (!scenario.description.empty()) out << printable(scenario.description) << "\n";
     }
-    run_options.listener = [&narrator](const TraceEvent& event) { narrator.on_event(event); };
+    run_options.listener = [&narrator, &options, &out](const TraceEvent& event) {
+      narrator.on_event(event);
+      if (!options.pause_on.at(event.kind)) return;
+      narrator.flush();
+      out << "  [Enter] next " << (options.pause_on.every_event ? "event" : "stop") << std::flush;
+      std::string line;
+      std::getline(std::cin, line);
+    };
     if (options.show_rows) {
       run_options.row_listener = [&narrator](const RowHistory& history,
                                              const std::vector<RowChange>& changes) {

@@ -2,6 +2,8 @@
 // whole teaching library in order with an HTML report per scenario and an index page (`demo`).
 #pragma once
 
+#include <algorithm>
+#include <array>
 #include <functional>
 #include <iosfwd>
 #include <optional>
@@ -11,14 +13,32 @@
 
 #include "domain/result.h"
 #include "domain/scenario.h"
+#include "kernel/trace.h"
 #include "report/narrate.h"
 
 namespace inboxsim {
+
+// The events a narrated run stops at until Enter (`run --step-on event` or `--step-on
+// crash,dedupe_hit,violation`).
+struct EventStops {
+  bool every_event = false;
+  std::array<bool, kEventKindCount> kinds{};
+  bool any() const {
+    return every_event || std::find(kinds.begin(), kinds.end(), true) != kinds.end();
+  }
+  bool at(EventKind kind) const { return every_event || kinds[static_cast<size_t>(kind)]; }
+};
+
+// Parses `--step-on`'s value: "event" (every event) or event kind names, comma-separated.
+// Returns the error to print when a name is not one.
+std::optional<std::string> parse_event_stops(std::string_view text, EventStops& stops);
 
 struct NarratedRunOptions {
   bool narrate = true;            // print the timeline as it happens and the summary
   NarratorOptions narrator;       // colour, quiet
   bool pause_after_step = false;  // wait for Enter after each step (live demos)
+  // Wait for Enter after each event of these kinds (`--step-on`; all when `every_event`).
+  EventStops pause_on;
   std::optional<uint64_t> seed;   // overrides the scenario's seed
   std::string db_dir;             // keep the databases as files here
   bool record_rows = false;       // keep the tables event by event for an HTML report

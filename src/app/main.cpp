@@ -53,6 +53,7 @@ struct RunCommand {
   std::string db_dir;
   bool quiet = false;
   bool step = false;
+  std::string step_on;
   bool show_rows = false;
   std::string color = "auto";
   std::vector<std::string> sets;
@@ -68,6 +69,7 @@ struct DemoCommand {
   std::string scenario_dir;
   std::string color = "auto";
   bool step = false;
+  std::string step_on;
   bool quiet = false;
 };
 
@@ -180,6 +182,12 @@ int run_command(const RunCommand& command) {
   options.narrator.color = use_color(command.color);
   options.narrator.quiet = command.quiet;
   options.pause_after_step = command.step;
+  if (!command.step_on.empty()) {
+    if (auto error = parse_event_stops(command.step_on, options.pause_on)) return bad_input(*error);
+    if (command.json || command.quiet) {
+      return bad_input("--step-on stops the narration: not with --json or --quiet");
+    }
+  }
   options.seed = seed;
   options.db_dir = command.db_dir;
   options.record_rows = !command.html_path.empty();
@@ -188,7 +196,7 @@ int run_command(const RunCommand& command) {
   options.show_rows = command.show_rows;
   // A long run shows its progress on a terminal's stderr, unless the narration is going to the
   // terminal itself (it is its own progress there) or a demo waits for Enter after each step.
-  const bool progress = isatty(STDERR_FILENO) != 0 && !command.step &&
+  const bool progress = isatty(STDERR_FILENO) != 0 && !command.step && command.step_on.empty() &&
                         (command.json || command.quiet || isatty(STDOUT_FILENO) == 0);
   for (const Scenario& scenario : scenarios) {
     std::optional<ProgressLine> line;
@@ -400,6 +408,12 @@ int demo_command(const DemoCommand& command) {
   options.run.narrator.color = use_color(command.color);
   options.run.narrator.quiet = command.quiet;
   options.run.pause_after_step = command.step;
+  if (!command.step_on.empty()) {
+    if (auto error = parse_event_stops(command.step_on, options.run.pause_on)) {
+      return bad_input(*error);
+    }
+    if (command.quiet) return bad_input("--step-on stops the narration: not with --quiet");
+  }
   options.run.record_rows = true;  // every demo scenario gets an HTML report with its tables
   if (auto failed = prepare_output_dir("--out", options.out_dir)) return *failed;
   return run_demo(options, std::cout, std::cerr);
@@ -418,6 +432,9 @@ CLI::App* add_run_verb(CLI::App& app, RunCommand& command) {
   run_app->add_option("--db-dir", command.db_dir, "Keep each service's SQLite database here");
   run_app->add_flag("--quiet", command.quiet, "Print only the verdict");
   run_app->add_flag("--step", command.step, "Pause after each step until Enter (live demos)");
+  run_app->add_option("--step-on", command.step_on,
+                      "Pause until Enter after each event of these kinds: event (every event), "
+                      "or kinds such as crash,dedupe_hit,violation");
   run_app->add_flag("--show-rows", command.show_rows,
                     "Print the database and queue rows each event changed, under its line");
   run_app->add_option("--color", command.color, "Colours: auto, always or never")
@@ -503,6 +520,8 @@ CLI::App* add_demo_verb(CLI::App& app, DemoCommand& command) {
   demo_app->add_option("--color", command.color, "Colours: auto, always or never")
       ->check(CLI::IsMember({"auto", "always", "never"}));
   demo_app->add_flag("--step", command.step, "Pause after each step until Enter");
+  demo_app->add_option("--step-on", command.step_on,
+                       "Pause until Enter after each event of these kinds (event: every one)");
   demo_app->add_flag("--quiet", command.quiet, "Print only each scenario's verdict");
   return demo_app;
 }

@@ -53,6 +53,9 @@ constexpr std::array<std::string_view, kEventKindCount> kEventKindNames = {"step
 }  // namespace
 
 std::string_view event_kind_name(EventKind kind) { return name_of(kEventKindNames, kind); }
+std::optional<EventKind> parse_event_kind(std::string_view name) {
+  return parse_name<EventKind>(kEventKindNames, name);
+}
 
 namespace {
 

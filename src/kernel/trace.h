@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -60,6 +61,8 @@ inline constexpr size_t kEventKindCount = 37;
 
 // Returns the stable name of an event kind, as written to traces.
 std::string_view event_kind_name(EventKind kind);
+// The event kind with that name, if any.
+std::optional<EventKind> parse_event_kind(std::string_view name);
 
 struct TraceEvent {
   int64_t time_ms = 0;

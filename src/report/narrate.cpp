@@ -390,6 +390,10 @@ void Narrator::on_event(const TraceEvent& event) {
   }
 }
 
+void Narrator::flush() {
+  if (held_record_) print_held_line(nullptr);
+}
+
 // With relay.stable_message_id = false, a re-publication carries a new id: shown beside the id
 // the same outbox row went out with first.
 std::string Narrator::minted_id_line(const TraceEvent& event) {

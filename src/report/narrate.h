@@ -46,6 +46,10 @@ class Narrator {
   // Prints the rows an event changed, under its line (`run --step --show-rows`).
   void on_row_changes(const RowHistory& history, const std::vector<RowChange>& changes);
 
+  // Prints now a line it holds back to merge with the next event's (before a pause: what the
+  // reader waits on must be on the screen).
+  void flush();
+
   // Prints the end-of-run summary, or only the verdict line in quiet mode.
   void summary(const RunResult& result);
 
