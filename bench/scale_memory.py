@@ -8,7 +8,7 @@ Runs `inboxsim fuzz --seeds 1..1 --transfers N --accounts 10000 --rate R --json`
 peak resident memory (the child's ru_maxrss, what `/usr/bin/time -v` reports as "Maximum
 resident set size"), microseconds per transfer, transactions and messages moved to an error
 queue (which grew with the square of the story before issue 14's fix). Not a
-test: it takes minutes and its figures depend on the machine. The README quotes its output.
+test: it takes minutes and its figures depend on the machine. docs/performance.md quotes its output.
 """
 import argparse
 import json

@@ -343,4 +343,20 @@ check "and each row says the rounds it appended" python3 -c \
 check "matrix --exhaustive --operator none: the nack leaves the all-on row stuck (exit 1)" test $? -eq 1
 check "as termination" grep -q "termination" "$work/matrix-stuck.txt"
 
+# --step-on: a pause at each event of the kinds named, after its line; "event" pauses at every one.
+crashed=scenarios/09-crash-after-commit.json
+yes '' | "$bin" run "$crashed" --step-on crash,dedupe_hit --color never >"$work/stops.txt"
+check "run --step-on crash,dedupe_hit pauses once per crash and per dedupe hit" \
+  test "$(grep -c '\[Enter\] next stop' "$work/stops.txt")" -eq 2
+check "and the pause comes right after the crash's line" \
+  bash -c "grep -m1 -A1 CRASH '$work/stops.txt' | sed -n 2p | grep -q '^  .Enter. next stop'"
+yes '' | "$bin" run "$crashed" --step-on event --color never --trace "$work/stops.jsonl" >"$work/every.txt"
+check "run --step-on event pauses at every event of the trace" \
+  test "$(grep -c '\[Enter\] next event' "$work/every.txt")" -eq "$(wc -l <"$work/stops.jsonl")"
+"$bin" run "$crashed" --step-on crash,bogus >/dev/null 2>"$work/err" </dev/null
+check "run --step-on with an unknown kind exits 2" test $? -eq 2
+check "and names it and the kinds there are" grep -q 'unknown event kind "bogus": expected event (every event) or event kinds, comma-separated: step, request' "$work/err"
+"$bin" run "$crashed" --step-on crash --json >/dev/null 2>"$work/err" </dev/null
+check "run --step-on with --json exits 2" test $? -eq 2
+
 finish

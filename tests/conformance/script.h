@@ -1,7 +1,7 @@
 // A conformance script: broker operations and, after each, what RabbitMQ was seen to do.
 //
 // A script runs against the fake broker (src/broker) and against a real RabbitMQ, and the
-// observations are compared (the project README, "Broker conformance"). The file:
+// observations are compared (docs/conformance.md). The file:
 //
 //   { "description": "...", "claims": ["docs/model.md, The broker: ..."],
 //     "broker": { "queue_type": "quorum" | "classic", "delivery_limit": N | "none",
