@@ -131,6 +131,9 @@ assert "stuck behind account-service_error" in d["violations"][0]["detail"]
 check "demo with names runs only those scenarios" \
   test "$(ls "$work/demo" | tr '\n' ' ')" = "04-two-identical-deliveries.html 09-crash-after-commit.html index.html "
 check "the demo index links each page" grep -q 'href="09-crash-after-commit.html"' "$work/demo/index.html"
+"$bin" demo 12 04 09 --out "$work/demo-order" --color never </dev/null >"$work/demo-order.txt"
+check "demo keeps the order the teacher gives" \
+  test "$(grep -o '^== [0-9]*' "$work/demo-order.txt" | tr '\n' ' ')" = "== 12 == 04 == 09 "
 "$bin" demo 31 --quiet --out "$work/demo31" >/dev/null
 check "the demo index says what a break-it story breaks" \
   grep -q "breaks: conservation, single_effect, saga_ledger" "$work/demo31/index.html"

@@ -158,8 +158,9 @@ std::string render_demo_index(const std::vector<RunResult>& results) {
          rows + "</tbody></table></body></html>\n";
 }
 
-// Keeps the files whose stem starts with one of `prefixes`; all of them when there are none.
-// Returns the first prefix that selects nothing, if any.
+// Keeps the files whose stem starts with one of `prefixes`, in the order of the prefixes (the
+// teacher's order); all of them when there are none. Returns the first prefix that selects
+// nothing, if any.
 std::optional<std::string> select_files(std::vector<std::string>& files,
                                         const std::vector<std::string>& prefixes) {
   if (prefixes.empty()) return std::nullopt;
@@ -175,7 +176,6 @@ std::optional<std::string> select_files(std::vector<std::string>& files,
     }
     if (!any) return prefix;
   }
-  std::sort(selected.begin(), selected.end());
   files = std::move(selected);
   return std::nullopt;
 }
@@ -241,6 +241,22 @@ std::vector<OrderedFile> in_lesson_order(const std::vector<std::string>& files) 
   return ordered;
 }
 
+// `files` in the order given, each with the block of the guide that names it.
+std::vector<OrderedFile> in_given_order(const std::vector<std::string>& files) {
+  std::vector<OrderedFile> ordered;
+  const auto& blocks = lesson_blocks();
+  for (const std::string& file : files) {
+    size_t block = blocks.size();
+    for (size_t b = 0; b < blocks.size() && block == blocks.size(); ++b) {
+      for (const std::string_view number : blocks[b].numbers) {
+        if (stem_has_number(file, number)) block = b;
+      }
+    }
+    ordered.push_back(OrderedFile{file, block});
+  }
+  return ordered;
+}
+
 void print_block_break(std::ostream& out, size_t block) {
   const auto& blocks = lesson_blocks();
   const std::string title =
@@ -269,7 +285,9 @@ int run_demo(const DemoOptions& options, std::ostream& out, std::ostream& err) {
         << options.scenario_dir << " (see `inboxsim list`)\n";
     return 2;
   }
-  const std::vector<OrderedFile> ordered = in_lesson_order(files);
+  // The library in the guide's order; the scenarios a teacher names, in the order named.
+  const std::vector<OrderedFile> ordered =
+      options.only.empty() ? in_lesson_order(files) : in_given_order(files);
   std::vector<Scenario> scenarios;
   for (const OrderedFile& file : ordered) {
     ParseResult parsed = parse_scenario_file(file.file);

@@ -56,8 +56,8 @@ RunResult narrated_run(const Scenario& scenario, const NarratedRunOptions& optio
 
 struct DemoOptions {
   std::string scenario_dir;  // the teaching library
-  // Run only the scenarios whose name starts with one of these (e.g. "04", "09-crash"); all
-  // when empty.
+  // Run only the scenarios whose name starts with one of these (e.g. "04", "09-crash"), in the
+  // order given; all of them, in the guide's lesson order, when empty.
   std::vector<std::string> only;
   std::string out_dir = "demo-out";
   NarratedRunOptions run;
