@@ -244,6 +244,29 @@ TEST_CASE("a failed run says what failed and why", "[report][narrate]") {
   CHECK(contains(verdict_line(run), "1 of 4 expectations failed"));
 }
 
+TEST_CASE("the verdict says what became of the bank beside the expectations", "[report][narrate]") {
+  RunResult run = sample_run();
+  CHECK(bank_verdict(run) == "bank correct");
+  CHECK(contains(verdict_line(run), "PASS  crash-after-commit: A crash after commit"));
+  CHECK(contains(verdict_line(run), "· bank correct  (seed"));
+  // A story meant to break the bank passes, and says the bank broke, where, and the money.
+  run.balances["alice"] = 5000;  // debited twice, credited once: 2500 destroyed
+  run.violations.push_back({Invariant::conservation, "2500 destroyed", 1200});
+  run.violations.push_back({Invariant::single_effect, "t1 DEBIT applied twice", 1011});
+  CHECK(bank_verdict(run) == "bank broke: single_effect at 1011 ms (and 1 more), 2500 destroyed");
+  CHECK(contains(verdict_line(run), "PASS  crash-after-commit"));
+  CHECK(contains(verdict_line(run), "· bank broke: single_effect at 1011 ms (and 1 more), 2500 "
+                                    "destroyed, as this story expects  (seed"));
+  // A what-if whose bank is fine but whose expectations fail says both.
+  RunResult what_if = sample_run();
+  what_if.passed = false;
+  what_if.expectations[0] = {"balances.alice", false, "expected 5000, got 7500"};
+  CHECK(contains(verdict_line(what_if), "FAIL  crash-after-commit"));
+  CHECK(contains(verdict_line(what_if), "· bank correct  (1 of 4 expectations failed"));
+  CHECK(contains(render_html(what_if), "<span class=\"bank ok\""));
+  CHECK(contains(render_html(run), ">bank broke: single_effect at 1011 ms (and 1 more), 2500 destroyed</span>"));
+}
+
 TEST_CASE("narration has ANSI colour only when asked", "[report][narrate]") {
   CHECK_FALSE(contains(narrate(sample_run(), NarratorOptions{.color = false}), "\x1b["));
   CHECK(contains(narrate(sample_run(), NarratorOptions{.color = true}), "\x1b[1;31m"));

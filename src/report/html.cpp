@@ -571,6 +571,8 @@ header{padding:16px 28px 10px;background:#fff;border-bottom:1px solid var(--line
 h1{font-size:28px;margin:0;line-height:1.2}
 .verdict{font-weight:800;padding:2px 14px;border-radius:6px;color:#fff;font-size:18px;letter-spacing:.05em}
 .verdict.pass{background:#2b8a3e}.verdict.fail{background:#c92a2a}
+.bank{font-weight:700;padding:2px 10px;border-radius:6px;border:2px solid;font-size:16px;margin-left:8px}
+.bank.ok{color:#2b8a3e;border-color:#2b8a3e}.bank.broke{color:#c92a2a;border-color:#c92a2a}
 .meta{color:var(--muted);margin:2px 0 6px;font-size:14px;font-family:"DejaVu Sans Mono",monospace}
 .description{margin:6px 0;max-width:1150px}
 .lesson{margin:8px 0 4px;padding:8px 14px;background:#fff9db;border-left:5px solid #f59f00;max-width:1150px;border-radius:0 6px 6px 0}
@@ -1040,7 +1042,12 @@ std::string page_header(const RunResult& result) {
   std::string out = "<header><div class=\"titlebar\"><h1>" +
                     escape_html(result.title.empty() ? result.name : result.title) +
                     "</h1><span class=\"verdict " + (result.passed ? "pass" : "fail") + "\">" +
-                    verdict + "</span></div>";
+                    verdict + "</span>";
+  // Whether the expectations were met, and beside it what became of the bank.
+  const std::string bank = bank_verdict(result);
+  out += std::string("<span class=\"bank ") + (bank == "bank correct" ? "ok" : "broke") +
+         "\" title=\"what became of the bank, whatever the story expected\">" +
+         escape_html(bank) + "</span></div>";
   out += "<p class=\"meta\">" + escape_html(result.name) + " · seed " +
          std::to_string(result.seed) +
          (result.trace_hash.empty() ? "" : " · trace " + escape_html(result.trace_hash)) + "</p>";

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cstdlib>
 #include <ostream>
 #include <string_view>
 
@@ -345,12 +346,44 @@ std::string money_sentence(const RunResult& result) {
                           : ".");
 }
 
+std::string bank_verdict(const RunResult& result) {
+  if (result.violations.empty() && money_right(result)) return "bank correct";
+  std::string text = "bank broke";
+  if (!result.violations.empty()) {
+    const Violation* first = &result.violations.front();
+    for (const Violation& violation : result.violations) {
+      if (violation.time_ms < first->time_ms) first = &violation;
+    }
+    text += ": " + std::string(invariant_name(first->invariant)) + " at " +
+            std::to_string(first->time_ms) + " ms";
+    if (result.violations.size() > 1) {
+      text += " (and " + std::to_string(result.violations.size() - 1) + " more)";
+    }
+  }
+  const int64_t difference = total_of(result.balances) + money_in_flight(result) -
+                             total_of(result.opening_balances);
+  if (difference != 0) {
+    text += (result.violations.empty() ? ": " : ", ") + std::to_string(std::abs(difference)) +
+            (difference > 0 ? " invented" : " destroyed");
+  } else if (const int64_t stuck = money_in_flight(result, true); stuck > 0) {
+    text += (result.violations.empty() ? ": " : ", ") + std::to_string(stuck) + " stuck in flight";
+  }
+  return text;
+}
+
 std::string verdict_line(const RunResult& result) {
   std::string line = result.passed ? "PASS  " : "FAIL  ";
   line += result.name.empty() ? result.file : result.name;
   if (!result.title.empty()) line += ": " + result.title;
   const auto failed = std::count_if(result.expectations.begin(), result.expectations.end(),
                                     [](const ExpectationResult& e) { return !e.ok; });
+  const std::string bank = bank_verdict(result);
+  line += "  · " + bank;
+  // A story that is meant to break the bank passes when it does: said, so a green PASS beside
+  // a broken bank is not read as a bank that works.
+  if (result.passed && bank != "bank correct" && !result.expectations.empty()) {
+    line += ", as this story expects";
+  }
   line += "  (";
   if (failed > 0) {
     line += std::to_string(failed) + " of " + std::to_string(result.expectations.size()) +

@@ -94,8 +94,14 @@ std::string describe_event(const TraceEvent& event);
 std::vector<std::string> describe_row_changes(const RowHistory& history,
                                               const std::vector<RowChange>& changes);
 
-// Returns the one-line verdict, without colour:
-// "PASS  duplicate-debited: Two identical deliveries, one CreditRequested  (seed 1, trace …)".
+// Returns what became of the bank, whatever the story expected: "bank correct", or "bank broke:
+// single_effect at 41 ms, 2500 destroyed" (the first invariant broken, when, and the money
+// invented or destroyed by the end, if any).
+std::string bank_verdict(const RunResult& result);
+
+// Returns the one-line verdict, without colour: whether the expectations were met, and the
+// bank's verdict beside it: "PASS  duplicate-debited: Two identical deliveries, one
+// CreditRequested  · bank correct  (seed 1, trace …)".
 std::string verdict_line(const RunResult& result);
 
 // Returns what happened to the money, one sentence, e.g. "Money: 2500 invented by the end
