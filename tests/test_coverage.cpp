@@ -103,7 +103,11 @@ TEST_CASE("a library scenario counts the moments it is known for, and nothing el
       {"30-marten-backstop.json", {{"dedupe.marten_backstop", 1}}},
       // Without the document's key the race goes through: no backstop, a double debit.
       {"31-marten-without-backstop.json", {{"saga.illegal_transition", 1}}},
-      {"32-masstransit-row-lock.json", {{"masstransit.row_lock", 2}, {"dedupe.masstransit", 1}}},
+      // The copy gets the row between #1's send pass and its delivered pass (one outbox message
+      // per pass): consumed, not delivered, nothing left to send; then the two take turns once
+      // more for the remove passes.
+      {"32-masstransit-row-lock.json",
+       {{"masstransit.row_lock", 3}, {"dedupe.masstransit_resend", 1}}},
       {"33-masstransit-concurrent-first-delivery.json",
        {{"masstransit.inbox_key", 1}, {"consumer.retry", 1}, {"dedupe.masstransit", 1}}},
       {"35-zombie-consumer.json", {{"ack.void", 1}, {"dedupe.processed_messages", 1}}},

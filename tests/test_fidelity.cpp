@@ -1,9 +1,14 @@
 // Issue 29: the behaviours read against the real systems' source (docs/model.md, "Fidelity").
 // MassTransit's send transport retries an outbox publish (a closed channel in every version, a
 // broker nack since 8.5.3) until MessageDeliveryTimeout, then nacks with requeue; a MassTransit
-// consumer whose channel closes is cancelled.
+// consumer whose channel closes is cancelled; the consumer outbox sends one message per pass and
+// sets delivered in a pass of its own; since 8.3 the outbox's foreign key to the inbox stalls the
+// cleanup; the cleanup's period and the Marten/Wolverine inbox's window.
+#include <SQLiteCpp/SQLiteCpp.h>
+
 #include <algorithm>
 #include <catch2/catch.hpp>
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -12,7 +17,9 @@
 #include "support.h"
 
 using namespace inboxsim;
+using inboxsim::testing::library_scenario;
 using inboxsim::testing::parse_ok;
+using inboxsim::testing::TemporaryDirectory;
 
 namespace {
 
@@ -227,4 +234,152 @@ TEST_CASE("SQL Server, or Read Committed, lets the waiter read the new row",
     CHECK(result.sends.at(MessageType::account_debited) == 1);
     CHECK(result.violations.empty());
   }
+}
+
+// ---- Issue 29, items 8, 9 and 11 ---------------------------------------------------------------
+
+namespace {
+
+int64_t count_rows(const std::filesystem::path& file, const std::string& sql) {
+  SQLite::Database db(file.string(), SQLite::OPEN_READONLY);
+  return db.execAndGet(sql).getInt64();
+}
+
+// Runs `text` with its databases kept in `dir` (the scenario is named "t").
+RunResult run_kept(const std::string& text, const TemporaryDirectory& dir) {
+  RunOptions options;
+  options.db_dir = dir.path.string();
+  return run_scenario(parse_ok(text), options);
+}
+
+bool has_event(const RunResult& result, EventKind kind, const std::string& text) {
+  return std::any_of(result.events.begin(), result.events.end(), [&](const TraceEvent& e) {
+    return e.kind == kind && e.detail.find(text) != std::string::npos;
+  });
+}
+
+}  // namespace
+
+TEST_CASE("one outbox message per pass: a first delivery ends with receive_count 4",
+          "[fidelity][masstransit]") {
+  const TemporaryDirectory dir("inboxsim-fidelity-passes");
+  const RunResult result = run_kept(R"({"name": "t", "seed": 1,
+    "accounts": {"alice": 10000, "bob": 0},
+    "steps": [{"transfer": {"id": "t1", "from": "alice", "to": "bob", "amount": 2500}},
+              {"run": {"until": "quiescent"}}]})",
+                                    dir);
+  REQUIRE(result.transfers.at("t1") == SagaState::completed);
+  const auto file = dir.path / "t.account-service.sqlite";
+  // Transfer.Requested and Transfer.CreditRequested: insert (0), consume (1), send (2),
+  // delivered (3), remove (4).
+  CHECK(count_rows(file, "SELECT COUNT(*) FROM inbox_state") == 2);
+  CHECK(count_rows(file, "SELECT COUNT(*) FROM inbox_state WHERE receive_count = 4") == 2);
+  CHECK(count_rows(file, "SELECT COUNT(*) FROM inbox_state WHERE last_sequence_number IS NULL") ==
+        0);
+  CHECK(count_rows(file, "SELECT COUNT(*) FROM outbox") == 0);
+  CHECK(result.violations.empty());
+}
+
+TEST_CASE("a copy that gets the row between the send pass and the delivered pass sends nothing",
+          "[fidelity][masstransit]") {
+  // Scenario 32: #2 waits on the row while #1's send pass holds it; SQL Server hands #2 the row
+  // as #1's send pass committed it: sent, not yet delivered.
+  const RunResult result = run_scenario(library_scenario("32-masstransit-row-lock.json"), {});
+  CHECK(result.sends.at(MessageType::account_debited) == 1);
+  CHECK(has_event(result, EventKind::dedupe_hit, "sending nothing, setting delivered"));
+  CHECK(at_or_zero(result.dedupe_hits, ServiceId::account) == 1);
+  CHECK(result.violations.empty());
+}
+
+namespace {
+
+// Scenario 61 or 62 up to the moment past the window, before the replay: t1's inbox row is
+// delivered and its outbox row was never removed; t2's rows were delivered after it.
+Scenario before_replay(const std::string& file) {
+  Scenario scenario = library_scenario(file);
+  const auto replay = std::find_if(scenario.steps.begin(), scenario.steps.end(),
+                                   [](const Step& step) { return step.kind == StepKind::redrive; });
+  REQUIRE(replay != scenario.steps.end());
+  scenario.steps.erase(replay, scenario.steps.end());
+  return scenario;
+}
+
+int64_t rows_in(const TemporaryDirectory& dir, const Scenario& scenario, const std::string& table) {
+  return count_rows(dir.path / (scenario.name + ".account-service.sqlite"),
+                    "SELECT COUNT(*) FROM " + table);
+}
+
+}  // namespace
+
+TEST_CASE("since 8.3 the outbox's foreign key stalls the inbox cleanup behind an orphan",
+          "[fidelity][masstransit][retention]") {
+  const std::string file = "61-outbox-key-stalls-cleanup.json";
+  const TemporaryDirectory dir("inboxsim-fidelity-outbox-key");
+  RunOptions options;
+  options.db_dir = dir.path.string();
+  const Scenario scenario = before_replay(file);
+  const RunResult stalled = run_scenario(scenario, options);
+  CHECK(has_event(stalled, EventKind::cleanup, "violates the outbox's foreign key"));
+  // Nothing of the batch went: t1's row and the three delivered after it.
+  CHECK(rows_in(dir, scenario, "inbox_state") == 4);
+  CHECK(rows_in(dir, scenario, "outbox") == 1);
+  CHECK(stalled.violations.empty());
+  // The replay finds the row delivered: a dedupe hit, and the next cleanup deletes them all.
+  const RunResult replayed = run_scenario(library_scenario(file), {});
+  CHECK(at_or_zero(replayed.dedupe_hits, ServiceId::account) == 1);
+  CHECK(has_event(replayed, EventKind::cleanup, "rows delivered more than"));
+  CHECK(replayed.violations.empty());
+}
+
+TEST_CASE("8.2 has no outbox key: the cleanup deletes the row and the replay is consumed again",
+          "[fidelity][masstransit][retention]") {
+  const std::string file = "62-no-outbox-key-before-8-3.json";
+  const TemporaryDirectory dir("inboxsim-fidelity-no-outbox-key");
+  RunOptions options;
+  options.db_dir = dir.path.string();
+  const Scenario scenario = before_replay(file);
+  const RunResult deleted = run_scenario(scenario, options);
+  CHECK_FALSE(has_event(deleted, EventKind::cleanup, "violates the outbox's foreign key"));
+  CHECK(rows_in(dir, scenario, "inbox_state") == 0);
+  CHECK(rows_in(dir, scenario, "outbox") == 1);
+  const RunResult replayed = run_scenario(library_scenario(file), {});
+  CHECK(at_or_zero(replayed.dedupe_hits, ServiceId::account) == 0);
+  CHECK(count_of(replayed.dead_letter_queues, "account-service_error") == 2);
+  CHECK(replayed.violations.empty());
+}
+
+TEST_CASE("MassTransit's inbox cleanup runs every 10 s (QueryDelay)", "[fidelity][retention]") {
+  // Delivered at about 50 ms, a 60 s window: the 70 s tick deletes it; a 60 s period would
+  // keep it until 120 s.
+  const TemporaryDirectory dir("inboxsim-fidelity-query-delay");
+  const RunResult result = run_kept(R"({"name": "t", "seed": 1,
+    "config": {"account.inbox_window_ms": 60000},
+    "accounts": {"alice": 10000, "bob": 0},
+    "steps": [{"transfer": {"id": "t1", "from": "alice", "to": "bob", "amount": 2500}},
+              {"run": {"until": "quiescent"}},
+              {"advance": {"ms": 75000}}]})",
+                                    dir);
+  CHECK(count_rows(dir.path / "t.account-service.sqlite", "SELECT COUNT(*) FROM inbox_state") == 0);
+  CHECK(has_event(result, EventKind::cleanup, "inbox cleanup: rows delivered"));
+}
+
+TEST_CASE("the Marten/Wolverine inbox keeps a handled message 5 minutes", "[fidelity][marten]") {
+  CHECK(Config{}.account_keep_after_handling_ms == 300'000);
+  CHECK(config_to_json(Config{})["account.keep_after_handling_ms"] == 300'000);
+  Config config;
+  CHECK(config_set_text(config, "account.keep_after_handling_ms", "-1") ==
+        "an integer from 0 to 3153600000000");
+  // Six minutes later the copy is new to the inbox; the ledger key stops it (scenario 63).
+  const RunResult late = run_scenario(library_scenario("63-marten-keeps-five-minutes.json"), {});
+  CHECK(at_or_zero(late.dedupe_hits, ServiceId::account) == 0);
+  CHECK(count_of(late.dead_letter_queues, "account-service_error") == 1);
+  CHECK(has_event(late, EventKind::cleanup, "KeepAfterMessageHandling"));
+  // Four minutes later the document is still there.
+  Scenario early = library_scenario("63-marten-keeps-five-minutes.json");
+  for (Step& step : early.steps) {
+    if (step.kind == StepKind::advance) step.ms = 240'000;
+  }
+  const RunResult kept = run_scenario(early, {});
+  CHECK(at_or_zero(kept.dedupe_hits, ServiceId::account) == 1);
+  CHECK(count_of(kept.dead_letter_queues, "account-service_error") == 0);
 }

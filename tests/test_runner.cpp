@@ -349,11 +349,13 @@ TEST_CASE("the trace shows each dedupe record, committed with the effect it guar
       REQUIRE(result.events[i - 1].message_id.empty() == false);
     }
   }
-  // MassTransit's three inbox transactions for each of the two commands.
-  REQUIRE(account_records.size() == 6);
+  // MassTransit's four inbox transactions that write a record, for each of the two commands:
+  // insert, consumed, the send pass (one outbox message per pass), delivered in a pass of its own.
+  REQUIRE(account_records.size() == 8);
   REQUIRE(account_records[0].find("inserted and committed, consumed still null") !=
           std::string::npos);
-  REQUIRE(account_records[2].find("marked delivered") != std::string::npos);
+  REQUIRE(account_records[2].find("sent, last_sequence_number saved") != std::string::npos);
+  REQUIRE(account_records[3].find("marked delivered") != std::string::npos);
   REQUIRE(processed_records == 2);  // Account.Debited and Account.Credited
 }
 

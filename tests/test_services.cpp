@@ -194,7 +194,7 @@ TEST_CASE("account-service: each step of a MassTransit delivery is named by its 
   REQUIRE(has("MassTransit pass 1: insert the inbox row (consumed null), commit"));
   REQUIRE(has("MassTransit pass 2: consume (the consumer runs), commit"));
   REQUIRE(std::any_of(host.steps.begin(), host.steps.end(), [](const std::string& step) {
-    return step.find(": send the outbox messages") != std::string::npos;
+    return step.find(": send the next outbox message") != std::string::npos;
   }));
   // A copy of a delivered message goes straight to the last pass.
   host.steps.clear();

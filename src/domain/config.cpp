@@ -191,7 +191,8 @@ const std::vector<std::string>& config_keys() {
                                                 "broker.consumer_timeout_ms",
                                                 "account.masstransit",
                                                 "account.database",
-                                                "account.isolation"};
+                                                "account.isolation",
+                                                "account.keep_after_handling_ms"};
   return keys;
 }
 
@@ -253,6 +254,9 @@ std::string config_set(Config& config, std::string_view key, const nlohmann::jso
   }
   if (key == "account.isolation") {
     return set_choice(config.account_isolation, kIsolationNames, value);
+  }
+  if (key == "account.keep_after_handling_ms") {
+    return set_integer(config.account_keep_after_handling_ms, value, 0, kWindowMsMax);
   }
   std::string expected = "a known config key: ";
   bool first = true;
@@ -328,6 +332,7 @@ nlohmann::ordered_json config_to_json(const Config& config) {
   out["account.masstransit"] = masstransit_version_name(config.account_masstransit);
   out["account.database"] = kAccountDatabaseNames[static_cast<size_t>(config.account_database)];
   out["account.isolation"] = kIsolationNames[static_cast<size_t>(config.account_isolation)];
+  out["account.keep_after_handling_ms"] = config.account_keep_after_handling_ms;
   return out;
 }
 

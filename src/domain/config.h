@@ -95,6 +95,10 @@ struct Config {
   int64_t broker_consumer_timeout_ms = 1'800'000;
   // Issue 29 (DESIGN §9.3): the MassTransit release modelled.
   MassTransitVersion account_masstransit = MassTransitVersion::v8_5;
+  // Issue 29, item 11: how long the marten mode keeps a handled message's inbox document for
+  // dedupe (Wolverine's DurabilitySettings.KeepAfterMessageHandling, 5 min).
+  // account.inbox_window_ms stays MassTransit's DuplicateDetectionWindow (30 min).
+  int64_t account_keep_after_handling_ms = 300'000;
   AccountDatabase account_database = AccountDatabase::postgres;
   Isolation account_isolation = Isolation::repeatable_read;
 

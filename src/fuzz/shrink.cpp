@@ -345,6 +345,7 @@ Config repaired_config(const Config& config) {
   out.account_remember_rejections = true;
   out.account_inbox_unique = true;
   out.account_inbox_window_ms = defaults.account_inbox_window_ms;
+  out.account_keep_after_handling_ms = defaults.account_keep_after_handling_ms;
   out.transfer_dedupe = defaults.transfer_dedupe;
   out.transfer_processed_unique = true;
   out.transfer_processed_ttl_ms = defaults.transfer_processed_ttl_ms;

@@ -14,8 +14,9 @@ namespace {
 constexpr std::string_view kConsumerId = "account-consumer";
 // Rows one outbox sweep sends at most; a sweep that leaves rows asks for another.
 constexpr int64_t kSweepBatchRows = 256;
-// MassTransit's inbox loop runs a pass per transaction: insert, consume, deliver, remove. A
-// pass that finds its row gone (cleanup deleted it meanwhile) starts over, so the bound leaves
+// MassTransit's inbox loop runs a pass per transaction: insert, consume, one pass per outbox
+// message sent, delivered, remove (five for a command with its one reply). A pass that finds
+// its row gone (cleanup deleted it meanwhile) starts over, so the bound leaves
 // room for that and is never reached otherwise.
 constexpr int64_t kInboxPassesMax = 16;
 // MassTransit's send transport retry (HostConfigurationRetryExtensions.Retry with the
@@ -27,6 +28,9 @@ constexpr int64_t kInboxPassesMax = 16;
 constexpr int64_t kSendBreatherMs = 1000;
 constexpr std::array<int64_t, 5> kSendRetryIntervalsMs = {6000, 9000, 15000, 27000, 30000};
 constexpr int64_t kMessageDeliveryTimeoutMs = 30000;
+// InboxCleanupServiceOptions.QueryMessageLimit: the inbox rows one cleanup DELETE removes at
+// most (MassTransit v8.5.3, Configuration/DependencyInjection/InboxCleanupServiceOptions.cs).
+constexpr int64_t kCleanupQueryMessageLimit = 100;
 
 void create_ledger(SQLite::Database& db, const Config& config) {
   if (config.account_inbox == AccountInbox::marten) {
@@ -123,21 +127,23 @@ std::string AccountService::schema_key(const Config& config) {
 namespace {
 
 // Counts the outbox rows not yet sent. A MassTransit outbox row is written with its inbox row's
-// `consumed` and sent by pass 3, which sets `delivered` on the inbox row (not on the outbox
-// rows); pass 4 then removes it. When pass 4 never ran (the instance died after pass 3, and the
-// redelivery was faulted into the error queue before it got there) the row stays, and once the
-// cleanup has removed its delivered inbox row after the window, a later delivery of the same
-// message starts a new inbox row that is not consumed. MassTransit leaves such a row too
-// (OutboxMessage has no key to InboxState, and InboxCleanupService removes InboxState rows
-// only: MassTransit/MassTransit, EntityFrameworkOutboxConfigurationExtensions.cs,
-// InboxCleanupService.cs); it was sent. So a MassTransit row is unsent while its message has a
-// consumed inbox row that is not delivered (pass 3 is still to come, and will send it); every
-// other mode marks the row itself when it sends it.
+// `consumed` and sent by a send pass, which saves its sequence number as the inbox row's
+// `last_sequence_number` (the outbox row itself is not marked); a pass of its own then sets
+// `delivered`, and pass 5 removes the rows. When pass 5 never ran (the instance died after the
+// delivered pass, and the redelivery was faulted into the error queue before it got there) the
+// rows stay. With MassTransit 8.2 (OutboxMessage has no key to InboxState) the cleanup then
+// removes the delivered inbox row after the window, and a later delivery of the same message
+// starts a new inbox row that is not consumed; since 8.3 the foreign key refuses the cleanup's
+// delete, and the row stays delivered. Either way the rows were sent. So a MassTransit row is
+// unsent while its message has a consumed inbox row that is not delivered and whose
+// last_sequence_number is below the row's (a send pass is still to come, and will send it);
+// every other mode marks the row itself when it sends it.
 std::string outbox_undelivered_sql(const Config& config) {
   if (config.account_inbox == AccountInbox::masstransit) {
     return "SELECT COUNT(*) FROM outbox o WHERE o.delivered_ms IS NULL AND EXISTS"
            " (SELECT 1 FROM inbox_state i WHERE i.message_id = o.inbox_message_id AND"
-           " i.consumed_ms IS NOT NULL AND i.delivered_ms IS NULL) AND NOT EXISTS (SELECT 1"
+           " i.consumed_ms IS NOT NULL AND i.delivered_ms IS NULL AND"
+           " o.seq > COALESCE(i.last_sequence_number, 0)) AND NOT EXISTS (SELECT 1"
            " FROM inbox_state i WHERE i.message_id = o.inbox_message_id AND i.delivered_ms IS"
            " NOT NULL)";
   }
@@ -160,9 +166,9 @@ struct AccountService::Statements {
                       "INSERT INTO outbox (inbox_message_id, message_id, type, transfer_id,"
                       " from_account, to_account, amount, reason, created_ms)"
                       " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"),
-        outbox_for_inbox(db,
-                         std::string("SELECT ") + kOutboxColumns +
-                             " FROM outbox WHERE inbox_message_id = ? AND seq > ? ORDER BY seq"),
+        outbox_for_inbox(db, std::string("SELECT ") + kOutboxColumns +
+                                 " FROM outbox WHERE inbox_message_id = ? AND seq > ? ORDER BY seq"
+                                 " LIMIT 2"),
         outbox_remove_inbox(db, "DELETE FROM outbox WHERE inbox_message_id = ?"),
         outbox_pending(db, std::string("SELECT ") + kOutboxColumns +
                                " FROM outbox WHERE delivered_ms IS NULL ORDER BY seq LIMIT " +
@@ -179,10 +185,19 @@ struct AccountService::Statements {
                      " VALUES (?, ?, ?, 0)"),
         inbox_bump(db, "UPDATE inbox_state SET receive_count = receive_count + 1 WHERE id = ?"),
         inbox_consumed(db, "UPDATE inbox_state SET consumed_ms = ? WHERE id = ?"),
-        inbox_delivered(db,
-                        "UPDATE inbox_state SET delivered_ms = ?, last_sequence_number = ?"
-                        " WHERE id = ?"),
+        inbox_sent(db, "UPDATE inbox_state SET last_sequence_number = ? WHERE id = ?"),
+        inbox_delivered(db, "UPDATE inbox_state SET delivered_ms = ? WHERE id = ?"),
         inbox_cleanup(db, "DELETE FROM inbox_state WHERE delivered_ms < ?"),
+        inbox_cleanup_blocked(
+            db,
+            "SELECT b.message_id, (SELECT COUNT(*) FROM inbox_state e WHERE e.delivered_ms < ?1"
+            "  AND (e.delivered_ms < b.delivered_ms OR (e.delivered_ms = b.delivered_ms AND"
+            "  e.id < b.id))) FROM inbox_state b WHERE b.delivered_ms < ?1 AND EXISTS (SELECT 1"
+            "  FROM outbox o WHERE o.inbox_message_id = b.message_id)"
+            " ORDER BY b.delivered_ms, b.id LIMIT 1"),
+        inbox_cleanup_oldest(db,
+                             "DELETE FROM inbox_state WHERE id IN (SELECT id FROM inbox_state"
+                             " WHERE delivered_ms < ?1 ORDER BY delivered_ms, id LIMIT ?2)"),
         document_find(db, "SELECT 1 FROM inbox_documents WHERE message_id = ?"),
         document_insert(db, "INSERT INTO inbox_documents (message_id, received_ms) VALUES (?, ?)"),
         document_cleanup(db, "DELETE FROM inbox_documents WHERE received_ms < ?"),
@@ -205,8 +220,11 @@ struct AccountService::Statements {
   LazyStatement inbox_insert;
   LazyStatement inbox_bump;
   LazyStatement inbox_consumed;
+  LazyStatement inbox_sent;
   LazyStatement inbox_delivered;
   LazyStatement inbox_cleanup;
+  LazyStatement inbox_cleanup_blocked;
+  LazyStatement inbox_cleanup_oldest;
   LazyStatement document_find;
   LazyStatement document_insert;
   LazyStatement document_cleanup;
@@ -246,9 +264,11 @@ Task<Outcome> AccountService::handle(MessagePtr message) {
 // of passes, each its own transaction that starts with a locking select of the message's
 // InboxState row. (1) No row: insert it, commit. (2) Not consumed: count the delivery, run the
 // consumer (business change and outbox rows), set consumed, commit. (3) Consumed, not
-// delivered: send the outbox messages after last_sequence_number, with their stored ids,
-// holding the row lock while the broker confirms them; set delivered, commit. (4) Delivered:
-// remove the outbox rows, commit, and stop. Then the delivery is acked.
+// delivered, an outbox message after last_sequence_number: send that one message
+// (MessageDeliveryLimit = 1), with its stored id, holding the row lock while the broker
+// confirms it; save last_sequence_number, commit. (4) Consumed, not delivered, none left: set
+// delivered, commit. (5) Delivered: remove the outbox rows, commit, and stop. Then the delivery
+// is acked. Every pass after the first adds one to ReceiveCount.
 //
 // The select and the rest of a pass are two steps here. When the row exists, the row lock
 // makes the split invisible. When it does not, Postgres locks nothing either (there is no row
@@ -299,7 +319,8 @@ Task<Outcome> AccountService::handle_masstransit(MessagePtr message_ptr) {
     }
     co_await step(next(pass, !inbox             ? "the row is gone: start over"
                              : !inbox->consumed  ? "consume (the consumer runs), commit"
-                             : !inbox->delivered ? "send the outbox messages"
+                             : !inbox->delivered ? "send the next outbox message (none left: "
+                                                   "set delivered, commit)"
                                                  : "remove the outbox rows, commit, ack"),
                   message, locals(inbox, pass));
     if (!inbox) {
@@ -315,52 +336,64 @@ Task<Outcome> AccountService::handle_masstransit(MessagePtr message_ptr) {
       continue;
     }
     if (!inbox->delivered) {
+      // MessageDeliveryLimit = 1: a pass sends at most one outbox message, the next after
+      // last_sequence_number, and commits that number; a pass that finds none left sets
+      // delivered. So a first delivery with one outbox message takes a send pass and a
+      // delivered pass, and a copy that gets the lock between the two sends nothing.
+      const std::vector<std::pair<int64_t, MessagePtr>> unsent =
+          inbox_outbox_after(message, *inbox);
       if (!reported) {
-        dedupe_hit(Probe::dedupe_masstransit_resend, me(), message,
-                   "inbox: message " + message.message_id +
-                       " already consumed but its outbox not delivered: re-sending the stored "
-                       "messages with their stored ids");
+        dedupe_hit(
+            Probe::dedupe_masstransit_resend, me(), message,
+            "inbox: message " + message.message_id +
+                (unsent.empty() ? " already consumed and its outbox message sent, not yet marked "
+                                  "delivered: sending nothing, setting delivered"
+                                : " already consumed but its outbox not delivered: re-sending the "
+                                  "stored messages with their stored ids"));
         reported = true;
       }
-      // Pass 3, first half: sends the outbox messages after last_sequence_number, each awaiting
-      // its confirm, while the row lock is held. A publish that fails the way the send
-      // transport retries is published again on a new channel, same MessageId, after its
-      // breather and interval, until MessageDeliveryTimeout (30 s from the first attempt)
-      // cancels the send: the pass then faults with an OperationCanceledException. A fault
-      // rolls the pass back: the next delivery sends again from the last committed number.
-      int64_t last_sequence = inbox->last_sequence_number;
-      for (const auto& [seq, outgoing] : inbox_outbox_after(message, *inbox)) {
-        const int64_t started_ms = host_.now_ms();
-        for (size_t attempt = 0;; ++attempt) {
-          const PublishResult result = host_.publish_and_confirm(outgoing);
-          if (result == PublishResult::confirmed) break;
-          if (!send_retried(result)) require_confirmed(result);
-          const size_t interval = std::min(attempt, kSendRetryIntervalsMs.size() - 1);
-          const int64_t wait_ms = kSendBreatherMs + kSendRetryIntervalsMs[interval];
-          const int64_t deadline_ms = started_ms + kMessageDeliveryTimeoutMs;
-          Hasher digest;
-          digest.add(locals(inbox, pass, last_sequence)).add_signed(seq);
-          digest.add(static_cast<uint64_t>(attempt)).add_signed(started_ms);
-          if (host_.now_ms() + wait_ms >= deadline_ms) {
-            if (deadline_ms > host_.now_ms()) {
-              co_await host_.sleep(deadline_ms - host_.now_ms(), digest.finish().low,
-                                   next(pass, "MessageDeliveryTimeout: cancel the send"));
-            }
-            throw ConsumerFault{
-                "MessageDeliveryTimeout (30 s) cancelled the outbox send: "
-                "OperationCanceledException",
-                true};
-          }
-          send_retry_event(*outgoing, result, wait_ms);
-          co_await host_.sleep(wait_ms, digest.finish().low,
-                               next(pass, "publish again on a new channel, same MessageId"));
-        }
-        last_sequence = seq;
+      if (unsent.empty()) {
+        inbox_delivered(message, *inbox);
+        host_.unlock_row(lock_key);
+        co_await step(next(pass + 1, find), message, locals(inbox, pass));
+        continue;
       }
-      co_await step(next(pass, "mark the inbox row delivered, commit"),
+      // The send pass: sends the outbox message after last_sequence_number, awaiting its
+      // confirm, while the row lock is held. A publish that fails the way the send transport
+      // retries is published again on a new channel, same MessageId, after its breather and
+      // interval, until MessageDeliveryTimeout (30 s from the first attempt) cancels the send:
+      // the pass then faults with an OperationCanceledException. A fault rolls the pass back:
+      // the next delivery sends again from the last committed number.
+      const auto& [seq, outgoing] = unsent.front();
+      const int64_t started_ms = host_.now_ms();
+      for (size_t attempt = 0;; ++attempt) {
+        const PublishResult result = host_.publish_and_confirm(outgoing);
+        if (result == PublishResult::confirmed) break;
+        if (!send_retried(result)) require_confirmed(result);
+        const size_t interval = std::min(attempt, kSendRetryIntervalsMs.size() - 1);
+        const int64_t wait_ms = kSendBreatherMs + kSendRetryIntervalsMs[interval];
+        const int64_t deadline_ms = started_ms + kMessageDeliveryTimeoutMs;
+        Hasher digest;
+        digest.add(locals(inbox, pass, inbox->last_sequence_number)).add_signed(seq);
+        digest.add(static_cast<uint64_t>(attempt)).add_signed(started_ms);
+        if (host_.now_ms() + wait_ms >= deadline_ms) {
+          if (deadline_ms > host_.now_ms()) {
+            co_await host_.sleep(deadline_ms - host_.now_ms(), digest.finish().low,
+                                 next(pass, "MessageDeliveryTimeout: cancel the send"));
+          }
+          throw ConsumerFault{
+              "MessageDeliveryTimeout (30 s) cancelled the outbox send: "
+              "OperationCanceledException",
+              true};
+        }
+        send_retry_event(*outgoing, result, wait_ms);
+        co_await host_.sleep(wait_ms, digest.finish().low,
+                             next(pass, "publish again on a new channel, same MessageId"));
+      }
+      co_await step(next(pass, "save last_sequence_number, commit"),
                     CrashPointSet(CrashPoint::after_outbox_send), message,
-                    locals(inbox, pass, last_sequence));
-      inbox_delivered(message, *inbox, last_sequence);
+                    locals(inbox, pass, seq));
+      inbox_sent(message, *inbox, seq);
       host_.unlock_row(lock_key);
       co_await step(next(pass + 1, find), message, locals(inbox, pass));
       continue;
@@ -444,7 +477,8 @@ void AccountService::inbox_consume(const Message& message, const InboxRow& inbox
   commit(work);
 }
 
-// The outbox messages of the message's inbox row after its last_sequence_number, in order.
+// The outbox messages of the message's inbox row after its last_sequence_number, in order, at
+// most MessageDeliveryLimit + 1 of them (LoadOutboxMessages' Take, DbContextOutboxConsumeContext).
 std::vector<std::pair<int64_t, MessagePtr>> AccountService::inbox_outbox_after(
     const Message& message, const InboxRow& inbox) {
   std::vector<std::pair<int64_t, MessagePtr>> rows;
@@ -491,15 +525,30 @@ bool AccountService::serialization_failure(const std::optional<InboxRow>& seen,
           seen->last_sequence_number != locked->last_sequence_number);
 }
 
-// Pass 3, second half: the row is delivered as of the last message sent; commit.
-void AccountService::inbox_delivered(const Message& message, const InboxRow& inbox,
-                                     int64_t last_sequence) {
+// A send pass's commit: the row's last_sequence_number is the message just sent
+// (NotifyOutboxMessageDelivered updates the tracked InboxState, saved with the pass).
+void AccountService::inbox_sent(const Message& message, const InboxRow& inbox,
+                                int64_t last_sequence) {
+  UnitOfWork work(*this);
+  inbox_bump(inbox);
+  StatementUse mark(statements_->inbox_sent);
+  mark->bind(1, static_cast<int64_t>(last_sequence));
+  mark->bind(2, static_cast<int64_t>(inbox.row));
+  mark->exec();
+  note_dedupe_record(
+      me(), message,
+      "inbox: " + message.message_id + " outbox message " + std::to_string(last_sequence) +
+          " sent, last_sequence_number saved; delivered is set by a pass of its own");
+  commit(work);
+}
+
+// The delivered pass: no outbox message after last_sequence_number is left; set delivered.
+void AccountService::inbox_delivered(const Message& message, const InboxRow& inbox) {
   UnitOfWork work(*this);
   inbox_bump(inbox);
   StatementUse mark(statements_->inbox_delivered);
   mark->bind(1, static_cast<int64_t>(host_.now_ms()));
-  mark->bind(2, static_cast<int64_t>(last_sequence));
-  mark->bind(3, static_cast<int64_t>(inbox.row));
+  mark->bind(2, static_cast<int64_t>(inbox.row));
   mark->exec();
   note_dedupe_record(
       me(), message,
@@ -507,7 +556,7 @@ void AccountService::inbox_delivered(const Message& message, const InboxRow& inb
   commit(work);
 }
 
-// Pass 4 (or the only pass of a duplicate): count the delivery, remove the outbox rows.
+// Pass 5 (or the only pass of a duplicate): count the delivery, remove the outbox rows.
 void AccountService::inbox_remove_outbox(const Message& message, const InboxRow& inbox) {
   UnitOfWork work(*this);
   inbox_bump(inbox);
@@ -841,21 +890,19 @@ void AccountService::restart() {
 
 CleanupCounts AccountService::cleanup_inbox(int64_t as_of_ms) {
   const int64_t cutoff = as_of_ms - config_.account_inbox_window_ms;
-  if (cutoff <= 0) return {};
+  // Wolverine keeps a handled envelope KeepAfterMessageHandling, its own window.
+  const int64_t document_cutoff = as_of_ms - config_.account_keep_after_handling_ms;
+  if (cutoff <= 0 && document_cutoff <= 0) return {};
   UnitOfWork work(*this);
   int64_t deleted = 0;
-  {
-    StatementUse inbox(statements_->inbox_cleanup);
-    inbox->bind(1, static_cast<int64_t>(cutoff));
-    deleted += inbox->exec();
-  }
-  {
+  if (cutoff > 0) deleted += cleanup_inbox_state(cutoff);
+  if (document_cutoff > 0) {
     StatementUse documents(statements_->document_cleanup);
-    documents->bind(1, static_cast<int64_t>(cutoff));
+    documents->bind(1, static_cast<int64_t>(document_cutoff));
     deleted += documents->exec();
   }
   int64_t outbox_deleted = 0;
-  {
+  if (cutoff > 0) {
     StatementUse outbox(statements_->outbox_cleanup);
     outbox->bind(1, static_cast<int64_t>(cutoff));
     outbox_deleted = outbox->exec();
@@ -866,6 +913,49 @@ CleanupCounts AccountService::cleanup_inbox(int64_t as_of_ms) {
   if (deleted == 0 && outbox_deleted == 0) return {};
   commit(work);
   return {deleted, outbox_deleted};
+}
+
+// InboxCleanupService.CleanUpInboxState: deletes the expired InboxState rows (delivered before
+// the cutoff) in batches of QueryMessageLimit, oldest delivered first, one DELETE a batch, and
+// runs again at once while a batch removed rows. Since v8.3.0 OutboxMessage has a foreign key
+// to InboxState (MessageId, ConsumerId) with no cascade, so a batch holding a row whose outbox
+// messages were never removed (pass 5 never ran) fails as a whole, and so does every later
+// attempt: the batch is always the oldest. Returns the rows deleted.
+int64_t AccountService::cleanup_inbox_state(int64_t cutoff) {
+  if (config_.account_inbox == AccountInbox::masstransit &&
+      config_.account_masstransit != MassTransitVersion::v8_2) {
+    StatementUse blocked(statements_->inbox_cleanup_blocked);
+    blocked->bind(1, static_cast<int64_t>(cutoff));
+    if (blocked->executeStep()) {
+      // The first expired row with outbox rows left, and how many expired rows come before it:
+      // the batches before its batch go, its batch fails.
+      const std::string message_id = blocked->getColumn(0).getString();
+      const int64_t rows_before = blocked->getColumn(1).getInt64();
+      const int64_t deletable = rows_before / kCleanupQueryMessageLimit * kCleanupQueryMessageLimit;
+      int64_t deleted = 0;
+      if (deletable > 0) {
+        StatementUse remove(statements_->inbox_cleanup_oldest);
+        remove->bind(1, static_cast<int64_t>(cutoff));
+        remove->bind(2, static_cast<int64_t>(deletable));
+        deleted = remove->exec();
+      }
+      TraceEvent event;
+      event.time_ms = host_.now_ms();
+      event.kind = EventKind::cleanup;
+      event.service = me();
+      event.message_id = message_id;
+      event.detail =
+          "inbox cleanup faulted: the DELETE of the oldest expired inbox_state rows (a batch of " +
+          std::to_string(kCleanupQueryMessageLimit) + ") violates the outbox's foreign key to " +
+          "inbox_state: message " + message_id +
+          " still has outbox rows. The whole batch stays, and the next run tries the same batch";
+      host_.record(std::move(event));
+      return deleted;
+    }
+  }
+  StatementUse inbox(statements_->inbox_cleanup);
+  inbox->bind(1, static_cast<int64_t>(cutoff));
+  return inbox->exec();
 }
 
 std::optional<std::vector<std::string>> AccountService::drop_index(IndexName index) {

@@ -61,8 +61,10 @@ class AccountService : private ServiceCore {
   }
 
   // MassTransit's InboxCleanupService, as of `as_of_ms`: deletes inbox rows delivered longer
-  // than the window before it, and the outbox rows delivered as long ago, in one transaction.
-  // Returns how many rows of each went.
+  // than the window before it (since MassTransit 8.3 not a batch that holds a row whose outbox
+  // rows are still there: the outbox's foreign key refuses it), the Marten inbox documents
+  // older than account.keep_after_handling_ms, and the outbox rows delivered as long ago as the
+  // window, in one transaction. Returns how many rows of each went.
   CleanupCounts cleanup_inbox(int64_t as_of_ms);
 
   // Drops a unique index this service owns; returns the statements that create it again (none
@@ -111,9 +113,11 @@ class AccountService : private ServiceCore {
   bool serialization_failure(const std::optional<InboxRow>& seen,
                              const std::optional<InboxRow>& locked) const;
   void send_retry_event(const Message& outgoing, PublishResult result, int64_t wait_ms);
-  void inbox_delivered(const Message& message, const InboxRow& inbox, int64_t last_sequence);
+  void inbox_sent(const Message& message, const InboxRow& inbox, int64_t last_sequence);
+  void inbox_delivered(const Message& message, const InboxRow& inbox);
   void inbox_remove_outbox(const Message& message, const InboxRow& inbox);
   void inbox_bump(const InboxRow& inbox);
+  int64_t cleanup_inbox_state(int64_t cutoff);
 
   Task<Outcome> handle_swept(MessagePtr message);
   bool already_seen(const Message& message);

@@ -20,9 +20,13 @@ inline constexpr int64_t kReconnectMs = 500;
 // RabbitMQ's channel_tick_interval (deps/rabbit/Makefile, v4.0.9): how often a channel checks
 // its oldest unacked delivery against the consumer timeout.
 inline constexpr int64_t kChannelTickMs = 60'000;
-// InboxCleanupService's and the Mongo TTL monitor's period. Cleanup runs lazily: the first time
-// the clock reaches or passes a tick, once, as of the last tick passed (deleting by a cutoff is
+// The cleanup tick: MassTransit's InboxCleanupService waits QueryDelay (10 s) between sweeps
+// (InboxCleanupServiceOptions.cs, v8.0.4 to v8.5.3). Cleanup runs lazily: the first time the
+// clock reaches or passes a tick, once, as of the last tick passed (deleting by a cutoff is
 // monotone, so one late run deletes what every missed tick would have).
-inline constexpr int64_t kCleanupIntervalMs = 60'000;
+inline constexpr int64_t kCleanupIntervalMs = 10'000;
+// The Mongo TTL monitor's period (mongod's ttlMonitorSleepSecs, 60 s): transfer-service's
+// processed_messages and outbox TTL run as of the last whole minute a cleanup tick passed.
+inline constexpr int64_t kTtlMonitorIntervalMs = 60'000;
 
 }  // namespace inboxsim

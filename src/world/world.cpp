@@ -1468,12 +1468,18 @@ void World::on_cleanup(int64_t tick_ms) {
       if (instance.account) {
         const CleanupCounts deleted = instance.account->cleanup_inbox(tick_ms);
         const std::string window = std::to_string(config_.account_inbox_window_ms);
-        record_cleanup(instance.names.service, deleted.dedupe_rows,
-                       "inbox cleanup: rows delivered more than " + window + " ms ago deleted");
+        // The Marten documents are kept Wolverine's KeepAfterMessageHandling, not the window.
+        const std::string what = config_.account_inbox == AccountInbox::marten
+                                     ? "documents handled more than " +
+                                           std::to_string(config_.account_keep_after_handling_ms) +
+                                           " ms ago deleted (KeepAfterMessageHandling)"
+                                     : "rows delivered more than " + window + " ms ago deleted";
+        record_cleanup(instance.names.service, deleted.dedupe_rows, "inbox cleanup: " + what);
         record_cleanup(instance.names.service, deleted.outbox_rows,
                        "outbox cleanup: rows delivered more than " + window + " ms ago deleted");
       } else {
-        const CleanupCounts deleted = instance.transfer->cleanup_processed(tick_ms);
+        const CleanupCounts deleted =
+            instance.transfer->cleanup_processed(tick_ms - tick_ms % kTtlMonitorIntervalMs);
         const std::string ttl = std::to_string(config_.transfer_processed_ttl_ms);
         record_cleanup(instance.names.service, deleted.dedupe_rows,
                        "TTL: processed_messages older than " + ttl + " ms deleted");
