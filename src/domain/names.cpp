@@ -22,7 +22,7 @@ constexpr std::array<std::string_view, kIndexNameCount> kIndexNames = {
 
 constexpr std::array<std::string_view, kInvariantCount> kInvariantNames = {
     "conservation",      "ledger_balance", "single_effect", "saga_ledger",
-    "legal_transitions", "no_overdraft",   "notified",      "termination"};
+    "legal_transitions", "no_overdraft",   "notified",      "termination", "emailed"};
 
 constexpr std::array<std::string_view, kSagaStateCount> kSagaStateNames = {
     "REQUESTED", "DEBITED", "COMPLETED", "REJECTED", "COMPENSATING", "FAILED"};

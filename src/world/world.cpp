@@ -43,6 +43,11 @@ class World::InstanceHost final : public ServiceHost {
   ExternalSeenStore& seen_store() override {
     return world_.seen_stores_[static_cast<size_t>(world_.instances_[instance_].service)];
   }
+  void email_sent(TraceEvent event) override {
+    const std::string transfer = event.transfer;
+    world_.record(std::move(event));
+    world_.checker_.on_email(transfer, world_.now_ms());
+  }
 
  private:
   World& world_;
@@ -85,7 +90,8 @@ World::World(const Scenario& scenario, const Config& config, const WorldOptions&
       trace_(options.keep_trace, options.hash_trace),
       coverage_(config_),
       publications_(options.keep_trace, options.spill_databases && options.db_dir.empty()),
-      checker_(scenario.accounts, config.transfer_notifications),
+      checker_(scenario.accounts, config.transfer_notifications,
+               config.transfer_notifications && config.transfer_email != EmailSend::none),
       broker_([this](TraceEvent event) { record(std::move(event)); }, config.broker_prefetch,
               config.broker_delivery_limit, config.broker_queue_type == QueueType::quorum,
               config.broker_dead_letter == DeadLetter::dlx),
