@@ -829,7 +829,15 @@ void World::handler_faulted(ActiveHandler handler, std::string_view reason, bool
     send_nack(delivery, std::string(reason));
     return;
   }
-  const std::vector<int64_t>& waits = config_.account_retry.intervals_ms;
+  // Wolverine's listener (account.inbox = marten) with no account.retry keeps its default
+  // failure rules: three attempts, then the error queue (JasperFx/wolverine 6.29.2,
+  // ErrorHandling/FailureRuleCollection.cs, MaximumAttempts ?? 3). Its attempts requeue; here
+  // they run again in process, as account.retry does.
+  static const std::vector<int64_t> kWolverineAttemptWaitsMs = {0, 0};
+  const bool wolverine_default = config_.account_inbox == AccountInbox::marten &&
+                                 config_.account_retry.kind == RetryPolicy::Kind::none;
+  const std::vector<int64_t>& waits =
+      wolverine_default ? kWolverineAttemptWaitsMs : config_.account_retry.intervals_ms;
   if (handler.attempt >= waits.size()) {
     if (cancelled) {
       // The rescue pipe ignores OperationCanceledException (ReceivePipeConfiguration.cs): no
@@ -847,7 +855,9 @@ void World::handler_faulted(ActiveHandler handler, std::string_view reason, bool
   retry.target = {};
   retry.detail = "retry " + std::to_string(handler.attempt + 1) + " of " +
                  std::to_string(waits.size()) + " in " + std::to_string(wait_ms) +
-                 " ms (UseMessageRetry, in process: the broker still holds the delivery)";
+                 (wolverine_default
+                      ? " ms (Wolverine's default failure rules: 3 attempts)"
+                      : " ms (UseMessageRetry, in process: the broker still holds the delivery)");
   record(std::move(retry));
   const uint64_t id = next_handler_id_++;
   Job job = Job::of_instance(JobKind::retry, handler.instance);
