@@ -270,8 +270,7 @@ TEST_CASE("account.marten_append takes rich and quick, rich by default", "[fidel
   CHECK(config_to_json(config).at("account.marten_append") == "rich");
   CHECK(config_set_text(config, "account.marten_append", "quick").empty());
   CHECK(config.account_marten_append == MartenAppend::quick);
-  CHECK(config_set_text(config, "account.marten_append", "fast") ==
-        "a string, one of rich, quick");
+  CHECK(config_set_text(config, "account.marten_append", "fast") == "a string, one of rich, quick");
 }
 
 TEST_CASE("Marten's rich append fails the second of two concurrent appends to one stream",
@@ -299,8 +298,7 @@ TEST_CASE("Marten's rich append fails the second of two concurrent appends to on
 
 TEST_CASE("a consumer that acks every unique violation acks the rich append's conflict",
           "[fidelity][marten]") {
-  const RunResult result = run(marten_race_story(
-      R"(, "account.ledger_conflict": "ack")"));
+  const RunResult result = run(marten_race_story(R"(, "account.ledger_conflict": "ack")"));
   CHECK(stream_conflicts(result) == 0);
   CHECK(at_or_zero(result.dedupe_hits, ServiceId::account) == 1);
   // Acked, yet never applied: no DEBIT for t1, no reply, and the saga waits for good.

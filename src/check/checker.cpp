@@ -235,7 +235,8 @@ void Checker::check_final(const FinalState& state, int64_t now_ms) {
   }
   if (emails_enabled_) {
     transfers.for_each([&](std::string_view id, const TransferFacts& facts) {
-      const bool finished = facts.state() == SagaState::completed || facts.state() == SagaState::failed;
+      const bool finished =
+          facts.state() == SagaState::completed || facts.state() == SagaState::failed;
       const auto found = emails_.find(std::string(id));
       const int64_t emails = found == emails_.end() ? 0 : found->second;
       if (finished && emails != 1) {

@@ -190,7 +190,8 @@ struct AccountService::Statements {
         rejected_insert(db, "INSERT OR IGNORE INTO rejected_debits (transfer_id) VALUES (?)"),
         debit_find(db, "SELECT 1 FROM ledger WHERE transfer_id = ? AND type = 'DEBIT' LIMIT 1"),
         // Prepared on first use, which only the Marten mode's rich append makes.
-        stream_version(db, "SELECT COALESCE(MAX(version), 0) FROM account_events WHERE account = ?") {}
+        stream_version(db,
+                       "SELECT COALESCE(MAX(version), 0) FROM account_events WHERE account = ?") {}
 
   LazyStatement account_find;
   LazyStatement account_insert;
@@ -669,9 +670,10 @@ bool AccountService::stream_conflict(const Message& message, int64_t read_versio
   dedupe_hit(Probe::dedupe_ledger_key_ack, me(), message,
              "any unique violation as a duplicate: message " + message.message_id +
                  " taken for one, but stream " + stream + " was at version " +
-                 std::to_string(read_version) + " when read and is at " +
-                 std::to_string(version) + " (a concurrent append), so the event's (stream_id, "
-                 "version) key rejected version " + std::to_string(read_version + 1) +
+                 std::to_string(read_version) + " when read and is at " + std::to_string(version) +
+                 " (a concurrent append), so the event's (stream_id, "
+                 "version) key rejected version " +
+                 std::to_string(read_version + 1) +
                  "; rolled back, nothing applied, acked without effect");
   return true;
 }
