@@ -100,8 +100,8 @@ TEST_CASE("the narration says what happened to the money before the verdict", "[
 }
 
 TEST_CASE("the narration defines every invariant and the words it uses", "[course]") {
-  // Scenario 21 runs the notifications consumer, so every invariant applies to it.
-  const std::string text = narrated(library_scenario("21-dedupe-key-per-consumer.json"));
+  // Scenario 66 runs the notifications consumer with its email, so every invariant applies.
+  const std::string text = narrated(library_scenario("66-email-outside-the-transaction.json"));
   for (const LegendTerm& term : legend_terms()) {
     INFO(term.term);
     CHECK(contains(text, std::string(term.term) + " "));

@@ -69,6 +69,7 @@ struct FakeHost final : ServiceHost {
     relay_seqs.push_back(seq);
   }
   void record(TraceEvent event) override { events.push_back(std::move(event)); }
+  void email_sent(TraceEvent event) override { events.push_back(std::move(event)); }
   void reached(Probe probe) override { ++coverage[probe]; }
   void committed(const CommitRecord& record) override {
     commits.push_back(record);

@@ -191,7 +191,7 @@ const std::vector<LessonBlock>& lesson_blocks() {
        {"08", "16", "43", "04", "05"}},
       {"Break it: delete a unique index, and ask why nothing broke", {"06", "07"}},
       {"Crashes at every point, and why the dedupe record shares the transaction",
-       {"09", "10", "11", "60", "28", "45"}},
+       {"09", "10", "11", "60", "28", "45", "66", "67"}},
       {"Why not something simpler: Redis, short windows, unstable ids, forgotten decisions",
        {"12", "13", "14", "15", "63", "17", "29", "51"}},
       {"Natural idempotency, order, compensations", {"18", "19", "44", "46"}},
@@ -201,7 +201,7 @@ const std::vector<LessonBlock>& lesson_blocks() {
       {"Fault paths: retry, the send transport's retry, error queue, replay, poison messages",
        {"39", "55", "56", "57", "37", "38", "47", "61", "62", "40", "53", "41", "42"}},
       {"Two instances at once, where the unique keys earn their place, and a proof of it",
-       {"33", "34", "32", "59", "30", "31", "35", "54", "58", "36", "50", "52"}},
+       {"33", "34", "32", "59", "30", "31", "64", "65", "35", "54", "58", "36", "50", "52"}},
       {"Beyond RabbitMQ: Kafka's exactly-once and the offset-commit window", {"48"}},
   };
   return blocks;

@@ -283,6 +283,7 @@ std::optional<int> load_generator(const std::string& workload, const std::vector
     if (key == "account.masstransit") generator.draw_masstransit = false;
     if (key == "account.database") generator.draw_database = false;
     if (key == "account.isolation") generator.draw_isolation = false;
+    if (key == "account.marten_append") generator.draw_marten_append = false;
   }
   return apply_sets(sets, generator.config);
 }

@@ -28,8 +28,9 @@ bool is_legal_transition(std::optional<SagaState> from, SagaState to) {
   return false;
 }
 
-Checker::Checker(const std::map<std::string, AccountSpec>& accounts, bool notifications_enabled)
-    : notifications_enabled_(notifications_enabled) {
+Checker::Checker(const std::map<std::string, AccountSpec>& accounts, bool notifications_enabled,
+                 bool emails_enabled)
+    : notifications_enabled_(notifications_enabled), emails_enabled_(emails_enabled) {
   for (const auto& [name, spec] : accounts) {
     opening_[name] = spec.balance;
     balance_[name] = spec.balance;
@@ -40,7 +41,20 @@ Checker::Checker(const std::map<std::string, AccountSpec>& accounts, bool notifi
 }
 
 bool Checker::applies(Invariant invariant) const {
-  return invariant != Invariant::notified || notifications_enabled_;
+  if (invariant == Invariant::notified) return notifications_enabled_;
+  if (invariant == Invariant::emailed) return emails_enabled_;
+  return true;
+}
+
+void Checker::on_email(const std::string& transfer, int64_t now_ms) {
+  INBOXSIM_ASSERT(emails_enabled_);
+  uint16_t& emails = emails_[transfer];
+  count_one(emails);
+  if (emails > 1) {
+    report(Invariant::emailed,
+           "transfer " + transfer + " emailed its customer " + std::to_string(emails) + " times",
+           now_ms);
+  }
 }
 
 void Checker::register_transfer(const std::string& id, int64_t amount) {
@@ -219,6 +233,21 @@ void Checker::check_final(const FinalState& state, int64_t now_ms) {
       }
     });
   }
+  if (emails_enabled_) {
+    transfers.for_each([&](std::string_view id, const TransferFacts& facts) {
+      const bool finished =
+          facts.state() == SagaState::completed || facts.state() == SagaState::failed;
+      const auto found = emails_.find(std::string(id));
+      const int64_t emails = found == emails_.end() ? 0 : found->second;
+      if (finished && emails != 1) {
+        report(Invariant::emailed,
+               "transfer " + std::string(id) + " is " +
+                   std::string(saga_state_name(*facts.state())) + " with " +
+                   std::to_string(emails) + " emails sent",
+               now_ms);
+      }
+    });
+  }
   std::string unsettled;
   transfers.for_each([&](std::string_view id, const TransferFacts& facts) {
     if (!facts.state() || !is_terminal(*facts.state())) {
@@ -268,6 +297,7 @@ void Checker::fingerprint(Hasher& hasher) const {
     for (const int64_t entries : facts.entries) hasher.add_signed(entries);
     hasher.add_signed(facts.state() ? static_cast<int64_t>(*facts.state()) : -1);
   });
+  for (const auto& [transfer, emails] : emails_) hasher.add(transfer).add_signed(emails);
   for (const bool violated : violated_) hasher.add(violated);
 }
 

@@ -54,13 +54,20 @@ struct FinalState {
 
 class Checker {
  public:
-  Checker(const std::map<std::string, AccountSpec>& accounts, bool notifications_enabled);
+  // `emails_enabled`: the notifications consumer sends an email (transfer.email), and the
+  // emailed invariant applies.
+  Checker(const std::map<std::string, AccountSpec>& accounts, bool notifications_enabled,
+          bool emails_enabled = false);
 
   // Remembers a transfer's amount (in flight once debited).
   void register_transfer(const std::string& id, int64_t amount);
 
   // Checks the safety invariants after one committed transaction.
   void on_commit(const CommitRecord& record, int64_t now_ms);
+
+  // Counts an email sent for `transfer`, an effect outside every transaction: a second one
+  // breaks emailed at once.
+  void on_email(const std::string& transfer, int64_t now_ms);
 
   // Checks every invariant from the final committed state.
   void check_final(const FinalState& state, int64_t now_ms);
@@ -117,6 +124,10 @@ class Checker {
   void check_transition(const SagaTransition& transition, int64_t now_ms);
 
   bool notifications_enabled_;
+  bool emails_enabled_;
+  // Emails per transfer, counted as the host reports them (no database holds them); only the
+  // runs with transfer.email on fill it.
+  std::map<std::string, uint16_t> emails_;
   int64_t opening_total_ = 0;
   int64_t balance_total_ = 0;
   int64_t in_flight_total_ = 0;

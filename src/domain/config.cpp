@@ -22,6 +22,9 @@ constexpr std::array<std::string_view, 2> kDeadLetterNames = {"none", "dlx"};
 constexpr std::array<std::string_view, 3> kMassTransitVersionNames = {"8.5", "8.3", "8.2"};
 constexpr std::array<std::string_view, 2> kAccountDatabaseNames = {"postgres", "sqlserver"};
 constexpr std::array<std::string_view, 2> kIsolationNames = {"repeatable_read", "read_committed"};
+constexpr std::array<std::string_view, 2> kMartenAppendNames = {"rich", "quick"};
+constexpr std::array<std::string_view, 3> kEmailSendNames = {"none", "before_commit",
+                                                             "after_commit"};
 
 // The largest value accepted for a millisecond window: 100 years, well inside int64.
 constexpr int64_t kWindowMsMax = 100LL * 365 * 24 * 3600 * 1000;
@@ -192,7 +195,9 @@ const std::vector<std::string>& config_keys() {
                                                 "account.masstransit",
                                                 "account.database",
                                                 "account.isolation",
-                                                "account.keep_after_handling_ms"};
+                                                "account.keep_after_handling_ms",
+                                                "account.marten_append",
+                                                "transfer.email"};
   return keys;
 }
 
@@ -258,6 +263,10 @@ std::string config_set(Config& config, std::string_view key, const nlohmann::jso
   if (key == "account.keep_after_handling_ms") {
     return set_integer(config.account_keep_after_handling_ms, value, 0, kWindowMsMax);
   }
+  if (key == "account.marten_append") {
+    return set_choice(config.account_marten_append, kMartenAppendNames, value);
+  }
+  if (key == "transfer.email") return set_choice(config.transfer_email, kEmailSendNames, value);
   std::string expected = "a known config key: ";
   bool first = true;
   for (const auto& name : config_keys()) {
@@ -304,6 +313,14 @@ std::string_view masstransit_version_name(MassTransitVersion version) {
   return kMassTransitVersionNames[static_cast<size_t>(version)];
 }
 
+std::string_view marten_append_name(MartenAppend append) {
+  return kMartenAppendNames[static_cast<size_t>(append)];
+}
+
+std::string_view email_send_name(EmailSend email) {
+  return kEmailSendNames[static_cast<size_t>(email)];
+}
+
 nlohmann::ordered_json config_to_json(const Config& config) {
   nlohmann::ordered_json out;
   out["account.inbox"] = account_inbox_name(config.account_inbox);
@@ -333,6 +350,8 @@ nlohmann::ordered_json config_to_json(const Config& config) {
   out["account.database"] = kAccountDatabaseNames[static_cast<size_t>(config.account_database)];
   out["account.isolation"] = kIsolationNames[static_cast<size_t>(config.account_isolation)];
   out["account.keep_after_handling_ms"] = config.account_keep_after_handling_ms;
+  out["account.marten_append"] = marten_append_name(config.account_marten_append);
+  out["transfer.email"] = email_send_name(config.transfer_email);
   return out;
 }
 

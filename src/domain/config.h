@@ -46,6 +46,17 @@ enum class MassTransitVersion : uint8_t { v8_5, v8_3, v8_2 };
 // (account.isolation): what a waiter on the inbox row lock sees once the holder commits.
 enum class AccountDatabase : uint8_t { postgres, sqlserver };
 enum class Isolation : uint8_t { repeatable_read, read_committed };
+// Marten's EventAppendMode for account-service's event stream (account.marten_append, with
+// account.inbox = marten): rich (Marten 8's default) reads the stream's version before the
+// write and writes with it, so a concurrent append to the same stream makes one fail
+// (EventStreamUnexpectedMaxEventIdException); quick (Marten 9's default) numbers the events
+// inside the write transaction.
+enum class MartenAppend : uint8_t { rich, quick };
+// An email the notifications consumer sends, outside every transaction (transfer.email):
+// none (the default: no email), before_commit (the handler calls the mail API and then commits
+// its notification row and processed_messages record), after_commit (it commits, then calls
+// the mail API).
+enum class EmailSend : uint8_t { none, before_commit, after_commit };
 
 // MassTransit's UseMessageRetry on account-service's endpoint: the waits before each retry of a
 // faulted delivery, in process (none, by default). Then the message goes to the _error queue.
@@ -101,6 +112,9 @@ struct Config {
   int64_t account_keep_after_handling_ms = 300'000;
   AccountDatabase account_database = AccountDatabase::postgres;
   Isolation account_isolation = Isolation::repeatable_read;
+  MartenAppend account_marten_append = MartenAppend::rich;
+  // Issue 29, item 12: an effect outside the transaction (needs transfer.notifications).
+  EmailSend transfer_email = EmailSend::none;
 
   // Returns the instance count of `service`'s config key.
   int64_t instances(bool account) const { return account ? account_instances : transfer_instances; }
@@ -140,5 +154,7 @@ std::string_view transfer_dedupe_name(TransferDedupe dedupe);
 std::string_view ledger_conflict_name(LedgerConflict conflict);
 std::string_view dead_letter_name(DeadLetter dead_letter);
 std::string_view masstransit_version_name(MassTransitVersion version);
+std::string_view marten_append_name(MartenAppend append);
+std::string_view email_send_name(EmailSend email);
 
 }  // namespace inboxsim

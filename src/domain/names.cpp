@@ -21,8 +21,8 @@ constexpr std::array<std::string_view, kIndexNameCount> kIndexNames = {
     "transfer.processed_messages", "account.ledger", "account.inbox_state"};
 
 constexpr std::array<std::string_view, kInvariantCount> kInvariantNames = {
-    "conservation",      "ledger_balance", "single_effect", "saga_ledger",
-    "legal_transitions", "no_overdraft",   "notified",      "termination"};
+    "conservation", "ledger_balance", "single_effect", "saga_ledger", "legal_transitions",
+    "no_overdraft", "notified",       "termination",   "emailed"};
 
 constexpr std::array<std::string_view, kSagaStateCount> kSagaStateNames = {
     "REQUESTED", "DEBITED", "COMPLETED", "REJECTED", "COMPENSATING", "FAILED"};

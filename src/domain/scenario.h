@@ -115,8 +115,9 @@ enum class Invariant : uint8_t {
   no_overdraft,
   notified,
   termination,
+  emailed,  // with transfer.email: each finished transfer's customer got exactly one email
 };
-inline constexpr size_t kInvariantCount = 8;
+inline constexpr size_t kInvariantCount = 9;
 std::string_view invariant_name(Invariant invariant);
 std::optional<Invariant> parse_invariant(std::string_view name);
 

@@ -157,6 +157,14 @@ void draw_broker_limits(Rng& rng, const GeneratorOptions& options, Config& confi
   if (options.draw_consumer_timeout && rng.chance(1, 4)) config.broker_consumer_timeout_ms = 0;
 }
 
+// With --swarm: Marten 9's quick append for a third of the seeds (Marten 8's rich by default).
+void draw_marten_append(Rng& rng, const GeneratorOptions& options, Config& config) {
+  if (!options.swarm) return;
+  if (options.draw_marten_append && rng.chance(1, 3)) {
+    config.account_marten_append = MartenAppend::quick;
+  }
+}
+
 DrawnOptions draw_options(Rng& rng, const GeneratorOptions& options) {
   const WorkloadSize size = workload_size(options.workload);
   DrawnOptions drawn;
@@ -371,6 +379,11 @@ StoryGenerator::StoryGenerator(uint64_t seed, const GeneratorOptions& options)
     // From a generator of their own, so that every other draw of a seed is what it was.
     Rng limits(seed ^ 0x6272'6f6b'6572'3239ULL);
     draw_broker_limits(limits, options_, header_.config);
+  }
+  {
+    // Its own generator too, for the same reason.
+    Rng marten(seed ^ 0x6d61'7274'656e'3239ULL);
+    draw_marten_append(marten, options_, header_.config);
   }
   drawn_.account_instances = header_.config.account_instances;
   drawn_.transfer_instances = header_.config.transfer_instances;

@@ -102,6 +102,9 @@ struct GeneratorOptions {
   bool draw_masstransit = true;
   bool draw_database = true;
   bool draw_isolation = true;
+  // With --swarm unless pinned: account.marten_append (quick for a third of the seeds; it acts
+  // only with account.inbox = marten).
+  bool draw_marten_append = true;
 };
 
 // The options one seed drew. Printed when the seed fails, and written into the counterexample.

@@ -251,6 +251,9 @@ std::string_view invariant_lesson(Invariant invariant) {
     case Invariant::termination:
       return "The bank did not settle once the faults stopped: work was marked done before it "
              "was, or a message was lost.";
+    case Invariant::emailed:
+      return "A customer got two emails, or none: the inbox protects exactly what is inside its "
+             "transaction, and a call to the mail API is not.";
   }
   INBOXSIM_ASSERT(false);
 }
@@ -352,6 +355,15 @@ Config repaired_config(const Config& config) {
   out.transfer_state_machine = true;
   out.relay_stable_message_id = true;
   if (out.transfer_notifications) out.transfer_dedupe_key = DedupeKey::message_id_and_consumer;
+  // A call outside the transaction has no safe place in the handler (before the commit it is
+  // made again by every copy, after it a crash loses it): the repair takes the email out.
+  out.transfer_email = EmailSend::none;
+  // Marten's rich append fails a concurrent append with a unique violation: a consumer that
+  // acks every unique violation as a duplicate acks a debit that never happened.
+  if (out.account_inbox == AccountInbox::marten &&
+      out.account_marten_append == MartenAppend::rich) {
+    out.account_ledger_conflict = LedgerConflict::fault;
+  }
   return out;
 }
 

@@ -26,6 +26,8 @@ constexpr std::array<std::string_view, kInvariantCount> kInvariantMeanings = {
     "notification",
     "once the faults stop, everything settles: every transfer reaches a final state, outboxes "
     "are empty, work queues drain (what waits in an error or dead-letter queue is named)",
+    "with transfer.email on, every COMPLETED or FAILED transfer sent its customer exactly one "
+    "email: a call to the mail API, outside every transaction",
 };
 static_assert(kInvariantMeanings.size() == kInvariantCount);
 

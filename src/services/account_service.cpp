@@ -203,7 +203,10 @@ struct AccountService::Statements {
         document_cleanup(db, "DELETE FROM inbox_documents WHERE received_ms < ?"),
         rejected_find(db, "SELECT 1 FROM rejected_debits WHERE transfer_id = ?"),
         rejected_insert(db, "INSERT OR IGNORE INTO rejected_debits (transfer_id) VALUES (?)"),
-        debit_find(db, "SELECT 1 FROM ledger WHERE transfer_id = ? AND type = 'DEBIT' LIMIT 1") {}
+        debit_find(db, "SELECT 1 FROM ledger WHERE transfer_id = ? AND type = 'DEBIT' LIMIT 1"),
+        // Prepared on first use, which only the Marten mode's rich append makes.
+        stream_version(db,
+                       "SELECT COALESCE(MAX(version), 0) FROM account_events WHERE account = ?") {}
 
   LazyStatement account_find;
   LazyStatement account_insert;
@@ -231,6 +234,7 @@ struct AccountService::Statements {
   LazyStatement rejected_find;
   LazyStatement rejected_insert;
   LazyStatement debit_find;
+  LazyStatement stream_version;
 };
 
 AccountService::AccountService(ServiceHost& host, const Config& config, Connection& connection)
@@ -583,26 +587,36 @@ Task<Outcome> AccountService::handle_swept(MessagePtr message_ptr) {
                                       : "apply the change, write the outbox, commit";
   const std::string_view send = "send the outbox messages, then ack";
   const std::string_view mark = "mark the message in the seen-set";
-  co_await step(std::string(inbox == AccountInbox::marten ? "Marten: load the inbox document"
-                            : external                    ? "check the seen-set"
-                                                          : change),
+  const bool rich = config_.account_marten_append == MartenAppend::rich;
+  co_await step(std::string(inbox == AccountInbox::marten
+                                ? (rich ? "Marten: load the inbox document and the stream's version"
+                                        : "Marten: load the inbox document")
+                            : external ? "check the seen-set"
+                                       : change),
                 CrashPointSet(CrashPoint::before_tx), message);
   if (already_seen(message)) {
     // The pre-check saw it: acked without effect (the outbox is still swept below).
   } else {
+    // Marten's rich append: the version of the stream the command appends to, as read before
+    // the write (RichEventAppender's stream state query); the write then expects it.
+    std::optional<int64_t> read_version;
     if (inbox == AccountInbox::none) {
       crash_point(CrashPoint::after_dedupe, message);
     } else if (external) {
       co_await step(std::string(inbox == AccountInbox::external_before ? mark : change),
                     CrashPointSet(CrashPoint::after_precheck, CrashPoint::after_dedupe), message);
     } else {
-      co_await step(std::string(change), CrashPointSet(CrashPoint::after_precheck), message);
+      if (config_.account_marten_append == MartenAppend::rich) {
+        read_version = stream_version(stream_of(message));
+      }
+      co_await step(std::string(change), CrashPointSet(CrashPoint::after_precheck), message,
+                    read_version ? Hasher().add_signed(*read_version).finish().low : 0);
     }
     if (inbox == AccountInbox::external_before) {
       mark_seen(me(), seen_key(message), message, "before");
       co_await step(std::string(change), CrashPointSet(CrashPoint::after_mark), message);
     }
-    if (commit_business(message)) {
+    if (commit_business(message, read_version)) {
       co_await step(std::string(inbox == AccountInbox::external_after ? mark : send),
                     CrashPointSet(CrashPoint::after_commit), message);
       if (inbox == AccountInbox::external_after) {
@@ -658,10 +672,15 @@ bool AccountService::already_seen(const Message& message) {
 }
 
 // The business transaction of the swept modes (with the Marten document). Returns false when
-// the document's key rejected a concurrent duplicate: Marten's backstop, rolled back and acked.
-bool AccountService::commit_business(const Message& message) {
+// the document's key rejected a concurrent duplicate (Marten's backstop), or when the handler
+// took the rich append's version conflict for one (account.ledger_conflict = ack): rolled back
+// and acked. `read_version` is the stream version the rich append read before the write.
+bool AccountService::commit_business(const Message& message, std::optional<int64_t> read_version) {
   UnitOfWork work(*this);
   if (config_.account_inbox == AccountInbox::marten) {
+    // Marten's batch runs the event operations before the document operations
+    // (UnitOfWork.AllOperations), so the stream's version check comes before the document's key.
+    if (read_version && stream_conflict(message, *read_version)) return false;
     try {
       insert_document(message);
     } catch (const SQLite::Exception& error) {
@@ -677,6 +696,66 @@ bool AccountService::commit_business(const Message& message) {
   consume(message);
   crash_point(CrashPoint::after_effect, message);
   commit(work);
+  return true;
+}
+
+// The stream a command appends its event to: the source's for a debit or a refund, the
+// destination's for a credit.
+const std::string& AccountService::stream_of(const Message& message) {
+  return message.type == MessageType::credit_requested ? message.to : message.from;
+}
+
+// The stream's version as committed (0: no event yet).
+int64_t AccountService::stream_version(const std::string& account) {
+  StatementUse query(statements_->stream_version);
+  query->bind(1, account);
+  const bool has_row = query->executeStep();
+  INBOXSIM_ASSERT(has_row);
+  return query->getColumn(0).getInt64();
+}
+
+// Whether the command appends an event at all: a refused debit or credit appends none, and
+// Marten then has no stream to check.
+bool AccountService::appends_event(const Message& message) {
+  switch (message.type) {
+    case MessageType::transfer_requested:
+      return !debit_refusal(message) || debit_applied_before(message);
+    case MessageType::credit_requested: {
+      const std::optional<Account> destination = find_account(message.to);
+      return destination && !destination->closed;
+    }
+    case MessageType::refund_requested: return true;
+    default: INBOXSIM_ASSERT(false);
+  }
+  return false;
+}
+
+// Marten's rich append (EventAppendMode.Rich, Marten 8's default): the events were numbered
+// from the version read before the write, and the write is `update mt_streams set version = $1
+// where id = $2 and version = $3`, then the events' insert under the unique (stream_id,
+// version) key. A concurrent append committed since the read makes both fail: Postgres raises
+// 23505 on pk_mt_events_stream_and_version, which Marten reports as
+// EventStreamUnexpectedMaxEventIdException. The handler faults (then account.retry, or the
+// error queue). A handler that treats every unique violation as a duplicate
+// (account.ledger_conflict = ack) acks instead: returns true, and the transaction rolls back
+// with no debit. Returns false when the stream has not moved or the command appends nothing.
+bool AccountService::stream_conflict(const Message& message, int64_t read_version) {
+  const std::string& stream = stream_of(message);
+  const int64_t version = stream_version(stream);
+  if (version == read_version || !appends_event(message)) return false;
+  if (config_.account_ledger_conflict == LedgerConflict::fault) {
+    throw ConsumerFault{
+        "EventStreamUnexpectedMaxEventIdException: a concurrent append moved the stream since "
+        "its version was read, and the event's (stream_id, version) key rejected the write"};
+  }
+  dedupe_hit(Probe::dedupe_ledger_key_ack, me(), message,
+             "any unique violation as a duplicate: message " + message.message_id +
+                 " taken for one, but stream " + stream + " was at version " +
+                 std::to_string(read_version) + " when read and is at " + std::to_string(version) +
+                 " (a concurrent append), so the event's (stream_id, "
+                 "version) key rejected version " +
+                 std::to_string(read_version + 1) +
+                 "; rolled back, nothing applied, acked without effect");
   return true;
 }
 

@@ -121,7 +121,11 @@ class AccountService : private ServiceCore {
 
   Task<Outcome> handle_swept(MessagePtr message);
   bool already_seen(const Message& message);
-  bool commit_business(const Message& message);
+  bool commit_business(const Message& message, std::optional<int64_t> read_version);
+  static const std::string& stream_of(const Message& message);
+  int64_t stream_version(const std::string& account);
+  bool appends_event(const Message& message);
+  bool stream_conflict(const Message& message, int64_t read_version);
   void insert_document(const Message& message);
   OutboxSend send_pending_outbox();
   void mark_outbox_sent(const std::vector<int64_t>& seqs);

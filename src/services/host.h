@@ -116,6 +116,11 @@ class ServiceHost {
   virtual void schedule_account_outbox_sweep() = 0;
 
   virtual ExternalSeenStore& seen_store() = 0;
+
+  // An effect outside every transaction (transfer.email): the mail API was called, as `event`
+  // (about the message the handler handles) says. Nothing rolls it back and a crash does not
+  // undo it; the host traces it and counts it for the checker at once.
+  virtual void email_sent(TraceEvent event) = 0;
 };
 
 // Returns a trace event about a message, with its id, type and transfer filled in.

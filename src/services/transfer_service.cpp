@@ -181,9 +181,13 @@ Task<Outcome> TransferService::handle(TransferConsumer consumer, MessagePtr mess
   const auto next = [&](std::string_view what) {
     return std::string(consumer_name) + ": " + std::string(what);
   };
-  const std::string_view handle = dedupe == TransferDedupe::processed_messages
-                                      ? "insert into processed_messages, handle the event, commit"
-                                      : "handle the event, commit";
+  std::string handle = dedupe == TransferDedupe::processed_messages
+                           ? "insert into processed_messages, handle the event, commit"
+                           : "handle the event, commit";
+  if (consumer == TransferConsumer::notifications &&
+      config_.transfer_email == EmailSend::before_commit) {
+    handle = "call the mail API (outside the transaction), then " + handle;
+  }
   const std::string_view mark = "mark the message in the seen-set";
   const bool external =
       dedupe == TransferDedupe::external_before || dedupe == TransferDedupe::external_after;
@@ -203,12 +207,18 @@ Task<Outcome> TransferService::handle(TransferConsumer consumer, MessagePtr mess
     mark_seen(participant_of(consumer_name), key, message, "before");
     co_await step(next(handle), CrashPointSet(CrashPoint::after_mark), message);
   }
+  const bool emails = consumer == TransferConsumer::notifications;
+  if (emails && config_.transfer_email == EmailSend::before_commit) send_email(message, "before");
   if (!commit_event(consumer, message)) co_return Outcome::ack;
-  co_await step(next(dedupe == TransferDedupe::external_after ? mark
-                     : dedupe == TransferDedupe::processed_after
-                         ? "insert into processed_messages in a transaction of its own"
-                         : "send the ack"),
-                CrashPointSet(CrashPoint::after_commit), message);
+  std::string after_commit = dedupe == TransferDedupe::external_after ? std::string(mark)
+                             : dedupe == TransferDedupe::processed_after
+                                 ? "insert into processed_messages in a transaction of its own"
+                                 : "send the ack";
+  if (emails && config_.transfer_email == EmailSend::after_commit) {
+    after_commit = "call the mail API (outside the transaction), then " + after_commit;
+  }
+  co_await step(next(after_commit), CrashPointSet(CrashPoint::after_commit), message);
+  if (emails && config_.transfer_email == EmailSend::after_commit) send_email(message, "after");
   if (dedupe == TransferDedupe::external_after) {
     mark_seen(participant_of(consumer_name), key, message, "after");
     co_await step(next("send the ack"), CrashPointSet(CrashPoint::after_mark), message);
@@ -295,6 +305,20 @@ bool TransferService::commit_event(TransferConsumer consumer, const Message& mes
   crash_point(CrashPoint::after_effect, message);
   commit(work);
   return true;
+}
+
+// transfer.email: the handler calls the mail API, an effect no transaction holds. Before the
+// commit, every copy that reaches the handler sends again (a redelivery, a concurrent copy: the
+// transaction's rollback does not unsend it); after it, a crash in between loses the email.
+void TransferService::send_email(const Message& message, std::string_view when) {
+  TraceEvent event =
+      event_about(EventKind::notification, host_.now_ms(), host_.names().notifications, message);
+  event.detail = "email sent to the customer (" +
+                 std::string(message.type == MessageType::account_credited ? "transfer completed"
+                                                                           : "transfer refunded") +
+                 "), " + std::string(when) +
+                 " the commit: a call to the mail API, outside the transaction";
+  host_.email_sent(std::move(event));
 }
 
 void TransferService::write_notification(const Message& message) {

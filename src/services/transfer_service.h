@@ -100,6 +100,7 @@ class TransferService : private ServiceCore {
   bool claim_message(const Message& message, std::string_view consumer);
   void apply_saga_event(const Message& message);
   void write_notification(const Message& message);
+  void send_email(const Message& message, std::string_view when);
   void add_outbox(MessageType type, const std::string& transfer, const std::string& from,
                   const std::string& to, int64_t amount);
   std::string_view participant_of(std::string_view consumer) const;

@@ -44,6 +44,11 @@ class World::InstanceHost final : public ServiceHost {
   ExternalSeenStore& seen_store() override {
     return world_.seen_stores_[static_cast<size_t>(world_.instances_[instance_].service)];
   }
+  void email_sent(TraceEvent event) override {
+    const std::string transfer = event.transfer;
+    world_.record(std::move(event));
+    world_.checker_.on_email(transfer, world_.now_ms());
+  }
 
  private:
   World& world_;
@@ -86,7 +91,8 @@ World::World(const Scenario& scenario, const Config& config, const WorldOptions&
       trace_(options.keep_trace, options.hash_trace),
       coverage_(config_),
       publications_(options.keep_trace, options.spill_databases && options.db_dir.empty()),
-      checker_(scenario.accounts, config.transfer_notifications),
+      checker_(scenario.accounts, config.transfer_notifications,
+               config.transfer_notifications && config.transfer_email != EmailSend::none),
       broker_([this](TraceEvent event) { record(std::move(event)); }, config.broker_prefetch,
               config.broker_delivery_limit, config.broker_queue_type == QueueType::quorum,
               config.broker_dead_letter == DeadLetter::dlx),
@@ -826,7 +832,15 @@ void World::handler_faulted(ActiveHandler handler, std::string_view reason, bool
     send_nack(delivery, std::string(reason));
     return;
   }
-  const std::vector<int64_t>& waits = config_.account_retry.intervals_ms;
+  // Wolverine's listener (account.inbox = marten) with no account.retry keeps its default
+  // failure rules: three attempts, then the error queue (JasperFx/wolverine 6.29.2,
+  // ErrorHandling/FailureRuleCollection.cs, MaximumAttempts ?? 3). Its attempts requeue; here
+  // they run again in process, as account.retry does.
+  static const std::vector<int64_t> kWolverineAttemptWaitsMs = {0, 0};
+  const bool wolverine_default = config_.account_inbox == AccountInbox::marten &&
+                                 config_.account_retry.kind == RetryPolicy::Kind::none;
+  const std::vector<int64_t>& waits =
+      wolverine_default ? kWolverineAttemptWaitsMs : config_.account_retry.intervals_ms;
   if (handler.attempt >= waits.size()) {
     if (cancelled) {
       // The rescue pipe ignores OperationCanceledException (ReceivePipeConfiguration.cs): no
@@ -844,7 +858,9 @@ void World::handler_faulted(ActiveHandler handler, std::string_view reason, bool
   retry.target = {};
   retry.detail = "retry " + std::to_string(handler.attempt + 1) + " of " +
                  std::to_string(waits.size()) + " in " + std::to_string(wait_ms) +
-                 " ms (UseMessageRetry, in process: the broker still holds the delivery)";
+                 (wolverine_default
+                      ? " ms (Wolverine's default failure rules: 3 attempts)"
+                      : " ms (UseMessageRetry, in process: the broker still holds the delivery)");
   record(std::move(retry));
   const uint64_t id = next_handler_id_++;
   Job job = Job::of_instance(JobKind::retry, handler.instance);
