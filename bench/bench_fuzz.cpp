@@ -1,4 +1,4 @@
-// Benchmark (DESIGN §7): service transactions per second in a fuzz run against a bare SQLite
+// Benchmark (docs/contract.md §7): service transactions per second in a fuzz run against a bare SQLite
 // loop running the same statements, and fuzz seeds per second at --jobs 1 and 2.
 //
 // The bare loop is what the services' units of work cost with nothing around them: the
@@ -321,7 +321,7 @@ int main(int argc, char** argv) {
   std::printf("transactions/s        bare SQLite loop, same statements: %.0f   by CPU time: %.0f\n",
               bare.wall, bare.cpu);
   std::printf(
-      "ratio                 %.2f   by CPU time: %.2f (DESIGN §7 asks for at least 0.5,\n"
+      "ratio                 %.2f   by CPU time: %.2f (docs/contract.md §7 asks for at least 0.5,\n"
       "                      issue 14 for 0.7)\n",
       transactions_per_second.wall / bare.wall, transactions_per_second.cpu / bare.cpu);
   time_large_inputs();

@@ -4,7 +4,7 @@
     python3 scripts/merge_fuzz_shards.py fuzz-1.json fuzz-2.json ... > fuzz.json
 
 Each shard (`--shard K/N`) runs its own seeds of one range; together they run each seed once.
-The merged object has the fields of one campaign's output (DESIGN §5): seeds, failures and
+The merged object has the fields of one campaign's output (docs/contract.md §5): seeds, failures and
 failed_seeds (in seed order), counterexamples, stats and coverage summed, the invariants broken,
 the required probes no shard reached, and each failing seed's replay command. `wall_ms` is the
 slowest shard's (the campaign's time on machines running side by side), `wall_ms_total` the sum.
@@ -23,7 +23,7 @@ REQUIRED_FIELDS = ("seeds", "failures", "failed_seeds", "counterexamples", "stat
                    "wall_ms") + CAMPAIGN_FIELDS
 
 
-# The invariants in contract order (DESIGN §4), the order inboxsim lists them in; a name this
+# The invariants in contract order (docs/contract.md §4), the order inboxsim lists them in; a name this
 # script does not know (a newer inboxsim's) goes after them, alphabetically.
 INVARIANT_ORDER = ["conservation", "ledger_balance", "single_effect", "saga_ledger",
                    "legal_transitions", "no_overdraft", "notified", "termination"]

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The CLI contract of DESIGN §5, checked from the outside as a script or CI would use it:
+# The CLI contract of docs/contract.md §5, checked from the outside as a script or CI would use it:
 # exit codes, the --json object, --trace (and that trace_hash is the hash of it), --db-dir,
 # --set, --quiet and colours.
 # Usage: bash tests/cli_contract.sh PATH_TO_INBOXSIM   (run from the repository root)
@@ -242,7 +242,7 @@ check "a title with an escape code runs" test $? -eq 0
 check "the escape code is shown, not sent to the terminal" \
   python3 -c 'import sys; t=open(sys.argv[1],"rb").read(); assert b"\x1b[31m alert" not in t and b"\\x1B[31m alert" in t' "$work/title.txt"
 
-# explore (DESIGN §8.3): 0 when proven, 1 with a counterexample that run replays, 2 on bad input.
+# explore (docs/contract.md §8.3): 0 when proven, 1 with a counterexample that run replays, 2 on bad input.
 rejected=scenarios/02-insufficient-funds.json
 "$bin" explore "$rejected" --faults 0 --json --out "$work/explored" >"$work/explore.json"
 check "explore exits 0 when no order breaks an invariant" test $? -eq 0

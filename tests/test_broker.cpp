@@ -172,7 +172,7 @@ TEST_CASE("an error queue holds what it is given, and a redrive returns it as a 
   REQUIRE(f.broker.parked_totals().at("account-service_error") == 1);
 }
 
-// ---- competing consumers (DESIGN §8.1) -------------------------------------------------------
+// ---- competing consumers (docs/contract.md §8.1) -------------------------------------------------------
 
 namespace {
 

@@ -1,4 +1,4 @@
-// Concurrency (DESIGN §8.1): several instances of a service compete on its queue, handlers take
+// Concurrency (docs/contract.md §8.1): several instances of a service compete on its queue, handlers take
 // virtual time in steps, row locks make them take turns, a pause longer than the broker's
 // heartbeat turns an instance into a zombie whose ack is void, and one instance behaves exactly
 // as it did before any of this existed.

@@ -1,4 +1,4 @@
-// Coverage probes (DESIGN §8.3, docs/coverage.md): a scenario known to reach a moment counts
+// Coverage probes (docs/contract.md §8.3, docs/coverage.md): a scenario known to reach a moment counts
 // it, one that does not counts zero, the counts agree with the trace and do not depend on
 // whether the trace is kept, and a campaign sums them the same way for any number of jobs.
 #include <algorithm>

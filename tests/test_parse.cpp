@@ -1,4 +1,4 @@
-// Scenario files in and out: the DESIGN §6 example parses, write -> parse gives the scenario
+// Scenario files in and out: the docs/contract.md §6 example parses, write -> parse gives the scenario
 // back, and every bad file is an InputError that names the place (JSON pointer) and what was
 // expected there, never an exception.
 #include <catch2/catch.hpp>
@@ -17,7 +17,7 @@ using inboxsim::testing::parse_ok;
 
 namespace {
 
-// The example of DESIGN §6, verbatim.
+// The example of docs/contract.md §6, verbatim.
 const std::string kDesignExample = R"json({
   "name": "duplicate-debited",
   "title": "Two identical deliveries, one CreditRequested",
@@ -194,7 +194,7 @@ const std::string kBadDir = std::string(INBOXSIM_SOURCE_DIR) + "/tests/bad";
 
 }  // namespace
 
-TEST_CASE("the DESIGN section 6 example parses", "[parse]") {
+TEST_CASE("the contract's section 6 example parses", "[parse]") {
   const Scenario scenario = parse_ok(kDesignExample, "scenarios/duplicate-debited.json");
   CHECK(scenario.file == "scenarios/duplicate-debited.json");
   CHECK(scenario.name == "duplicate-debited");
@@ -231,7 +231,7 @@ TEST_CASE("the DESIGN section 6 example parses", "[parse]") {
 }
 
 TEST_CASE("write then parse gives the same scenario", "[parse][write]") {
-  SECTION("the DESIGN example") {
+  SECTION("the contract's example") {
     const Scenario scenario = parse_ok(kDesignExample);
     check_same_scenario(round_trip(scenario), scenario);
   }

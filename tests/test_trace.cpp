@@ -1,4 +1,4 @@
-// The trace's canonical lines and their hash are the contract's determinism check (DESIGN §5):
+// The trace's canonical lines and their hash are the contract's determinism check (docs/contract.md §5):
 // trace_hash is FNV-1a 64 over exactly the lines `--trace` writes, so the bytes of a line and
 // the bytes hashed must never disagree, escapes included.
 #include <catch2/catch.hpp>

@@ -1,4 +1,4 @@
-// `inboxsim explore` on the command line (DESIGN §8.3): flags in, src/fuzz/explore.h does the
+// `inboxsim explore` on the command line (docs/contract.md §8.3): flags in, src/fuzz/explore.h does the
 // search, src/report/explore_view.h prints it.
 #pragma once
 

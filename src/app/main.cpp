@@ -1,4 +1,4 @@
-// The inboxsim command line (DESIGN §5, contract): run, list, and the verbs built on them.
+// The inboxsim command line (docs/contract.md §5, contract): run, list, and the verbs built on them.
 //
 // This file only turns flags into calls: every behaviour lives in the parts under src/. Exit
 // codes: 0 all expectations met, 1 an expectation failed or a violation was found, 2 bad input
@@ -73,7 +73,7 @@ struct DemoCommand {
   bool quiet = false;
 };
 
-// `fuzz` and `matrix` (DESIGN §5): the options as typed; src/fuzz/ does the work.
+// `fuzz` and `matrix` (docs/contract.md §5): the options as typed; src/fuzz/ does the work.
 // The options `fuzz` and `matrix` share: which seeds, what stories, how many workers.
 struct CampaignFlags {
   std::string seeds;

@@ -1,4 +1,4 @@
-// `inboxsim play [FILE|NAME]`: the playground (DESIGN §9.1, docs/playground.md).
+// `inboxsim play [FILE|NAME]`: the playground (docs/contract.md §9.1, docs/playground.md).
 #pragma once
 
 #include <CLI/CLI.hpp>

@@ -1,4 +1,4 @@
-// A fake RabbitMQ with the semantics the inbox pattern depends on (DESIGN §1):
+// A fake RabbitMQ with the semantics the inbox pattern depends on (docs/contract.md §1):
 // a topic exchange routing to queues, consumers with a prefetch and per-channel delivery tags,
 // the redelivered flag and x-delivery-count, ack / nack with requeue, requeue of every unacked
 // delivery when a connection closes, and (quorum queues) dead-lettering past the delivery limit

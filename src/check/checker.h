@@ -1,4 +1,4 @@
-// The invariants of DESIGN §4: whether money was invented or destroyed, whether the ledger and
+// The invariants of docs/contract.md §4: whether money was invented or destroyed, whether the ledger and
 // the balances agree, whether any effect happened twice, whether the saga and the ledger agree,
 // whether every saga change was legal, whether a balance went negative, whether every finished
 // transfer was notified once, and whether the world settled.
@@ -87,7 +87,7 @@ class Checker {
   // What the checker knows of one transfer, kept small: a long run has a million of them.
   // The counts stop at kFactCountMax; every check asks whether one is above 1.
   static constexpr uint16_t kFactCountMax = std::numeric_limits<uint16_t>::max();
-  // Sixteen bytes: the amount (below 2^53, DESIGN §6) shares a word with the saga state.
+  // Sixteen bytes: the amount (below 2^53, docs/contract.md §6) shares a word with the saga state.
   struct TransferFacts {
     static constexpr int kStateShift = 56;
     static constexpr uint64_t kAmountMask = (uint64_t{1} << kStateShift) - 1;

@@ -1,4 +1,4 @@
-// The defences and knobs of a run (DESIGN §3): which dedupe mechanism each service uses, which
+// The defences and knobs of a run (docs/contract.md §3): which dedupe mechanism each service uses, which
 // unique indexes exist, retention windows and broker limits.
 //
 // A Config is plain data. config_set() is the one place that turns a key and a value (from a
@@ -25,7 +25,7 @@ enum class TransferDedupe : uint8_t {
   processed_after
 };
 enum class DedupeKey : uint8_t { message_id, message_id_and_consumer };
-// RabbitMQ's queue types (DESIGN §8.2): a quorum queue counts deliveries (x-delivery-count) and
+// RabbitMQ's queue types (docs/contract.md §8.2): a quorum queue counts deliveries (x-delivery-count) and
 // dead-letters past the delivery limit; a classic queue does neither.
 enum class QueueType : uint8_t { quorum, classic };
 // What account-service's consumer does when the ledger's (transfer_id, type) key refuses a second
@@ -38,7 +38,7 @@ enum class LedgerConflict : uint8_t { fault, ack };
 // MassTransit declares by default); dlx dead-letters it into `<queue>.dlq` (an operator declared
 // a DLX, by policy or x-dead-letter-exchange).
 enum class DeadLetter : uint8_t { none, dlx };
-// The MassTransit release account-service runs (DESIGN §9.3, account.masstransit): 8.5 (8.5.3
+// The MassTransit release account-service runs (docs/contract.md §9.3, account.masstransit): 8.5 (8.5.3
 // and later: the send transport retries a broker nack as it retries a closed channel), 8.3 and
 // 8.2 (a nack faults the outbox pass at once).
 enum class MassTransitVersion : uint8_t { v8_5, v8_3, v8_2 };
@@ -81,7 +81,7 @@ struct Config {
   bool relay_stable_message_id = true;
   int64_t broker_prefetch = 16;
   int64_t broker_delivery_limit = 20;
-  // Concurrency (DESIGN §8.1).
+  // Concurrency (docs/contract.md §8.1).
   int64_t account_instances = 1;  // processes of account-service competing on its queue
   int64_t transfer_instances = 1;
   int64_t work_ms_min = 0;  // consumer.work_ms "A..B": virtual ms each handler step takes
@@ -90,7 +90,7 @@ struct Config {
   // Whether the inbox keys exist: inbox_state (message_id, consumer_id) and the Marten inbox
   // document's primary key. Dropping them mid-run is the drop_index step; this starts without.
   bool account_inbox_unique = true;
-  // Fault paths (DESIGN §8.2).
+  // Fault paths (docs/contract.md §8.2).
   RetryPolicy account_retry;
   QueueType broker_queue_type = QueueType::quorum;
   // The course (issue 12). Whether account-service records a rejected debit under the transfer's
@@ -104,7 +104,7 @@ struct Config {
   DeadLetter broker_dead_letter = DeadLetter::none;
   // A delivery unacked this long closes its channel (PRECONDITION_FAILED); 0: off.
   int64_t broker_consumer_timeout_ms = 1'800'000;
-  // Issue 29 (DESIGN §9.3): the MassTransit release modelled.
+  // Issue 29 (docs/contract.md §9.3): the MassTransit release modelled.
   MassTransitVersion account_masstransit = MassTransitVersion::v8_5;
   // Issue 29, item 11: how long the marten mode keeps a handled message's inbox document for
   // dedupe (Wolverine's DurabilitySettings.KeepAfterMessageHandling, 5 min).
@@ -123,7 +123,7 @@ struct Config {
 // The most virtual ms one handler step may take (consumer.work_ms).
 inline constexpr int64_t kWorkMsMax = 600'000;
 
-// Every config key, in the order DESIGN §3 lists them.
+// Every config key, in the order docs/contract.md §3 lists them.
 const std::vector<std::string>& config_keys();
 
 // Sets `key` from a JSON value of the right type (string for choices, bool, integer).

@@ -1,4 +1,4 @@
-// Coverage probes (DESIGN §8.3): named moments that a good campaign must reach, counted per run.
+// Coverage probes (docs/contract.md §8.3): named moments that a good campaign must reach, counted per run.
 //
 // A fuzz campaign that passes says little if its stories never got anywhere interesting: if no
 // seed ever raced two first deliveries, "the Marten backstop holds" was never tested. Each probe

@@ -1,4 +1,4 @@
-// The crash model (DESIGN §2): named crash points inside every unit of work.
+// The crash model (docs/contract.md §2): named crash points inside every unit of work.
 //
 // A crash is a ServiceCrash thrown at the crash point. It unwinds the handler, so RAII rolls
 // back the open SQLite transaction, exactly as a process death would; the World then closes the
@@ -50,11 +50,11 @@ enum class ServiceId : uint8_t { account, transfer };
 
 std::string_view service_name(ServiceId service);
 
-// The crash points each service has (DESIGN §2, §8.1): transfer-service's relay publishes,
+// The crash points each service has (docs/contract.md §2, §8.1): transfer-service's relay publishes,
 // account-service's consumer outbox sends. Both parser and fuzz generator read these lists.
 std::span<const CrashPoint> crash_points_of(ServiceId service);
 
-// The points between two steps where a `pause` can stop an instance of `service` (DESIGN §8.1).
+// The points between two steps where a `pause` can stop an instance of `service` (docs/contract.md §8.1).
 std::span<const CrashPoint> pause_points_of(ServiceId service);
 std::optional<ServiceId> parse_service(std::string_view name);
 

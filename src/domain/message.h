@@ -1,4 +1,4 @@
-// A message as it travels through the broker: the envelope of DESIGN §1 (messageId, type,
+// A message as it travels through the broker: the envelope of docs/contract.md §1 (messageId, type,
 // transferId, occurredAt, payload) plus the AMQP message-id property, which relays set to the
 // envelope's messageId. Messages are immutable once published and shared between the queues
 // they were routed to.

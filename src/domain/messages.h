@@ -1,4 +1,4 @@
-// The message types of the bank (DESIGN §1, contract): names, routing keys, and who consumes
+// The message types of the bank (docs/contract.md §1, contract): names, routing keys, and who consumes
 // them. Types are an enum inside the simulation; their names appear only at the edges (traces,
 // scenario files, JSON output).
 #pragma once

@@ -1,4 +1,4 @@
-// The contract names (DESIGN §2, §4, §1) of the scenario enums, and their inverses.
+// The contract names (docs/contract.md §2, §4, §1) of the scenario enums, and their inverses.
 //
 // Each table is indexed by the enum's value, so a name and its parse can never disagree.
 #include <array>

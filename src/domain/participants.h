@@ -1,7 +1,7 @@
 // The participants of a run, as they appear in traces and diagrams: the client, the services
 // and their parts (the relay, the notifications consumer), the broker and the operator.
 //
-// A service with several instances (DESIGN §8.1) shows each instance as a participant of its
+// A service with several instances (docs/contract.md §8.1) shows each instance as a participant of its
 // own, `account-service#1`, `account-service#2`, ...; with one instance the names are those of
 // v1. Names are string_views into static storage, so a TraceEvent can outlive its World.
 #pragma once

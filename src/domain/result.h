@@ -16,7 +16,7 @@
 
 namespace inboxsim {
 
-// Counters of DESIGN §5 (`stats`).
+// Counters of docs/contract.md §5 (`stats`).
 struct Stats {
   int64_t published = 0;     // publish operations (a re-publication counts again)
   int64_t deliveries = 0;    // deliveries handed to a consumer

@@ -1,4 +1,4 @@
-// A scenario (DESIGN §6, contract v1): accounts, configuration, steps and expectations.
+// A scenario (docs/contract.md §6, contract v1): accounts, configuration, steps and expectations.
 //
 // This is the parsed, validated form. Everything in it has been checked by parse_scenario():
 // every account a step or expectation names exists, every transfer id is unique, amounts are
@@ -32,7 +32,7 @@ enum class FaultKind : uint8_t {
   duplicate,        // match: the operator publishes a copy with the same message id
   lose_confirm,     // match: the publisher confirm of the matched publish is lost
   delay,            // match, ms: the matched delivery is held back
-  pause,            // service, instance, at, ms, match: the instance stops for ms (DESIGN §8.1)
+  pause,            // service, instance, at, ms, match: the instance stops for ms (docs/contract.md §8.1)
   publish_nack,     // match: the broker nacks the matched publish (basic.nack): it is not routed
 };
 
@@ -75,7 +75,7 @@ enum class StepKind : uint8_t {
   advance,
   drop_index,
   redrive,
-  publish,        // DESIGN §9.2: a person publishes a message by hand
+  publish,        // docs/contract.md §9.2: a person publishes a message by hand
   restore_index,  // puts back an index that drop_index removed
 };
 
@@ -105,7 +105,7 @@ struct AccountSpec {
   bool closed = false;
 };
 
-// The invariants of DESIGN §4, in contract order.
+// The invariants of docs/contract.md §4, in contract order.
 enum class Invariant : uint8_t {
   conservation,
   ledger_balance,
@@ -121,7 +121,7 @@ inline constexpr size_t kInvariantCount = 9;
 std::string_view invariant_name(Invariant invariant);
 std::optional<Invariant> parse_invariant(std::string_view name);
 
-// Saga states (DESIGN §1, contract).
+// Saga states (docs/contract.md §1, contract).
 enum class SagaState : uint8_t { requested, debited, completed, rejected, compensating, failed };
 inline constexpr size_t kSagaStateCount = 6;
 std::string_view saga_state_name(SagaState state);
@@ -136,7 +136,7 @@ enum class EntryType : uint8_t { debit, credit, refund };
 std::string_view entry_type_name(EntryType type);
 std::optional<EntryType> parse_entry_type(std::string_view name);
 
-// What must hold at the end. Absent keys are not checked (DESIGN §6), except violations: an
+// What must hold at the end. Absent keys are not checked (docs/contract.md §6), except violations: an
 // absent or empty list means every invariant must hold.
 struct Expect {
   std::optional<std::map<std::string, int64_t>> balances;
@@ -154,7 +154,7 @@ struct Expect {
   std::vector<Invariant> violations;    // sorted, unique
 };
 
-// An explored order of events (DESIGN §8.3): with `schedule` a run has no clock; each time
+// An explored order of events (docs/contract.md §8.3): with `schedule` a run has no clock; each time
 // several events may happen next, or a fault of `fault_kinds` may strike (while fewer than
 // `faults` have), the next entry of `choices` says which option is taken (events in the order
 // they were scheduled; for a fault, 0 no and 1 yes). Past the end of `choices`, option 0.
@@ -162,7 +162,7 @@ struct Schedule {
   int64_t faults = 0;
   std::array<bool, kFaultKindCount> fault_kinds{};
   std::vector<uint32_t> choices;
-  // The playground's moves (DESIGN §9.1): the first `stepwise` choices are taken step by step:
+  // The playground's moves (docs/contract.md §9.1): the first `stepwise` choices are taken step by step:
   // every event is a choice of its own, even when it is the only one, and every fault kind
   // that needs no clock may strike at every point, with no budget (`faults` and `fault_kinds`
   // hold past them, as for the explorer).

@@ -1,4 +1,4 @@
-// A fuzz campaign (DESIGN §5 `inboxsim fuzz`): many seeds, each a generated story run to the
+// A fuzz campaign (docs/contract.md §5 `inboxsim fuzz`): many seeds, each a generated story run to the
 // end and checked; failures shrunk to counterexample files.
 //
 // Seeds run on `jobs` worker threads, each simulation single-threaded and independent of the

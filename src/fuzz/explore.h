@@ -1,4 +1,4 @@
-// `inboxsim explore` (DESIGN §8.3): every order of the events that can happen next in a
+// `inboxsim explore` (docs/contract.md §8.3): every order of the events that can happen next in a
 // scenario's story, and every placement of up to K faults, explored breadth-first over the
 // services' real SQLite transactions, identical states explored once.
 //

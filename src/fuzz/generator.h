@@ -6,7 +6,7 @@
 // crash-heavy, some duplicate-heavy, some quiet), then the story itself. Every random choice
 // comes from one Rng seeded with the seed, so the same seed and options give the same scenario.
 //
-// Faults are match-based (DESIGN §6): each names a message type and a transfer, so it needs no
+// Faults are match-based (docs/contract.md §6): each names a message type and a transfer, so it needs no
 // timing and survives shrinking, which removes steps around it.
 #pragma once
 
@@ -28,7 +28,7 @@ namespace inboxsim {
 // every error and dead-letter queue. The fuzzer's stories and the explorer's end with these.
 std::array<Step, 2> operator_round();
 
-// The most accounts or transfers one generated story may have (DESIGN §7: a million
+// The most accounts or transfers one generated story may have (docs/contract.md §7: a million
 // transfers in one run).
 inline constexpr int64_t kStoryCountMax = 1'000'000;
 // The highest arrival rate (transfers per virtual second) a story may ask for: one per
@@ -39,7 +39,7 @@ enum class Workload : uint8_t { small, standard, large };
 std::string_view workload_name(Workload workload);
 std::optional<Workload> parse_workload(std::string_view name);
 
-// What the generator may draw. Kinds of fault a seed can inject: the faults of DESIGN §2 plus
+// What the generator may draw. Kinds of fault a seed can inject: the faults of docs/contract.md §2 plus
 // two story shapes, a late duplicate (virtual time jumps past a dedupe window, then a message is
 // published again) and the seed's dropped unique index.
 enum class FaultAction : uint8_t {
@@ -84,12 +84,12 @@ struct GeneratorOptions {
   // models the seed's bank as it is), and a campaign on the seed's bank finds scenario 29's
   // late duplicate of a rejected transfer within a few seeds. A --set of the key overrides it.
   Config config = campaign_config();
-  // Concurrency (DESIGN §8.1) is drawn per seed, as part of the story, unless the campaign
+  // Concurrency (docs/contract.md §8.1) is drawn per seed, as part of the story, unless the campaign
   // pins it with --set: the instance counts, the work time of a handler step, the heartbeat.
   bool draw_instances = true;
   bool draw_work = true;
   bool draw_heartbeat = true;
-  // The fault paths (DESIGN §8.2), drawn with --swarm unless pinned: account.retry and
+  // The fault paths (docs/contract.md §8.2), drawn with --swarm unless pinned: account.retry and
   // broker.queue_type.
   bool draw_retry = true;
   bool draw_queue_type = true;

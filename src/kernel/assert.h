@@ -36,7 +36,7 @@ inline void assertions_throw(bool on = true) { g_assertions_throw = on; }
   std::fprintf(stderr, "inboxsim: internal error: assertion `%s` failed at %s:%d\n", expression,
                file, line);
   std::fflush(stderr);
-  std::_Exit(3);  // exit code 3: internal error (DESIGN §5)
+  std::_Exit(3);  // exit code 3: internal error (docs/contract.md §5)
 }
 
 }  // namespace inboxsim

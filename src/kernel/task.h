@@ -1,7 +1,7 @@
 // A handler that runs in steps: a C++20 coroutine the scheduler resumes.
 //
 // A real consumer is a sequence of steps at its transaction boundaries, with time passing
-// between them (DESIGN §8.1). A Task is such a sequence written as one function: it runs until
+// between them (docs/contract.md §8.1). A Task is such a sequence written as one function: it runs until
 // it `co_await`s a Suspend that asks to stop, and whoever owns it resumes it later, always from
 // a scheduled event, so the interleaving of many Tasks depends on the seed alone. A Task is
 // created suspended, runs only inside resume(), never resumes itself, and is destroyed by its

@@ -1,4 +1,4 @@
-// The playground's simulation side (DESIGN §9.1): a moment of a story is the story plus a
+// The playground's simulation side (docs/contract.md §9.1): a moment of a story is the story plus a
 // schedule, and nothing else. Every question about a moment replays the story from its start
 // along the schedule, step by step (Schedule::stepwise), and stops where the schedule ends:
 // what has happened, the state now, what can happen next and the schedule that takes each
@@ -18,7 +18,7 @@
 
 namespace inboxsim {
 
-// The bounds one request may use (DESIGN §9.1, issue 24 item 8).
+// The bounds one request may use (docs/contract.md §9.1, issue 24 item 8).
 struct MomentLimits {
   size_t schedule_max = 10'000;  // choices, and hand actions, in one schedule
   int64_t events_max = 200'000;  // events one replay may run

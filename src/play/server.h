@@ -1,4 +1,4 @@
-// `inboxsim play` (DESIGN §9.1): the playground's HTTP server, on cpp-httplib (Debian's
+// `inboxsim play` (docs/contract.md §9.1): the playground's HTTP server, on cpp-httplib (Debian's
 // libcpp-httplib-dev). It serves one page embedded in the binary and a stateless JSON API
 // (docs/playground.md): every request replays its story from the start along the schedule it
 // carries, so the server keeps no simulation between requests.

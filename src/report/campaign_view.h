@@ -1,4 +1,4 @@
-// Views of fuzz campaigns and of the defence matrix: the JSON object of DESIGN §5, a JUnit
+// Views of fuzz campaigns and of the defence matrix: the JSON object of docs/contract.md §5, a JUnit
 // report, and the human summaries printed on stdout. Campaigns only run; rendering is here.
 #pragma once
 
@@ -12,7 +12,7 @@
 
 namespace inboxsim {
 
-// The campaign as DESIGN §5 JSON: seeds, failures, failed_seeds, counterexamples, stats,
+// The campaign as docs/contract.md §5 JSON: seeds, failures, failed_seeds, counterexamples, stats,
 // coverage (§8.3), wall_ms (and, as extensions, the violated invariants, how many seeds reached
 // each probe, the probes required and those of them never reached, and the config under test).
 nlohmann::ordered_json campaign_json(const CampaignOptions& options, const CampaignResult& result);

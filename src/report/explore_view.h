@@ -1,4 +1,4 @@
-// Views of an exploration (`inboxsim explore`, DESIGN §8.3): the JSON object and the human
+// Views of an exploration (`inboxsim explore`, docs/contract.md §8.3): the JSON object and the human
 // summary printed on stdout.
 #pragma once
 

@@ -1,4 +1,4 @@
-// The `--json` object of `inboxsim run` (DESIGN §5, contract) and the `--trace` JSONL file.
+// The `--json` object of `inboxsim run` (docs/contract.md §5, contract) and the `--trace` JSONL file.
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -14,7 +14,7 @@ nlohmann::ordered_json run_result_json(const RunResult& result);
 
 nlohmann::ordered_json stats_json(const Stats& stats);
 
-// Returns `coverage` (DESIGN §8.3): every probe's name with its count, zeros included, in the
+// Returns `coverage` (docs/contract.md §8.3): every probe's name with its count, zeros included, in the
 // probes' fixed order.
 nlohmann::ordered_json coverage_json(const Coverage& coverage);
 

@@ -18,7 +18,7 @@ struct LegendTerm {
   std::string_view meaning;
 };
 
-// Returns what `invariant` checks, one sentence (DESIGN §4 in a student's words).
+// Returns what `invariant` checks, one sentence (docs/contract.md §4 in a student's words).
 std::string_view invariant_meaning(Invariant invariant);
 
 // Returns every term of the legend: the eight invariants in their report order, then

@@ -348,7 +348,7 @@ ServiceId as_service(const Node& node) {
 }
 
 // The keys each fault kind takes. The first kFaultKindCount rows are indexed by FaultKind; the
-// last two are the fault spellings of the advance and drop_index steps (DESIGN §2 lists them).
+// last two are the fault spellings of the advance and drop_index steps (docs/contract.md §2 lists them).
 struct FaultKeys {
   std::string_view kind;
   std::array<std::string_view, 7> keys;
@@ -519,9 +519,9 @@ constexpr std::array<std::string_view, 5> kEnvelopeKeys = {"messageId", "type", 
                                                            "occurredAt", "payload"};
 constexpr std::array<std::string_view, 4> kPayloadKeys = {"from", "to", "amount", "reason"};
 
-// A message published by hand (DESIGN §9.2), as RabbitMQ's management UI publishes one: an
+// A message published by hand (docs/contract.md §9.2), as RabbitMQ's management UI publishes one: an
 // exchange, a routing key, the message-id property and a body, which must be an envelope of
-// the bank's (DESIGN §1) about a transfer the story has.
+// the bank's (docs/contract.md §1) about a transfer the story has.
 Step parse_publish(const Node& node, const Context& context) {
   as_object(node, "{\"exchange\", \"routing_key\", \"message_id\", \"body\"}");
   check_keys(node, kPublishKeys, "unknown key");
@@ -820,7 +820,7 @@ Schedule::Action parse_action(const Node& node, Context& context, size_t choices
   return action;
 }
 
-// An explored order (DESIGN §8.3): {"faults": K, "fault_kinds": [...], "choices": [...]}, and
+// An explored order (docs/contract.md §8.3): {"faults": K, "fault_kinds": [...], "choices": [...]}, and
 // the playground's "stepwise", "clock" and "actions" (§9.1).
 Schedule parse_schedule(const Node& node, Context& context) {
   as_object(node, "a schedule: an object with \"faults\", \"fault_kinds\" and \"choices\"");

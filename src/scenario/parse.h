@@ -1,4 +1,4 @@
-// Reading scenario files (DESIGN §6, contract v1) into a validated Scenario.
+// Reading scenario files (docs/contract.md §6, contract v1) into a validated Scenario.
 //
 // A bad scenario file is an operating error, not a programmer error: these functions never
 // throw and never abort, whatever the bytes. They return either a Scenario that the runner may

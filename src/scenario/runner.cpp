@@ -213,7 +213,7 @@ RunResult run_story(const Scenario& scenario, const std::function<std::optional<
   world_options.faults_in_memory_max = options.faults_in_memory_max;
   world_options.keep_final_tables = options.keep_final_tables;
   if (scenario.schedule) {
-    // An explored order (DESIGN §8.3): its choices, then option 0 to the end.
+    // An explored order (docs/contract.md §8.3): its choices, then option 0 to the end.
     world_options.explore.enabled = true;
     world_options.explore.schedule = *scenario.schedule;
   }

@@ -1,4 +1,4 @@
-// Writing a Scenario back as a v1 scenario file (DESIGN §6).
+// Writing a Scenario back as a v1 scenario file (docs/contract.md §6).
 //
 // The fuzzer uses this to save a shrunk counterexample that `inboxsim run` replays, so the
 // output must parse back into the same scenario: parse_scenario_text(scenario_to_json(s).dump())

@@ -1,5 +1,5 @@
 // account-service: accounts, a ledger and a consumer for the transfer commands, modelled on
-// .NET + MassTransit's Entity Framework inbox and consumer outbox (DESIGN §1).
+// .NET + MassTransit's Entity Framework inbox and consumer outbox (docs/contract.md §1).
 //
 // One AccountService is one instance (one process) of the service: it has its own connection to
 // the service's one database, which every instance shares: `accounts`, `ledger` (unique

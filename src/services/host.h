@@ -48,7 +48,7 @@ struct CleanupCounts {
   int64_t outbox_rows = 0;
 };
 
-// The participant names one instance appears under in traces (DESIGN §8.1).
+// The participant names one instance appears under in traces (docs/contract.md §8.1).
 struct InstanceNames {
   std::string_view service;        // "account-service", or "account-service#2" with several
   std::string_view relay;          // transfer-service only
@@ -105,7 +105,7 @@ class ServiceHost {
 
   virtual void record(TraceEvent event) = 0;
 
-  // Counts a coverage probe (DESIGN §8.3) that no trace event names on its own: which
+  // Counts a coverage probe (docs/contract.md §8.3) that no trace event names on its own: which
   // mechanism caught a duplicate, which unique index rejected a row. It changes nothing else.
   virtual void reached(Probe probe) = 0;
 

@@ -121,7 +121,7 @@ inline bool is_unique_violation(const SQLite::Exception& error) {
 }
 
 // One service's database, shared by the service's instances the way one Postgres or MongoDB
-// database is: every instance opens its own connection to it (DESIGN §8.1).
+// database is: every instance opens its own connection to it (docs/contract.md §8.1).
 //
 // In memory, a single connection gets a private ":memory:" database copied from a per-thread
 // schema template (SQLite's backup API copies pages; running the DDL again for every fuzz seed

@@ -39,7 +39,7 @@ void create_tables(SQLite::Database& db, const Config& config) {
   }
 }
 
-// One edge of the saga (DESIGN §1): in `from`, event `on` leads to `to` and emits `emit`.
+// One edge of the saga (docs/contract.md §1): in `from`, event `on` leads to `to` and emits `emit`.
 struct SagaEdge {
   SagaState from;
   MessageType on;

@@ -1,4 +1,4 @@
-// transfer-service: the transfer saga, modelled on the NestJS + MongoDB service (DESIGN §1).
+// transfer-service: the transfer saga, modelled on the NestJS + MongoDB service (docs/contract.md §1).
 //
 // One TransferService is one instance (one process) of the service, with its own connection to
 // the service's one database, which every instance shares: `sagas` (the state machine),

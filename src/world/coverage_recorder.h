@@ -1,4 +1,4 @@
-// The coverage probes of DESIGN §8.3, counted from what a run records. Like StatsRecorder it
+// The coverage probes of docs/contract.md §8.3, counted from what a run records. Like StatsRecorder it
 // sees every event on its way to the trace (kept or not), so a probe counted and the event that
 // shows it can never disagree, and it only observes: nothing it does reaches the trace, the
 // PRNG or the scheduler.

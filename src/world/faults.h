@@ -1,4 +1,4 @@
-// Armed fault triggers (DESIGN §2, §6). A scenario's `fault` step arms a trigger; the World
+// Armed fault triggers (docs/contract.md §2, §6). A scenario's `fault` step arms a trigger; the World
 // asks the FaultBook at each event where a fault could strike, and a trigger fires on the
 // n-th event its match selects, so a script needs no timings.
 //

@@ -1,4 +1,4 @@
-// The row locks of one service's database, held by handlers across steps (DESIGN §8.1).
+// The row locks of one service's database, held by handlers across steps (docs/contract.md §8.1).
 //
 // Postgres locks rows, not the whole database: MassTransit's passes each lock their InboxState
 // row with SELECT ... FOR UPDATE, and pass 3 holds that lock while it awaits the broker's

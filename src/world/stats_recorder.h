@@ -1,4 +1,4 @@
-// The counters of DESIGN §5 (`stats`, and dedupe hits per service), kept from the events a run
+// The counters of docs/contract.md §5 (`stats`, and dedupe hits per service), kept from the events a run
 // records: every event passes here on its way to the trace, so what is counted and what is
 // traced can never disagree.
 #pragma once

@@ -168,7 +168,7 @@ void World::add_instances(ServiceId service, int64_t count, const WorldOptions& 
 }
 
 // Queues first, then each instance's consumers in instance order: the broker hands a queue's
-// messages round-robin to its consumers in the order they were added (DESIGN §8.1).
+// messages round-robin to its consumers in the order they were added (docs/contract.md §8.1).
 void World::add_consumers() {
   const size_t account_queue = broker_.declare_queue("account-service", {"transfers.#"});
   // MassTransit's error queue for the endpoint; transfer-service's handler nacks instead.

@@ -40,7 +40,7 @@
 
 namespace inboxsim {
 
-// Exploration (DESIGN §8.3): every choice a run makes (which pending event happens next,
+// Exploration (docs/contract.md §8.3): every choice a run makes (which pending event happens next,
 // whether a fault strikes here) is taken from `schedule` and, past its end, is option 0: the
 // event scheduled first, no fault. There is no clock: every pending event may happen next,
 // network and work take no time, and each step of a handler is an event of its own.
@@ -62,7 +62,7 @@ struct ExploreControl {
   // With continue_alone: a state the explorer has already explored, where a run stops instead
   // of going on (the explorer would take nothing from it).
   std::function<bool(const Fingerprint&)> explored;
-  // The playground (DESIGN §9.1): stop at the first moment between two events past the
+  // The playground (docs/contract.md §9.1): stop at the first moment between two events past the
   // schedule (its hand actions due there taken first), to show what can happen next.
   bool stop_at_schedule_end = false;
   // Past the schedule too, choices are made step by step (Schedule::stepwise), option 0 each:
@@ -171,10 +171,10 @@ class World {
   void request_transfer(const TransferSpec& transfer);
   void arm_fault(const FaultSpec& fault);
   void drop_index(IndexName index);
-  // Puts back an index drop_index removed (DESIGN §9.2); a unique index that the rows written
+  // Puts back an index drop_index removed (docs/contract.md §9.2); a unique index that the rows written
   // meanwhile no longer allow stays dropped, and the trace says why.
   void restore_index(IndexName index);
-  // A person publishes a message by hand (DESIGN §9.2: a `publish` step).
+  // A person publishes a message by hand (docs/contract.md §9.2: a `publish` step).
   void publish_by_hand(const Step& step);
   // An operator moves every message of an error or dead-letter queue back to its queue
   // ("all": of every such queue).
@@ -288,7 +288,7 @@ class World {
     std::string_view participant;
   };
 
-  // One process of a service (DESIGN §8.1): its liveness, its consumers, its service object on
+  // One process of a service (docs/contract.md §8.1): its liveness, its consumers, its service object on
   // its own connection, and the host through which that object reaches the world.
   struct Instance {
     ServiceId service = ServiceId::account;
@@ -368,7 +368,7 @@ class World {
   void release_locks(size_t instance, uint64_t handler);
   void grant_lock(const std::string& key, uint64_t handler);
   void reset_connection(size_t consumer, std::string reason);
-  // When the broker's heartbeat closes the connection of an instance paused now (DESIGN §9.0).
+  // When the broker's heartbeat closes the connection of an instance paused now (docs/contract.md §9.0).
   int64_t heartbeat_close_ms(const Instance& instance) const;
   // Closes the first channel whose consumer timeout is due no later than `until_ms`, moving the
   // clock there; false when none is (or the timeout is off, or there is no clock).
@@ -377,7 +377,7 @@ class World {
   template <typename Fn>
   void guarded(size_t instance, Fn&& fn);
 
-  // Exploration: the next choice among `options` (DESIGN §8.3); `event` when it chooses which
+  // Exploration: the next choice among `options` (docs/contract.md §8.3); `event` when it chooses which
   // pending event happens next (step by step, even one is a choice).
   uint32_t choose(size_t options, bool event = false);
   // Whether the next choice is made step by step (Schedule::stepwise, the playground's moves).
