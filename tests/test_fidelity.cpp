@@ -290,19 +290,20 @@ bool violated(const RunResult& result, Invariant invariant) {
 
 }  // namespace
 
-TEST_CASE("account.marten_append takes rich and quick, rich by default", "[fidelity][config]") {
+TEST_CASE("account.marten_append takes quick and rich, quick (Marten 9's) by default",
+          "[fidelity][config]") {
   Config config;
-  CHECK(config.account_marten_append == MartenAppend::rich);
-  CHECK(config_to_json(config).at("account.marten_append") == "rich");
-  CHECK(config_set_text(config, "account.marten_append", "quick").empty());
   CHECK(config.account_marten_append == MartenAppend::quick);
+  CHECK(config_to_json(config).at("account.marten_append") == "quick");
+  CHECK(config_set_text(config, "account.marten_append", "rich").empty());
+  CHECK(config.account_marten_append == MartenAppend::rich);
   CHECK(config_set_text(config, "account.marten_append", "fast") == "a string, one of rich, quick");
 }
 
 TEST_CASE("Marten's rich append fails the second of two concurrent appends to one stream",
           "[fidelity][marten]") {
   SECTION("Wolverine's default attempts run it again, and it appends at the next version") {
-    const RunResult result = run(marten_race_story(""));
+    const RunResult result = run(marten_race_story(R"(, "account.marten_append": "rich")"));
     CHECK(stream_conflicts(result) == 1);
     CHECK(std::any_of(result.events.begin(), result.events.end(), [](const TraceEvent& e) {
       return e.kind == EventKind::retry && e.detail.find("Wolverine") != std::string::npos;
@@ -313,8 +314,8 @@ TEST_CASE("Marten's rich append fails the second of two concurrent appends to on
     CHECK(result.balances.at("alice") == 6500);
     CHECK(result.violations.empty());
   }
-  SECTION("quick append gives the event its version inside the write: no conflict") {
-    const RunResult result = run(marten_race_story(R"(, "account.marten_append": "quick")"));
+  SECTION("quick append (the default) gives the event its version inside the write: no conflict") {
+    const RunResult result = run(marten_race_story(""));
     CHECK(stream_conflicts(result) == 0);
     CHECK(result.transfers.at("t1") == SagaState::completed);
     CHECK(result.balances.at("alice") == 6500);
@@ -324,7 +325,8 @@ TEST_CASE("Marten's rich append fails the second of two concurrent appends to on
 
 TEST_CASE("a consumer that acks every unique violation acks the rich append's conflict",
           "[fidelity][marten]") {
-  const RunResult result = run(marten_race_story(R"(, "account.ledger_conflict": "ack")"));
+  const RunResult result = run(marten_race_story(
+      R"(, "account.marten_append": "rich", "account.ledger_conflict": "ack")"));
   CHECK(stream_conflicts(result) == 0);
   CHECK(at_or_zero(result.dedupe_hits, ServiceId::account) == 1);
   // Acked, yet never applied: no DEBIT for t1, no reply, and the saga waits for good.

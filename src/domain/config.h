@@ -47,10 +47,10 @@ enum class MassTransitVersion : uint8_t { v8_5, v8_3, v8_2 };
 enum class AccountDatabase : uint8_t { postgres, sqlserver };
 enum class Isolation : uint8_t { repeatable_read, read_committed };
 // Marten's EventAppendMode for account-service's event stream (account.marten_append, with
-// account.inbox = marten): rich (Marten 8's default) reads the stream's version before the
-// write and writes with it, so a concurrent append to the same stream makes one fail
-// (EventStreamUnexpectedMaxEventIdException); quick (Marten 9's default) numbers the events
-// inside the write transaction.
+// account.inbox = marten): quick (Marten 9's default, and ours) numbers the events inside the
+// write transaction; rich (Marten 8's default) reads the stream's version before the write and
+// writes with it, so a concurrent append to the same stream makes one fail
+// (EventStreamUnexpectedMaxEventIdException).
 enum class MartenAppend : uint8_t { rich, quick };
 // An email the notifications consumer sends, outside every transaction (transfer.email):
 // none (the default: no email), before_commit (the handler calls the mail API and then commits
@@ -112,7 +112,7 @@ struct Config {
   int64_t account_keep_after_handling_ms = 300'000;
   AccountDatabase account_database = AccountDatabase::postgres;
   Isolation account_isolation = Isolation::repeatable_read;
-  MartenAppend account_marten_append = MartenAppend::rich;
+  MartenAppend account_marten_append = MartenAppend::quick;  // Marten 9, the latest release
   // Issue 29, item 12: an effect outside the transaction (needs transfer.notifications).
   EmailSend transfer_email = EmailSend::none;
 

@@ -157,11 +157,11 @@ void draw_broker_limits(Rng& rng, const GeneratorOptions& options, Config& confi
   if (options.draw_consumer_timeout && rng.chance(1, 4)) config.broker_consumer_timeout_ms = 0;
 }
 
-// With --swarm: Marten 9's quick append for a third of the seeds (Marten 8's rich by default).
+// With --swarm: Marten 8's rich append for a third of the seeds (Marten 9's quick by default).
 void draw_marten_append(Rng& rng, const GeneratorOptions& options, Config& config) {
   if (!options.swarm) return;
   if (options.draw_marten_append && rng.chance(1, 3)) {
-    config.account_marten_append = MartenAppend::quick;
+    config.account_marten_append = MartenAppend::rich;
   }
 }
 

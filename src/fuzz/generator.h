@@ -102,7 +102,7 @@ struct GeneratorOptions {
   bool draw_masstransit = true;
   bool draw_database = true;
   bool draw_isolation = true;
-  // With --swarm unless pinned: account.marten_append (quick for a third of the seeds; it acts
+  // With --swarm unless pinned: account.marten_append (rich for a third of the seeds; it acts
   // only with account.inbox = marten).
   bool draw_marten_append = true;
 };
