@@ -255,111 +255,6 @@ RunResult run_kept(const std::string& text, const TemporaryDirectory& dir) {
 bool has_event(const RunResult& result, EventKind kind, const std::string& text) {
   return std::any_of(result.events.begin(), result.events.end(), [&](const TraceEvent& e) {
     return e.kind == kind && e.detail.find(text) != std::string::npos;
-// ---- Marten's event append (issue 29, item 4) -------------------------------------------------
-
-namespace {
-
-// Two instances debit alice for t1 and t2 at once: #1 reads alice's stream and pauses 50 ms
-// before its write; #2 commits t2's DEBIT meanwhile (scenario 64).
-std::string marten_race_story(const std::string& extra_config) {
-  return R"({"name": "t", "seed": 1,
-    "config": {"account.inbox": "marten", "account.instances": 2)" +
-         extra_config + R"(},
-    "accounts": {"alice": 10000, "bob": 0, "carol": 0},
-    "steps": [
-      {"fault": {"kind": "delay", "ms": 10, "match": {"type": "Transfer.Requested", "transfer": "t2"}}},
-      {"fault": {"kind": "pause", "service": "account-service", "instance": 1,
-                 "at": "after_precheck", "ms": 50,
-                 "match": {"type": "Transfer.Requested", "transfer": "t1"}}},
-      {"transfer": {"id": "t1", "from": "alice", "to": "bob", "amount": 2500}},
-      {"transfer": {"id": "t2", "from": "alice", "to": "carol", "amount": 1000}},
-      {"run": {"until": "quiescent"}}]})";
-}
-
-int64_t stream_conflicts(const RunResult& result) {
-  return std::count_if(result.events.begin(), result.events.end(), [](const TraceEvent& e) {
-    return e.kind == EventKind::consumer_fault &&
-           e.detail.find("EventStreamUnexpectedMaxEventIdException") != std::string::npos;
-  });
-}
-
-bool violated(const RunResult& result, Invariant invariant) {
-  return std::any_of(result.violations.begin(), result.violations.end(),
-                     [&](const Violation& v) { return v.invariant == invariant; });
-}
-
-}  // namespace
-
-TEST_CASE("account.marten_append takes quick and rich, quick (Marten 9's) by default",
-          "[fidelity][config]") {
-  Config config;
-  CHECK(config.account_marten_append == MartenAppend::quick);
-  CHECK(config_to_json(config).at("account.marten_append") == "quick");
-  CHECK(config_set_text(config, "account.marten_append", "rich").empty());
-  CHECK(config.account_marten_append == MartenAppend::rich);
-  CHECK(config_set_text(config, "account.marten_append", "fast") == "a string, one of rich, quick");
-}
-
-TEST_CASE("Marten's rich append fails the second of two concurrent appends to one stream",
-          "[fidelity][marten]") {
-  SECTION("Wolverine's default attempts run it again, and it appends at the next version") {
-    const RunResult result = run(marten_race_story(R"(, "account.marten_append": "rich")"));
-    CHECK(stream_conflicts(result) == 1);
-    CHECK(std::any_of(result.events.begin(), result.events.end(), [](const TraceEvent& e) {
-      return e.kind == EventKind::retry && e.detail.find("Wolverine") != std::string::npos;
-    }));
-    CHECK(count_of(result.dead_letter_queues, "account-service_error") == 0);
-    CHECK(result.transfers.at("t1") == SagaState::completed);
-    CHECK(result.transfers.at("t2") == SagaState::completed);
-    CHECK(result.balances.at("alice") == 6500);
-    CHECK(result.violations.empty());
-  }
-  SECTION("quick append (the default) gives the event its version inside the write: no conflict") {
-    const RunResult result = run(marten_race_story(""));
-    CHECK(stream_conflicts(result) == 0);
-    CHECK(result.transfers.at("t1") == SagaState::completed);
-    CHECK(result.balances.at("alice") == 6500);
-    CHECK(result.violations.empty());
-  }
-}
-
-TEST_CASE("a consumer that acks every unique violation acks the rich append's conflict",
-          "[fidelity][marten]") {
-  const RunResult result = run(marten_race_story(
-      R"(, "account.marten_append": "rich", "account.ledger_conflict": "ack")"));
-  CHECK(stream_conflicts(result) == 0);
-  CHECK(at_or_zero(result.dedupe_hits, ServiceId::account) == 1);
-  // Acked, yet never applied: no DEBIT for t1, no reply, and the saga waits for good.
-  CHECK(std::none_of(result.ledger.begin(), result.ledger.end(),
-                     [](const LedgerEntry& e) { return e.transfer == "t1"; }));
-  CHECK(result.transfers.at("t1") == SagaState::requested);
-  CHECK(result.balances.at("alice") == 9000);
-  CHECK(violated(result, Invariant::termination));
-}
-
-// ---- an effect outside the transaction (issue 29, item 12) ------------------------------------
-
-namespace {
-
-// Notifications on, keyed per consumer; Account.Credited for t1 delivered twice; `faults`
-// (JSON fault steps with a trailing comma, or nothing) armed first.
-std::string email_story(const std::string& email, const std::string& faults = "") {
-  return R"({"name": "t", "seed": 1,
-    "config": {"transfer.notifications": true, "transfer.dedupe_key": "message_id+consumer",
-               "transfer.email": ")" +
-         email + R"("},
-    "accounts": {"alice": 10000, "bob": 0},
-    "steps": [)" +
-         faults + R"(
-      {"transfer": {"id": "t1", "from": "alice", "to": "bob", "amount": 2500}},
-      {"run": {"until": "quiescent"}},
-      {"fault": {"kind": "duplicate", "match": {"type": "Account.Credited", "transfer": "t1"}}},
-      {"run": {"until": "quiescent"}}]})";
-}
-
-int64_t emails_sent(const RunResult& result) {
-  return std::count_if(result.events.begin(), result.events.end(), [](const TraceEvent& e) {
-    return e.kind == EventKind::notification && e.detail.starts_with("email sent");
   });
 }
 
@@ -487,6 +382,118 @@ TEST_CASE("the Marten/Wolverine inbox keeps a handled message 5 minutes", "[fide
   const RunResult kept = run_scenario(early, {});
   CHECK(at_or_zero(kept.dedupe_hits, ServiceId::account) == 1);
   CHECK(count_of(kept.dead_letter_queues, "account-service_error") == 0);
+}
+
+// ---- Marten's event append (issue 29, item 4) -------------------------------------------------
+
+namespace {
+
+// Two instances debit alice for t1 and t2 at once: #1 reads alice's stream and pauses 50 ms
+// before its write; #2 commits t2's DEBIT meanwhile (scenario 64).
+std::string marten_race_story(const std::string& extra_config) {
+  return R"({"name": "t", "seed": 1,
+    "config": {"account.inbox": "marten", "account.instances": 2)" +
+         extra_config + R"(},
+    "accounts": {"alice": 10000, "bob": 0, "carol": 0},
+    "steps": [
+      {"fault": {"kind": "delay", "ms": 10, "match": {"type": "Transfer.Requested", "transfer": "t2"}}},
+      {"fault": {"kind": "pause", "service": "account-service", "instance": 1,
+                 "at": "after_precheck", "ms": 50,
+                 "match": {"type": "Transfer.Requested", "transfer": "t1"}}},
+      {"transfer": {"id": "t1", "from": "alice", "to": "bob", "amount": 2500}},
+      {"transfer": {"id": "t2", "from": "alice", "to": "carol", "amount": 1000}},
+      {"run": {"until": "quiescent"}}]})";
+}
+
+int64_t stream_conflicts(const RunResult& result) {
+  return std::count_if(result.events.begin(), result.events.end(), [](const TraceEvent& e) {
+    return e.kind == EventKind::consumer_fault &&
+           e.detail.find("EventStreamUnexpectedMaxEventIdException") != std::string::npos;
+  });
+}
+
+bool violated(const RunResult& result, Invariant invariant) {
+  return std::any_of(result.violations.begin(), result.violations.end(),
+                     [&](const Violation& v) { return v.invariant == invariant; });
+}
+
+}  // namespace
+
+TEST_CASE("account.marten_append takes quick and rich, quick (Marten 9's) by default",
+          "[fidelity][config]") {
+  Config config;
+  CHECK(config.account_marten_append == MartenAppend::quick);
+  CHECK(config_to_json(config).at("account.marten_append") == "quick");
+  CHECK(config_set_text(config, "account.marten_append", "rich").empty());
+  CHECK(config.account_marten_append == MartenAppend::rich);
+  CHECK(config_set_text(config, "account.marten_append", "fast") == "a string, one of rich, quick");
+}
+
+TEST_CASE("Marten's rich append fails the second of two concurrent appends to one stream",
+          "[fidelity][marten]") {
+  SECTION("Wolverine's default attempts run it again, and it appends at the next version") {
+    const RunResult result = run(marten_race_story(R"(, "account.marten_append": "rich")"));
+    CHECK(stream_conflicts(result) == 1);
+    CHECK(std::any_of(result.events.begin(), result.events.end(), [](const TraceEvent& e) {
+      return e.kind == EventKind::retry && e.detail.find("Wolverine") != std::string::npos;
+    }));
+    CHECK(count_of(result.dead_letter_queues, "account-service_error") == 0);
+    CHECK(result.transfers.at("t1") == SagaState::completed);
+    CHECK(result.transfers.at("t2") == SagaState::completed);
+    CHECK(result.balances.at("alice") == 6500);
+    CHECK(result.violations.empty());
+  }
+  SECTION("quick append (the default) gives the event its version inside the write: no conflict") {
+    const RunResult result = run(marten_race_story(""));
+    CHECK(stream_conflicts(result) == 0);
+    CHECK(result.transfers.at("t1") == SagaState::completed);
+    CHECK(result.balances.at("alice") == 6500);
+    CHECK(result.violations.empty());
+  }
+}
+
+TEST_CASE("a consumer that acks every unique violation acks the rich append's conflict",
+          "[fidelity][marten]") {
+  const RunResult result = run(marten_race_story(
+      R"(, "account.marten_append": "rich", "account.ledger_conflict": "ack")"));
+  CHECK(stream_conflicts(result) == 0);
+  CHECK(at_or_zero(result.dedupe_hits, ServiceId::account) == 1);
+  // Acked, yet never applied: no DEBIT for t1, no reply, and the saga waits for good.
+  CHECK(std::none_of(result.ledger.begin(), result.ledger.end(),
+                     [](const LedgerEntry& e) { return e.transfer == "t1"; }));
+  CHECK(result.transfers.at("t1") == SagaState::requested);
+  CHECK(result.balances.at("alice") == 9000);
+  CHECK(violated(result, Invariant::termination));
+}
+
+// ---- an effect outside the transaction (issue 29, item 12) ------------------------------------
+
+namespace {
+
+// Notifications on, keyed per consumer; Account.Credited for t1 delivered twice; `faults`
+// (JSON fault steps with a trailing comma, or nothing) armed first.
+std::string email_story(const std::string& email, const std::string& faults = "") {
+  return R"({"name": "t", "seed": 1,
+    "config": {"transfer.notifications": true, "transfer.dedupe_key": "message_id+consumer",
+               "transfer.email": ")" +
+         email + R"("},
+    "accounts": {"alice": 10000, "bob": 0},
+    "steps": [)" +
+         faults + R"(
+      {"transfer": {"id": "t1", "from": "alice", "to": "bob", "amount": 2500}},
+      {"run": {"until": "quiescent"}},
+      {"fault": {"kind": "duplicate", "match": {"type": "Account.Credited", "transfer": "t1"}}},
+      {"run": {"until": "quiescent"}}]})";
+}
+
+int64_t emails_sent(const RunResult& result) {
+  return std::count_if(result.events.begin(), result.events.end(), [](const TraceEvent& e) {
+    return e.kind == EventKind::notification && e.detail.starts_with("email sent");
+  });
+}
+
+}  // namespace
+
 TEST_CASE("transfer.email takes none, before_commit and after_commit, none by default",
           "[fidelity][config]") {
   Config config;
