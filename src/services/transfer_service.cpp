@@ -191,17 +191,21 @@ Task<Outcome> TransferService::handle(TransferConsumer consumer, MessagePtr mess
   const std::string_view mark = "mark the message in the seen-set";
   const bool external =
       dedupe == TransferDedupe::external_before || dedupe == TransferDedupe::external_after;
-  co_await step(next(dedupe == TransferDedupe::processed_after
-                         ? "look for the message in processed_messages"
-                     : external ? "check the seen-set"
-                                : handle),
-                CrashPointSet(CrashPoint::before_tx), message);
+  // Named before the co_await: GCC 12 destroys a temporary made in one arm of a conditional
+  // inside a co_await expression twice (a double free), so no label is built there.
+  const std::string first = dedupe == TransferDedupe::processed_after
+                                ? "look for the message in processed_messages"
+                            : external ? "check the seen-set"
+                                       : handle;
+  co_await step(next(first), CrashPointSet(CrashPoint::before_tx), message);
   if (already_seen(message, consumer_name, key)) co_return Outcome::ack;
   if (dedupe == TransferDedupe::none) {
     crash_point(CrashPoint::after_dedupe, message);
   } else if (dedupe != TransferDedupe::processed_messages) {
-    co_await step(next(dedupe == TransferDedupe::external_before ? mark : handle),
-                  CrashPointSet(CrashPoint::after_precheck, CrashPoint::after_dedupe), message);
+    const std::string checked =
+        dedupe == TransferDedupe::external_before ? std::string(mark) : handle;
+    co_await step(next(checked), CrashPointSet(CrashPoint::after_precheck, CrashPoint::after_dedupe),
+                  message);
   }
   if (dedupe == TransferDedupe::external_before) {
     mark_seen(participant_of(consumer_name), key, message, "before");
