@@ -362,12 +362,7 @@ TEST_CASE("every broken configuration is found within 500 seeds and shrunk small
     const Counterexample& cx = result.counterexamples[0];
     INFO("seed " << cx.seed << ": " << scenario_to_json(cx.scenario).dump());
     REQUIRE(cx.replay_verified);
-    // One row shrinks to three transfers since account-service's MassTransit consumers are
-    // cancelled on a channel close and its sends are retried (issue 29): seed 8's story needs
-    // a rejected debit beside a completed one, and the shrinker keeps the first transfer, which
-    // puts the other two on the instances the crash names. Open in issue 29's note: the
-    // shrinker should get it to two again.
-    REQUIRE(cx.transfers <= (name == "transfer external-before" ? 3 : 2));
+    REQUIRE(cx.transfers <= 2);
     REQUIRE(cx.faults <= 3);
   }
 }
