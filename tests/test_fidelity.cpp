@@ -304,6 +304,13 @@ Scenario before_replay(const std::string& file) {
   return scenario;
 }
 
+// Runs `scenario` with its databases kept in `dir`.
+RunResult run_in(const Scenario& scenario, const TemporaryDirectory& dir) {
+  RunOptions options;
+  options.db_dir = dir.path.string();
+  return run_scenario(scenario, options);
+}
+
 int64_t rows_in(const TemporaryDirectory& dir, const Scenario& scenario, const std::string& table) {
   return count_rows(dir.path / (scenario.name + ".account-service.sqlite"),
                     "SELECT COUNT(*) FROM " + table);
@@ -315,10 +322,8 @@ TEST_CASE("since 8.3 the outbox's foreign key stalls the inbox cleanup behind an
           "[fidelity][masstransit][retention]") {
   const std::string file = "61-outbox-key-stalls-cleanup.json";
   const TemporaryDirectory dir("inboxsim-fidelity-outbox-key");
-  RunOptions options;
-  options.db_dir = dir.path.string();
   const Scenario scenario = before_replay(file);
-  const RunResult stalled = run_scenario(scenario, options);
+  const RunResult stalled = run_in(scenario, dir);
   CHECK(has_event(stalled, EventKind::cleanup, "violates the outbox's foreign key"));
   // Nothing of the batch went: t1's row and the three delivered after it.
   CHECK(rows_in(dir, scenario, "inbox_state") == 4);
@@ -335,10 +340,8 @@ TEST_CASE("8.2 has no outbox key: the cleanup deletes the row and the replay is 
           "[fidelity][masstransit][retention]") {
   const std::string file = "62-no-outbox-key-before-8-3.json";
   const TemporaryDirectory dir("inboxsim-fidelity-no-outbox-key");
-  RunOptions options;
-  options.db_dir = dir.path.string();
   const Scenario scenario = before_replay(file);
-  const RunResult deleted = run_scenario(scenario, options);
+  const RunResult deleted = run_in(scenario, dir);
   CHECK_FALSE(has_event(deleted, EventKind::cleanup, "violates the outbox's foreign key"));
   CHECK(rows_in(dir, scenario, "inbox_state") == 0);
   CHECK(rows_in(dir, scenario, "outbox") == 1);
