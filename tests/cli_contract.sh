@@ -295,7 +295,21 @@ assert full["states"] >= reduced["states"] and full["transitions"] > reduced["tr
 PY
 "$bin" explore "$rejected" --reduction sleep,fast >/dev/null 2>"$work/err"
 check "explore refuses an unknown reduction (exit 2)" test $? -eq 2
-check "and lists the ones it has" grep -q "expected a comma-separated list of sleep,persistent, or none" "$work/err"
+check "and lists the ones it has" grep -q "expected a comma-separated list of sleep,persistent,dpor, or none" "$work/err"
+"$bin" explore "$work/dup.json" --faults 0 --reduction dpor,persistent --json --out "" \
+  >"$work/explore-dpor.json"
+check "explore --reduction dpor,persistent finds the same violation (exit 1)" test $? -eq 1
+check "and names the reduction with what it reversed" python3 - "$work/explore-dpor.json" \
+  "$work/explore-full.json" <<'PY'
+import json, sys
+dpor = json.load(open(sys.argv[1]))
+full = json.load(open(sys.argv[2]))
+reduction = dpor["reduction"]
+assert reduction["dpor"] is True and reduction["persistent_sets"] is True, reduction
+assert reduction["races"] >= 0 and isinstance(reduction["races_most_reversed"], list), reduction
+assert [v["invariant"] for v in dpor["violations"]] == [v["invariant"] for v in full["violations"]]
+assert dpor["states"] <= full["states"]
+PY
 # A nack parks the message in the error queue; the explorer's operator replays it (the default)
 # and the story settles, or nobody does and the transfer is stuck.
 "$bin" explore scenarios/01-happy-path.json --faults 1 --fault-kinds nack --json --out "" \

@@ -48,9 +48,12 @@ std::optional<std::array<bool, kFaultKindCount>> parse_kinds(const std::string& 
 bool parse_reduction(const std::string& text, ExploreSettings& settings) {
   settings.sleep_sets = false;
   settings.persistent_sets = false;
+  settings.dpor = false;
   if (text == "none") return true;
   for (const std::string_view name : split_commas(text)) {
-    if (name == "sleep") {
+    if (name == "dpor") {
+      settings.dpor = true;
+    } else if (name == "sleep") {
       settings.sleep_sets = true;
     } else if (name == "persistent") {
       settings.persistent_sets = true;
@@ -164,8 +167,10 @@ CLI::App* add_explore_verb(CLI::App& app, ExploreCommand& command) {
                  "breaks");
   verb->add_option("--reduction", command.reduction,
                    "Comma-separated reductions to use: sleep (sleep sets), persistent (an ack or "
-                   "a confirm nothing can race is taken alone), or none (every event of every "
-                   "state: slower, the same verdict; default sleep,persistent)");
+                   "a confirm nothing can race is taken alone), dpor (dynamic partial-order "
+                   "reduction, depth-first: source-DPOR with sleep sets; with persistent, "
+                   "persistent sets too), or none (every event of every state: slower, the same "
+                   "verdict; default sleep,persistent)");
   verb->add_option("--operator", command.operator_mode,
                    "redrive: when faults are injected, end the story with rounds of 'run until "
                    "quiescent, redrive every error and dead-letter queue', as the fuzzer's "
@@ -187,7 +192,7 @@ int explore_command(const ExploreCommand& command) {
   ExploreSettings reductions;
   if (!parse_reduction(command.reduction, reductions)) {
     return bad_input("--reduction " + command.reduction +
-                     ": expected a comma-separated list of sleep,persistent, or none");
+                     ": expected a comma-separated list of sleep,persistent,dpor, or none");
   }
   std::vector<Scenario> scenarios;
   for (const std::string& file : command.files) {
@@ -211,6 +216,7 @@ int explore_command(const ExploreCommand& command) {
     settings.keep_going = command.keep_going;
     settings.sleep_sets = reductions.sleep_sets;
     settings.persistent_sets = reductions.persistent_sets;
+    settings.dpor = reductions.dpor;
     settings.operator_redrives = command.operator_mode == "redrive";
     std::optional<Progress> progress;
     if (tty) {

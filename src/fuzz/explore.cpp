@@ -6,6 +6,7 @@
 #include <iterator>
 #include <unordered_map>
 
+#include "fuzz/dpor.h"
 #include "fuzz/generator.h"
 #include "fuzz/parallel.h"
 #include "kernel/assert.h"
@@ -77,7 +78,20 @@ struct NodeRun {
   bool assumptions_held = true;  // World::persistent_sets_assumptions_held at its end
 };
 
-Schedule schedule_of(const Choices& choices, const ExploreSettings& settings) {
+}  // namespace
+
+static std::string counterexample_description(const ExploreResult& result,
+                                              const Violation& violation, size_t choices) {
+  return "Found by `inboxsim explore` (at most " + std::to_string(result.faults) +
+         " fault(s) of: " + fault_kinds_text(result.fault_kinds) + "): " +
+         (result.dpor ? "the shortest order found " : "one of the shortest orders ") +
+         "of this story that breaks " +
+         std::string(invariant_name(violation.invariant)) + " (" + std::to_string(choices) +
+         " choices). `schedule` replays it exactly; the expectations are what a correct bank "
+         "does, so replaying this file fails until the bug is fixed.";
+}
+
+Schedule explore_schedule(const std::vector<uint16_t>& choices, const ExploreSettings& settings) {
   Schedule schedule;
   if (settings.from) {
     schedule.stepwise = settings.from->stepwise;
@@ -87,6 +101,40 @@ Schedule schedule_of(const Choices& choices, const ExploreSettings& settings) {
   schedule.fault_kinds = settings.fault_kinds;
   schedule.choices.assign(choices.begin(), choices.end());
   return schedule;
+}
+
+void play_explored(World& world, const Scenario& scenario, const ExploreSettings& settings) {
+  for (size_t index = 0; index < scenario.steps.size(); ++index) {
+    if (index == settings.story_steps && settings.from) {
+      // The story's own end, before the operator's rounds: the moment's hand actions there.
+      world.run_until_quiescent();
+      play_story_end(world);
+      if (world.exploration_stopped()) return;
+    }
+    if (scenario.steps[index].kind != StepKind::run) world.story_point();
+    play_step(world, scenario.steps[index]);
+    if (world.exploration_stopped()) return;
+  }
+  world.run_until_quiescent();
+  if (!world.exploration_stopped()) play_story_end(world);
+}
+
+void name_counterexamples(ExploreResult& result, const Scenario& scenario) {
+  for (ExploreCounterexample& cx : result.counterexamples) {
+    cx.scenario.name = scenario.name + "-explored-" + std::string(invariant_name(cx.invariant));
+    cx.scenario.title = scenario.title.empty()
+                            ? "Explored: " + std::string(invariant_name(cx.invariant)) + " breaks"
+                            : scenario.title + " (explored: " +
+                                  std::string(invariant_name(cx.invariant)) + " breaks)";
+    cx.scenario.description =
+        counterexample_description(result, Violation{cx.invariant, cx.detail, 0}, cx.choices);
+  }
+}
+
+namespace {
+
+Schedule schedule_of(const Choices& choices, const ExploreSettings& settings) {
+  return explore_schedule(choices, settings);
 }
 
 // Builds a world, plays the story along `choices` and stops at the first choice past them
@@ -108,18 +156,7 @@ std::vector<NodeRun> run_node(const Scenario& scenario, const Choices& choices,
   options.explore.explored = explored;
   options.explore.schedule = schedule_of(choices, settings);
   World world(scenario, scenario.config, options);
-  for (size_t index = 0; index < scenario.steps.size(); ++index) {
-    if (index == settings.story_steps && settings.from) {
-      // The story's own end, before the operator's rounds: the moment's hand actions there.
-      world.run_until_quiescent();
-      play_story_end(world);
-      if (world.exploration_stopped()) break;
-    }
-    play_step(world, scenario.steps[index]);
-    if (world.exploration_stopped()) break;
-  }
-  if (!world.exploration_stopped()) world.run_until_quiescent();
-  if (!world.exploration_stopped()) play_story_end(world);
+  play_explored(world, scenario, settings);
   NodeRun run;
   if (!world.exploration_stopped()) {
     // The story ended: the state is final. Its fingerprint first (finish() reads on).
@@ -152,16 +189,6 @@ Choices stop_path(const Choices& node, const NodeRun& run) {
   Choices path = node;
   path.insert(path.end(), run.outcome.defaults.size(), 0);
   return path;
-}
-
-std::string counterexample_description(const ExploreResult& result, const Violation& violation,
-                                       size_t choices) {
-  return "Found by `inboxsim explore` (at most " + std::to_string(result.faults) +
-         " fault(s) of: " + fault_kinds_text(result.fault_kinds) +
-         "): one of the shortest orders of this story that breaks " +
-         std::string(invariant_name(violation.invariant)) + " (" + std::to_string(choices) +
-         " choices). `schedule` replays it exactly; the expectations are what a correct bank "
-         "does, so replaying this file fails until the bug is fixed.";
 }
 
 ExploreResult explore_once(const Scenario& scenario, const ExploreSettings& settings) {
@@ -381,15 +408,7 @@ ExploreResult explore_once(const Scenario& scenario, const ExploreSettings& sett
   }
   result.complete = !stopped && levels.empty();
   std::sort(result.leaf_states.begin(), result.leaf_states.end());
-  for (ExploreCounterexample& cx : result.counterexamples) {
-    cx.scenario.name = scenario.name + "-explored-" + std::string(invariant_name(cx.invariant));
-    cx.scenario.title = scenario.title.empty()
-                            ? "Explored: " + std::string(invariant_name(cx.invariant)) + " breaks"
-                            : scenario.title + " (explored: " +
-                                  std::string(invariant_name(cx.invariant)) + " breaks)";
-    cx.scenario.description =
-        counterexample_description(result, Violation{cx.invariant, cx.detail, 0}, cx.choices);
-  }
+  name_counterexamples(result, scenario);
   result.wall_ms =
       std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start).count();
   return result;
@@ -428,6 +447,11 @@ ExploreResult explore(const Scenario& scenario_in, const ExploreSettings& settin
   settings.story_steps = scenario_in.steps.size();
   const int64_t rounds = redrive_rounds(scenario_in, settings);
   const Scenario scenario = with_rounds(scenario_in, rounds);
+  if (settings.dpor) {
+    ExploreResult result = explore_dpor(scenario, settings);
+    result.redrive_rounds = rounds;
+    return result;
+  }
   ExploreResult result = explore_once(scenario, settings);
   result.redrive_rounds = rounds;
   if (settings.persistent_sets && result.persistent_sets_unsound) {

@@ -13,6 +13,7 @@
 #include <array>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -35,6 +36,10 @@ struct ExploreSettings {
   // confirm commutes with everything that can still happen, only that event is taken there
   // (docs/model.md). Off explores every event of every state; the tests compare the two.
   bool persistent_sets = true;
+  // Dynamic partial-order reduction (fuzz/dpor.h) instead of the breadth-first search with
+  // sleep sets and persistent sets: depth-first, one order per equivalence class of orders
+  // that differ only in independent events. It ignores sleep_sets, persistent_sets and jobs.
+  bool dpor = false;
   // The operator the fuzzer's stories have (src/fuzz/generator.cpp, draw_ending): when faults
   // are injected (K > 0), the story is explored with rounds of "run until quiescent; redrive
   // every error and dead-letter queue" appended, K + its own faults + 1 of them, so a message a
@@ -94,6 +99,17 @@ struct ExploreResult {
   bool complete = false;    // false when --max-states stopped it
   bool sleep_sets = false;       // the reductions used (ExploreSettings)
   bool persistent_sets = false;
+  bool dpor = false;
+  // With dpor: races reversed (backtrack points added), executions cut short because every
+  // event left was asleep, and states where the search fell back to every event (an event it
+  // could not name there, or a story step with events pending across it).
+  int64_t races = 0;
+  int64_t sleep_blocked = 0;
+  int64_t full_expansions = 0;
+  int64_t cache_hits = 0;  // with dpor: orders cut at a state explored before
+  // With dpor: the races reversed, by the pair of events ("ack account-service#1 / resume
+  // account-service#1"), for a report of what the search spends its states on.
+  std::map<std::string, int64_t> races_by_pair;
   // A run left what persistent sets assume (a consumer could fill its prefetch, a relay its
   // batch): the search was made again without them (`persistent_sets` false).
   bool persistent_sets_unsound = false;

@@ -1,5 +1,6 @@
 #include "report/explore_view.h"
 
+#include <algorithm>
 #include <ostream>
 #include <string>
 
@@ -38,6 +39,21 @@ nlohmann::ordered_json explore_json(const ExploreResult& result) {
   reduction["sleep_sets"] = result.sleep_sets;
   reduction["persistent_sets"] = result.persistent_sets;
   reduction["persistent_sets_fallback"] = result.persistent_sets_unsound;
+  if (result.dpor) {
+    reduction["dpor"] = true;
+    reduction["races"] = result.races;
+    reduction["cache_hits"] = result.cache_hits;
+    reduction["sleep_blocked"] = result.sleep_blocked;
+    reduction["full_expansions"] = result.full_expansions;
+    // The pairs of events whose races it reversed most (what its states are spent on).
+    std::vector<std::pair<int64_t, std::string>> pairs;
+    for (const auto& [pair, count] : result.races_by_pair) pairs.emplace_back(-count, pair);
+    std::sort(pairs.begin(), pairs.end());
+    nlohmann::ordered_json& most = reduction["races_most_reversed"] = nlohmann::ordered_json::array();
+    for (size_t i = 0; i < pairs.size() && i < 5; ++i) {
+      most.push_back({{"events", pairs[i].second}, {"races", -pairs[i].first}});
+    }
+  }
   nlohmann::ordered_json& violations = out["violations"] = nlohmann::ordered_json::array();
   nlohmann::ordered_json& paths = out["counterexamples"] = nlohmann::ordered_json::array();
   for (const ExploreCounterexample& cx : result.counterexamples) {
@@ -65,6 +81,11 @@ void print_explore(std::ostream& out, const ExploreResult& result) {
       << result.transitions << " transitions, " << result.revisits
       << " of them to a state already explored; longest schedule " << result.max_depth
       << " choices; " << result.wall_ms << " ms\n";
+  if (result.dpor) {
+    out << "  dynamic partial-order reduction: " << result.replays << " orders run, "
+        << result.races << " races reversed, " << result.cache_hits
+        << " orders cut at a state explored before\n";
+  }
   if (result.persistent_sets_unsound) {
     out << "  (searched without persistent sets: a consumer's prefetch or a relay's batch could "
            "fill up in this story, where taking an ack or a confirm first is not known to lose "

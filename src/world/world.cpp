@@ -1,5 +1,7 @@
 #include "world/world.h"
 
+#include <utility>
+
 #include "domain/participants.h"
 #include "kernel/assert.h"
 
@@ -14,6 +16,9 @@ class World::InstanceHost final : public ServiceHost {
   int64_t now_ms() const override { return world_.now_ms(); }
   const InstanceNames& names() const override { return world_.instances_[instance_].names; }
   std::string next_message_id() override {
+    // One counter for both services: two events that mint ids do not commute (either order
+    // gives the other one the next number), so minting is in their footprints.
+    world_.touch(World::kMintResource);
     return "m-" + std::to_string(world_.next_message_number_++);
   }
   void crash_point(CrashPoint point, const Message* message) override {
@@ -119,6 +124,11 @@ World::World(const Scenario& scenario, const Config& config, const WorldOptions&
     record(std::move(event));
     // The explorer branches no further from a broken state: this order is a counterexample.
     if (explore_.stop_at_frontier) explore_stop_ = true;
+    if (explore_.log_events) {
+      if (log_.violation_events.empty()) log_.choices_at_violation = log_.choices.size();
+      log_.violation_events.push_back(in_event_ ? current_event_ : -1);
+      if (in_event_) log_.events[static_cast<size_t>(current_event_)].violated = true;
+    }
   };
 }
 
@@ -388,7 +398,23 @@ bool World::step_once() {
     return false;
   }
   const bool last_choice = enabled > 1 && explore_outcome_.consumed + 1 == scheduled;
+  const size_t choices_before = log_.choices.size();
+  if (explore_.log_events && explore_.chooser && explore_outcome_.consumed >= scheduled) {
+    enabled_now_.clear();
+    alone_now_ = -1;
+    for (const Job& job : scheduler_.pending()) {
+      enabled_now_.push_back(fingerprint_job(job));
+      const size_t option = enabled_now_.size() - 1;
+      if (commutes_with_the_rest(job) &&
+          (alone_now_ < 0 ||
+           enabled_now_[option] < enabled_now_[static_cast<size_t>(alone_now_)])) {
+        alone_now_ = static_cast<int64_t>(option);
+      }
+    }
+  }
   const size_t option = choose(enabled, true);
+  next_event_choice_ =
+      log_.choices.size() > choices_before ? static_cast<int64_t>(choices_before) : -1;
   if (explore_.log_choices && !explore_outcome_.log.empty() && explore_outcome_.log.back().event &&
       option < enabled) {
     explore_outcome_.log.back().label = describe_job(scheduler_.pending()[option]).label;
@@ -408,6 +434,22 @@ bool World::step_once() {
 void World::take_and_dispatch(size_t option) {
   const Job job = clocked() ? scheduler_.take_due(option) : scheduler_.take(option);
   if (clocked()) maybe_cleanup();
+  if (explore_.log_events) {
+    LoggedEvent event;
+    event.job = fingerprint_job(job);
+    event.kind = job_kind_word(job.kind);
+    const bool on_consumer =
+        job.kind == JobKind::deliver || job.kind == JobKind::ack || job.kind == JobKind::nack;
+    event.who = on_consumer ? consumers_[job.consumer].participant
+                            : std::string_view(instances_[job.instance].names.service);
+    event.creator = job.born;
+    event.choice = std::exchange(next_event_choice_, -1);
+    current_event_ = static_cast<int64_t>(log_.events.size());
+    log_.events.push_back(std::move(event));
+    in_event_ = true;
+    event_touches_.clear();
+    broker_.take_touched();
+  }
   if (explore_.check_void_events && void_forever(job)) {
     // void_forever mirrors the early return of each job's handler; this is where the two are
     // held to each other. (A fingerprint only reads: it adds nothing to the footprint.)
@@ -421,6 +463,47 @@ void World::take_and_dispatch(size_t option) {
   // The footprint leaves out the queues a pump did not dispatch from; that is sound only
   // because nothing is ever left dispatchable after an event.
   INBOXSIM_ASSERT(!broker_.dispatchable());
+  if (in_event_) {
+    std::vector<uint64_t>& footprint = event_touches_;
+    const uint64_t queues = broker_.take_touched();
+    for (uint64_t queue = 0; queue < 64; ++queue) {
+      if ((queues >> queue & 1) != 0) footprint.push_back((uint64_t{5} << 56) | queue);
+    }
+    std::sort(footprint.begin(), footprint.end());
+    footprint.erase(std::unique(footprint.begin(), footprint.end()), footprint.end());
+    log_.events[static_cast<size_t>(current_event_)].footprint = std::move(footprint);
+    footprint.clear();
+    in_event_ = false;
+  }
+}
+
+std::string_view World::job_kind_word(JobKind kind) {
+  switch (kind) {
+    case JobKind::deliver: return "deliver";
+    case JobKind::ack: return "ack";
+    case JobKind::nack: return "nack";
+    case JobKind::confirm: return "confirm";
+    case JobKind::publish_nack: return "publish_nack";
+    case JobKind::relay_poll: return "relay_poll";
+    case JobKind::account_sweep: return "account_sweep";
+    case JobKind::restart: return "restart";
+    case JobKind::reconnect: return "reconnect";
+    case JobKind::resume: return "resume";
+    case JobKind::heartbeat_timeout: return "heartbeat_timeout";
+    case JobKind::pause_end: return "pause_end";
+    case JobKind::retry: return "retry";
+  }
+  return "?";
+}
+
+void World::story_point() {
+  if (!explore_.log_events) return;
+  LoggedEvent event;
+  event.kind = "story step";
+  event.story = true;
+  event.pending = !scheduler_.empty();
+  story_event_ = static_cast<int64_t>(log_.events.size());
+  log_.events.push_back(std::move(event));
 }
 
 // Persistent sets of one event (docs/model.md, "Exploration", where the argument is): an ack
@@ -517,10 +600,21 @@ uint32_t World::choose(size_t options, bool event) {
     return 0;
   }
   std::vector<uint32_t>& choices = explore_.schedule.choices;
+  if (explore_.log_events) {
+    LoggedChoice logged;
+    logged.event = event;
+    logged.options = static_cast<uint32_t>(options);
+    if (event && explore_outcome_.consumed >= choices.size()) {
+      logged.enabled = std::move(enabled_now_);
+      logged.alone = std::exchange(alone_now_, -1);
+    }
+    log_.choices.push_back(std::move(logged));
+  }
   if (explore_outcome_.consumed < choices.size()) {
     const uint32_t choice = choices[explore_outcome_.consumed];
     log(choice);
     ++explore_outcome_.consumed;
+    if (explore_.log_events) log_.choices.back().taken = choice;
     if (choice < options) return choice;
     explore_outcome_.misfit = true;
     explore_stop_ = true;
@@ -531,6 +625,18 @@ uint32_t World::choose(size_t options, bool event) {
   }
   if (explore_.stop_at_frontier)
     explore_outcome_.defaults.push_back(static_cast<uint32_t>(options));
+  if (explore_.log_events && explore_.chooser) {
+    const int64_t pick = explore_.chooser(*this);
+    if (pick < 0) {
+      explore_stop_ = true;
+      return 0;
+    }
+    INBOXSIM_ASSERT(static_cast<size_t>(pick) < options);
+    log_.choices.back().taken = static_cast<uint32_t>(pick);
+    log(static_cast<uint32_t>(pick));
+    ++explore_outcome_.defaulted;
+    return static_cast<uint32_t>(pick);
+  }
   log(0);
   ++explore_outcome_.defaulted;
   return 0;
@@ -546,7 +652,7 @@ bool World::may_inject(FaultKind kind) const {
 
 std::optional<FaultSpec> World::take_fault(FaultKind kind, ServiceId service, int64_t instance,
                                            const Message& message) {
-  if (recording_ && !faults_.empty()) touch(uint64_t{4} << 56);
+  if (footprinting() && !faults_.empty()) touch(uint64_t{4} << 56);
   if (auto fired = faults_.take(kind, service, instance, message)) return fired;
   if (explore_.log_choices) log_fault_point(kind, service, instance, std::nullopt, &message);
   std::optional<FaultSpec> fault = inject_fault(kind, service, instance);
@@ -560,7 +666,7 @@ std::optional<FaultSpec> World::take_fault(FaultKind kind, ServiceId service, in
 
 std::optional<FaultSpec> World::take_fault_at(FaultKind kind, ServiceId service, int64_t instance,
                                               CrashPoint point, const Message* message) {
-  if (recording_ && !faults_.empty()) touch(uint64_t{4} << 56);
+  if (footprinting() && !faults_.empty()) touch(uint64_t{4} << 56);
   if (auto fired = faults_.take_at(kind, service, instance, point, message)) return fired;
   if (explore_.log_choices) log_fault_point(kind, service, instance, point, message);
   std::optional<FaultSpec> fault = inject_fault(kind, service, instance);
@@ -639,7 +745,7 @@ void World::advance(int64_t ms) {
 // ---- the event loop --------------------------------------------------------------------------
 
 void World::dispatch(const Job& job) {
-  if (recording_) {
+  if (footprinting()) {
     const bool on_consumer =
         job.kind == JobKind::deliver || job.kind == JobKind::ack || job.kind == JobKind::nack;
     const size_t instance = on_consumer ? consumers_[job.consumer].instance : job.instance;
@@ -1328,7 +1434,7 @@ void World::publish(ServiceId publisher_service, std::string_view publisher,
   event.detail = std::string(routing_key(message->type));
   record(std::move(event));
   const bool by_operator = publisher == participant::operator_;
-  if (recording_) {
+  if (footprinting()) {
     touch((uint64_t{3} << 56) | (Hasher().add(message->message_id).finish().low >> 8));
   }
   const bool first = publications_.record(message, by_operator);
@@ -1743,6 +1849,7 @@ bool World::take_due_actions() {
     }
     const Step& step = actions[next_action_++].step;
     took = true;
+    story_point();
     switch (step.kind) {
       case StepKind::publish: publish_by_hand(step); break;
       case StepKind::drop_index: drop_index(step.index); break;

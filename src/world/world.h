@@ -40,6 +40,8 @@
 
 namespace inboxsim {
 
+class World;
+
 // Exploration (docs/contract.md §8.3): every choice a run makes (which pending event happens next,
 // whether a fault strikes here) is taken from `schedule` and, past its end, is option 0: the
 // event scheduled first, no fault. There is no clock: every pending event may happen next,
@@ -77,6 +79,13 @@ struct ExploreControl {
   // Stop past the schedule once this many choices were made (0: no bound): a playground
   // request is bounded in work and in the schedule it sends back.
   size_t choices_max = 0;
+  // Keep the event log (World::event_log): every event taken with its footprint and creator,
+  // every choice with its options.
+  bool log_events = false;
+  // With log_events, past the schedule: the explorer picks each option itself, reading the
+  // log (whose last choice is the one being made, its `enabled` filled for an event). A
+  // negative answer stops the run there.
+  std::function<int64_t(World&)> chooser;
 };
 
 // One choice an explored run made (ExploreControl::log_choices): which option of how many, and
@@ -127,6 +136,44 @@ struct ExploreOutcome {
   // run (an ack or a publisher confirm no fault left can race), so that taking it alone loses
   // no order: a persistent set of one (docs/model.md, "Exploration"). -1: none.
   int64_t alone = -1;
+};
+
+// Dynamic partial-order reduction (fuzz/dpor.cpp) reads a run as a sequence of events with what
+// each read or changed, and of the choices that picked them (ExploreControl::log_events).
+struct LoggedEvent {
+  Fingerprint job;                  // the job's fingerprint when taken; zero for a story point
+  std::string_view kind;            // deliver, ack, resume, ... ("story" for a story point)
+  std::string_view who;             // the instance it runs on
+  std::vector<uint64_t> footprint;  // sorted resource ids it read or changed (ExploreOutcome)
+  int64_t creator = -1;             // the event that scheduled the job; -1: the story's start
+  int64_t choice = -1;              // the choice (LoggedChoice index) that took it; -1: alone
+  // A story step or a hand action: it reads and changes anything, so it is ordered with every
+  // event; `pending`: events were pending across it (it did not come at quiescence).
+  bool story = false;
+  bool pending = false;
+  bool violated = false;  // an invariant broke while it ran: ordered with every event
+};
+
+// One choice of a logged run: how many options, which was taken, and for an event choice the
+// job each option is (World::fingerprint_job, in option order).
+struct LoggedChoice {
+  bool event = false;
+  uint32_t options = 0;
+  uint32_t taken = 0;
+  std::vector<Fingerprint> enabled;  // past the schedule only
+  // Past the schedule: an option that commutes with every event that can still happen in this
+  // run (ExploreOutcome::alone, a persistent set of one); -1: none.
+  int64_t alone = -1;
+};
+
+struct EventLog {
+  std::vector<LoggedEvent> events;
+  std::vector<LoggedChoice> choices;
+  // A logged run goes on past a violation (the explorer reads the events after it for races);
+  // for each violation in order, the event it broke in (-1: between events), and how many
+  // choices had been made when the first broke.
+  std::vector<int64_t> violation_events;
+  size_t choices_at_violation = 0;
 };
 
 // A state an explored run went through with ExploreControl::continue_alone: what the run
@@ -234,6 +281,11 @@ class World {
   // broker's queues, what is on the wire, every instance and waiting handler, the locks, the
   // fault book. Equal fingerprints, equal futures (docs/model.md, "Exploration").
   Fingerprint fingerprint();
+  // ExploreControl::log_events: the run so far as events and choices.
+  const EventLog& event_log() const { return log_; }
+  // ExploreControl::log_events: a story step (not a run) is about to be played; it is logged
+  // as an event ordered with every other.
+  void story_point();
 
  private:
   class InstanceHost;
@@ -266,6 +318,7 @@ class World {
     int64_t delivery_tag = 0;  // ack, nack
     int64_t outbox_seq = 0;    // confirm, publish_nack
     uint64_t handler = 0;      // resume, retry
+    int64_t born = -1;         // the logged event that scheduled it (ExploreControl::log_events)
 
     // A job of `instance`, voided by a crash when `incarnation` is given.
     static Job of_instance(JobKind kind, size_t instance, uint64_t incarnation = 0) {
@@ -405,6 +458,7 @@ class World {
   bool may_inject(FaultKind kind) const;
   std::optional<FaultSpec> inject_fault(FaultKind kind, ServiceId service, int64_t instance);
   Fingerprint fingerprint_job(const Job& job) const;
+  static std::string_view job_kind_word(JobKind kind);
   Fingerprint fingerprint_handler(uint64_t handler) const;
   Fingerprint fingerprint_delivery(const Delivery& delivery) const;
 
@@ -420,7 +474,10 @@ class World {
   int64_t now_ms() const { return scheduler_.now_ms(); }
   int64_t latency_ms();
   int64_t work_ms();
-  void schedule(int64_t time_ms, Job job) { scheduler_.schedule_at(time_ms, job); }
+  void schedule(int64_t time_ms, Job job) {
+    job.born = in_event_ ? current_event_ : story_event_;
+    scheduler_.schedule_at(time_ms, job);
+  }
   // Schedules a periodic loop's next turn on an instance and marks it pending.
   // REQUIRES: no turn is pending and the instance is up.
   void schedule_loop(size_t instance, JobKind kind, bool& pending, int64_t delay_ms);
@@ -483,9 +540,13 @@ class World {
   int64_t next_cleanup_ms_ = kCleanupIntervalMs;
 
   // Exploration.
+  static constexpr uint64_t kMintResource = uint64_t{6} << 56;  // the message-id counter
   void touch(uint64_t resource) {
     if (recording_) explore_outcome_.footprint.push_back(resource);
+    if (in_event_) event_touches_.push_back(resource);
   }
+  // Whether what an event reads or changes is being written down (for the explorer).
+  bool footprinting() const { return recording_ || in_event_; }
   bool commutes_with_the_rest(const Job& job) const;
   bool void_forever(const Job& job) const;
   int64_t largest_relayed_seq_ = 0;
@@ -498,6 +559,15 @@ class World {
   void take_and_dispatch(size_t option);
   bool explore_stop_ = false;
   bool recording_ = false;
+  // ExploreControl::log_events.
+  EventLog log_;
+  bool in_event_ = false;
+  int64_t current_event_ = -1;  // the event running now (in_event_)
+  int64_t story_event_ = -1;    // the last story point: what a job scheduled outside events follows
+  int64_t next_event_choice_ = -1;  // the choice that took the event about to run
+  std::vector<uint64_t> event_touches_;
+  std::vector<Fingerprint> enabled_now_;  // the event choice being made: each option's job
+  int64_t alone_now_ = -1;
 };
 
 }  // namespace inboxsim

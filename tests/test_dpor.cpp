@@ -1,0 +1,206 @@
+// Dynamic partial-order reduction (`explore --reduction dpor[,persistent]`, fuzz/dpor.h): the
+// event log it reads, and that it loses no final state and no violation against every event of
+// every state (`--reduction none`) on the stories where both finish, with faults, with two
+// instances racing on one row, and with the operator's redrive.
+#include <algorithm>
+#include <catch2/catch.hpp>
+#include <set>
+#include <string>
+
+#include "support.h"
+#include "fuzz/explore.h"
+#include "scenario/parse.h"
+#include "scenario/runner.h"
+#include "scenario/write.h"
+#include "world/world.h"
+
+namespace inboxsim {
+
+using testing::library_scenario;
+namespace {
+
+ExploreSettings with_faults(int64_t faults, std::initializer_list<FaultKind> kinds) {
+  ExploreSettings settings;
+  settings.faults = faults;
+  for (const FaultKind kind : kinds) settings.fault_kinds[static_cast<size_t>(kind)] = true;
+  return settings;
+}
+
+ExploreSettings dpor(ExploreSettings settings, bool persistent) {
+  settings.dpor = true;
+  settings.persistent_sets = persistent;
+  return settings;
+}
+
+std::set<Invariant> broken(const ExploreResult& result) {
+  std::set<Invariant> out;
+  for (const ExploreCounterexample& cx : result.counterexamples) out.insert(cx.invariant);
+  return out;
+}
+
+// The counterexample as a user meets it: written, parsed back, run.
+RunResult replay(const ExploreCounterexample& cx) {
+  const std::string text = scenario_to_json(cx.scenario).dump(2);
+  ParseResult parsed = parse_scenario_text(text, "counterexample.json");
+  REQUIRE(parsed.scenario.has_value());
+  RunOptions options;
+  options.keep_trace = false;
+  return run_scenario(*parsed.scenario, options);
+}
+
+// DPOR, with and without persistent sets, against every event of every state, going on past
+// violations: the same final states by fingerprint, the same broken invariants, and every
+// counterexample replays to its violation. Returns the search with persistent sets.
+ExploreResult check_dpor_loses_nothing(const Scenario& scenario, ExploreSettings settings) {
+  settings.keep_going = true;
+  ExploreSettings none = settings;
+  none.sleep_sets = false;
+  none.persistent_sets = false;
+  const ExploreResult full = explore(scenario, none);
+  REQUIRE(full.complete);
+  ExploreResult kept;
+  for (const bool persistent : {false, true}) {
+    ExploreResult reduced = explore(scenario, dpor(settings, persistent));
+    INFO("persistent sets " << persistent);
+    REQUIRE(reduced.complete);
+    CHECK(reduced.dpor);
+    CHECK(reduced.leaf_states == full.leaf_states);
+    CHECK(broken(reduced) == broken(full));
+    CHECK(reduced.states <= full.states);
+    for (const ExploreCounterexample& cx : reduced.counterexamples) {
+      const RunResult run = replay(cx);
+      CHECK(std::any_of(run.violations.begin(), run.violations.end(),
+                        [&](const Violation& v) { return v.invariant == cx.invariant; }));
+    }
+    if (persistent) kept = std::move(reduced);
+  }
+  return kept;
+}
+
+}  // namespace
+
+TEST_CASE("the event log: every event after what made it, footprints sorted, story steps marked",
+          "[dpor]") {
+  const Scenario scenario = library_scenario("01-happy-path.json");
+  WorldOptions options;
+  options.keep_trace = false;
+  options.explore.enabled = true;
+  options.explore.log_events = true;
+  World world(scenario, scenario.config, options);
+  ExploreSettings settings;
+  settings.story_steps = scenario.steps.size();
+  for (const Step& step : scenario.steps) {
+    if (step.kind != StepKind::run) world.story_point();
+    play_step(world, step);
+  }
+  world.run_until_quiescent();
+  const EventLog& log = world.event_log();
+  REQUIRE(log.events.size() > 10);
+  // The transfer request is the story's; everything after it descends from it.
+  CHECK(log.events.front().story);
+  CHECK_FALSE(log.events.front().pending);
+  std::set<std::string_view> minting;
+  for (size_t index = 1; index < log.events.size(); ++index) {
+    const LoggedEvent& event = log.events[index];
+    INFO("event " << index << ": " << event.kind << " " << event.who);
+    CHECK_FALSE(event.story);
+    CHECK(event.creator >= 0);
+    CHECK(event.creator < static_cast<int64_t>(index));
+    CHECK(std::is_sorted(event.footprint.begin(), event.footprint.end()));
+    CHECK(std::adjacent_find(event.footprint.begin(), event.footprint.end()) ==
+          event.footprint.end());
+    CHECK_FALSE(event.footprint.empty());
+    // Minting a message id reads and bumps the one counter both services share.
+    if (std::find(event.footprint.begin(), event.footprint.end(), uint64_t{6} << 56) !=
+        event.footprint.end()) {
+      minting.insert(event.who);
+    }
+  }
+  // account-service mints Account.Debited's id and transfer-service the credit request's: two
+  // events of two services that do not commute.
+  CHECK(minting.size() >= 2);
+  // An event picked among several names the event choice that picked it, in order.
+  int64_t last_choice = -1;
+  for (const LoggedEvent& event : log.events) {
+    if (event.choice < 0) continue;
+    REQUIRE(static_cast<size_t>(event.choice) < log.choices.size());
+    CHECK(log.choices[static_cast<size_t>(event.choice)].event);
+    CHECK(event.choice > last_choice);
+    last_choice = event.choice;
+  }
+  CHECK(last_choice >= 0);
+}
+
+TEST_CASE("dpor loses no final state of the rejected transfer, and its counts are pinned",
+          "[dpor]") {
+  const ExploreResult result =
+      check_dpor_loses_nothing(library_scenario("02-insufficient-funds.json"), with_faults(0, {}));
+  CHECK(result.states == 8);
+  CHECK(result.leaves == 1);
+}
+
+TEST_CASE("dpor loses nothing with a nack the operator redrives, a duplicate or a lost ack",
+          "[dpor]") {
+  const Scenario scenario = library_scenario("02-insufficient-funds.json");
+  check_dpor_loses_nothing(scenario, with_faults(1, {FaultKind::nack}));
+  check_dpor_loses_nothing(scenario, with_faults(1, {FaultKind::duplicate}));
+  check_dpor_loses_nothing(scenario, with_faults(1, {FaultKind::drop_ack}));
+}
+
+TEST_CASE("dpor loses no violation of a defenceless bank, and run replays what it found",
+          "[dpor]") {
+  Scenario scenario = library_scenario("05-duplicate-by-hand.json");
+  REQUIRE(config_set_text(scenario.config, "account.inbox", "none").empty());
+  REQUIRE(config_set_text(scenario.config, "account.ledger_unique", "false").empty());
+  const ExploreResult result = check_dpor_loses_nothing(scenario, with_faults(0, {}));
+  CHECK(broken(result).count(Invariant::single_effect) == 1);
+}
+
+TEST_CASE("dpor with persistent sets explores fewer states than the breadth-first search",
+          "[dpor]") {
+  const Scenario scenario = library_scenario("02-insufficient-funds.json");
+  ExploreSettings settings = with_faults(1, {});
+  settings.fault_kinds = explorable_fault_kinds();
+  const ExploreResult breadth = explore(scenario, settings);
+  const ExploreResult reduced = explore(scenario, dpor(settings, true));
+  REQUIRE(breadth.complete);
+  REQUIRE(reduced.complete);
+  CHECK(reduced.leaf_states == breadth.leaf_states);
+  CHECK(reduced.counterexamples.empty());
+  // Pinned: a fingerprint that merges too much, or a footprint that misses a conflict, moves
+  // them.
+  CHECK(reduced.states == 2800);
+  CHECK(reduced.leaves == 14);
+  CHECK(reduced.states < breadth.states);
+  CHECK(reduced.replays < breadth.replays);
+}
+
+TEST_CASE("dpor reports the same search with any number of jobs", "[dpor]") {
+  const Scenario scenario = library_scenario("02-insufficient-funds.json");
+  ExploreSettings settings = dpor(with_faults(1, {FaultKind::nack}), true);
+  const ExploreResult one = explore(scenario, settings);
+  settings.jobs = 2;
+  const ExploreResult two = explore(scenario, settings);
+  CHECK(one.states == two.states);
+  CHECK(one.transitions == two.transitions);
+  CHECK(one.races == two.races);
+  CHECK(one.leaf_states == two.leaf_states);
+}
+
+TEST_CASE("dpor loses nothing with a crash anywhere", "[.explore_long]") {
+  check_dpor_loses_nothing(library_scenario("02-insufficient-funds.json"),
+                           with_faults(1, {FaultKind::crash}));
+}
+
+TEST_CASE("dpor loses nothing where two instances race two copies on one row (lesson 50)",
+          "[.explore_long]") {
+  Scenario scenario = library_scenario("50-explorer-proves-the-key.json");
+  REQUIRE(scenario.config.account_instances == 2);
+  const ExploreResult proven = check_dpor_loses_nothing(scenario, with_faults(0, {}));
+  CHECK(proven.counterexamples.empty());
+  scenario.config.account_ledger_unique = false;
+  const ExploreResult broke = check_dpor_loses_nothing(scenario, with_faults(0, {}));
+  CHECK(broken(broke).count(Invariant::single_effect) == 1);
+}
+
+}  // namespace inboxsim
