@@ -117,12 +117,22 @@ struct Visited {
   std::vector<uint32_t> summary;   // sorted, unique
 };
 
-// An event of some subtree, as a summary holds it.
+// An event of some state's subtree, as the state's summary holds it: the event, and what in
+// the subtree (from the state on) ordered it: the resources of its happens-before cone there,
+// and its roots, the jobs of that cone (itself included) that were already pending at the
+// state. A later order that reaches the state finds through these whether one of its own events
+// is ordered before this one by something other than their own conflict.
 struct SummaryEntry {
   Fingerprint job;
   std::vector<uint64_t> footprint;
-  bool everything = false;
-  bool pending_story = false;  // a story step with events pending across it
+  std::vector<uint64_t> past;   // sorted resources of its cone in the subtree, itself left out
+  // Sorted. Handed up from a cache hit to the states above it, they are the hit state's: a
+  // job made between the two is not waiting at the upper one, so no order is read into it.
+  std::vector<Fingerprint> roots;
+  bool everything = false;      // it broke an invariant: ordered with every event
+  bool past_everything = false;  // its cone holds a story step or a violation
+  bool pending_story = false;   // a story step with events pending across it
+  bool story = false;
 };
 
 void tidy(std::vector<uint32_t>& ids) {
@@ -212,12 +222,6 @@ class Search {
         merge_into(node.current, log.events[static_cast<size_t>(node.logged)]);
       }
     }
-    for (size_t index = first_new; index < log.events.size(); ++index) {
-      const uint32_t id = intern(log.events[index]);
-      for (Node& node : stack_) {
-        if (node.event && node.logged <= static_cast<int64_t>(index)) add_to_summary(node, id);
-      }
-    }
     if (settings_.persistent_sets && !world.persistent_sets_assumptions_held() &&
         std::any_of(stack_.begin(), stack_.end(), [](const Node& node) { return node.alone; })) {
       persistent_unsound_ = true;
@@ -242,7 +246,9 @@ class Search {
       count_coverage(world.coverage());
       record_counterexamples(first_broken(violations, log), log);
     }
-    analyse(log, first_new);
+    const std::vector<Bits> before = happens_before(log);
+    summarise(log, before, first_new);
+    analyse(log, before, first_new);
     if (settings_.progress && result_.replays % 64 == 0) {
       settings_.progress(result_.states, result_.transitions, static_cast<int64_t>(stack_.size()),
                          static_cast<int64_t>(log.choices.size()),
@@ -297,17 +303,75 @@ class Search {
     if (!settings_.keep_going && !settings_.stop_at_good_leaf) stopped_ = true;
   }
 
-  uint32_t intern(const LoggedEvent& event) {
+  uint32_t intern(SummaryEntry entry) {
     Hasher hasher;
-    hasher.add(event.job).add(everything(event)).add(event.story && event.pending);
-    for (const uint64_t resource : event.footprint) hasher.add(resource);
+    hasher.add(entry.job).add(entry.everything).add(entry.pending_story).add(entry.story);
+    hasher.add(entry.past_everything);
+    hasher.add(static_cast<uint64_t>(entry.footprint.size()));
+    for (const uint64_t resource : entry.footprint) hasher.add(resource);
+    hasher.add(static_cast<uint64_t>(entry.past.size()));
+    for (const uint64_t resource : entry.past) hasher.add(resource);
+    for (const Fingerprint& root : entry.roots) hasher.add(root);
     const auto [at, fresh] =
         entry_ids_.try_emplace(hasher.finish(), static_cast<uint32_t>(entries_.size()));
     if (fresh) {
-      entries_.push_back(SummaryEntry{event.job, event.footprint, everything(event),
-                                      event.story && event.pending});
+      entries_.push_back(std::move(entry));
     }
     return at->second;
+  }
+
+  // The summary entries of the events from `first_new` on, for every state of the stack before
+  // each of them.
+  void summarise(const EventLog& log, const std::vector<Bits>& before, size_t first_new) {
+    std::vector<size_t> starts;  // the stack's event states, by where their event is
+    for (const Node& node : stack_) {
+      if (node.event && !node.frozen) starts.push_back(static_cast<size_t>(node.logged));
+    }
+    std::vector<Node*> nodes;
+    for (Node& node : stack_) {
+      if (node.event && !node.frozen) nodes.push_back(&node);
+    }
+    for (size_t index = first_new; index < log.events.size(); ++index) {
+      const LoggedEvent& event = log.events[index];
+      SummaryEntry entry;
+      entry.job = event.job;
+      entry.footprint = event.footprint;
+      entry.everything = event.violated;
+      entry.story = event.story;
+      entry.pending_story = event.story && event.pending;
+      std::vector<Fingerprint> roots;
+      size_t cone = index;  // events of the cone from here on are in entry.past and roots
+      for (size_t at = nodes.size(); at-- > 0;) {
+        const size_t start = starts[at];
+        if (start > index) continue;
+        // Widen the cone down to this state's event.
+        while (cone > start) {
+          --cone;
+          if (!before[index].test(cone)) continue;
+          const LoggedEvent& ancestor = log.events[cone];
+          if (everything(ancestor)) entry.past_everything = true;
+          std::vector<uint64_t> merged;
+          std::set_union(entry.past.begin(), entry.past.end(), ancestor.footprint.begin(),
+                         ancestor.footprint.end(), std::back_inserter(merged));
+          entry.past = std::move(merged);
+        }
+        // Its roots here: the cone's jobs (itself included) made before this state.
+        roots.clear();
+        if (!event.story && event.creator < static_cast<int64_t>(start)) roots.push_back(event.job);
+        for (size_t member = start; member < index; ++member) {
+          const LoggedEvent& ancestor = log.events[member];
+          if (before[index].test(member) && !ancestor.story &&
+              ancestor.creator < static_cast<int64_t>(start)) {
+            roots.push_back(ancestor.job);
+          }
+        }
+        std::sort(roots.begin(), roots.end());
+        roots.erase(std::unique(roots.begin(), roots.end()), roots.end());
+        SummaryEntry here = entry;
+        here.roots = roots;
+        add_to_summary(*nodes[at], intern(std::move(here)));
+      }
+    }
   }
 
   static void add_to_summary(Node& node, uint32_t id) {
@@ -319,46 +383,106 @@ class Search {
   }
 
   // A state explored before, reached again by another order: its subtree is not explored
-  // again, but each event taken in it may race with the events of this order before it, as
-  // if it were taken next. Each such race asks what source-DPOR asks for.
-  void replay_races(const EventLog& log, const std::vector<uint32_t>& summary) {
+  // again, but each event taken in it may race with an event of this order before it. It races
+  // with event e when they do not commute and nothing else orders them: nothing that follows e
+  // here (e included) meets the resources of its cone in the subtree, nothing that strictly
+  // follows e meets it, and none of its roots was made by something that follows e. For each
+  // race it asks what source-DPOR asks for, as if the event were taken next.
+  void replay_races(const EventLog& log, const LoggedChoice& here,
+                    const std::vector<uint32_t>& summary) {
     const std::vector<Bits> before = happens_before(log);
     for (const uint32_t id : summary) {
       if (entries_[id].pending_story) {
         for (Node& node : stack_) every(node);
       }
     }
+    const size_t count = log.events.size();
+    const std::vector<bool> free = taken_alone(count);
     for (Node& node : stack_) {
       if (!node.event || node.every || node.alone || node.frozen) continue;
       const auto earlier = static_cast<size_t>(node.logged);
       const LoggedEvent& taken = log.events[earlier];
-      std::vector<uint32_t> racing;
-      for (const uint32_t id : summary) {
-        const SummaryEntry& entry = entries_[id];
-        if (entry.pending_story || (entry.everything && entry.job == Fingerprint{})) continue;
-        if (entry.everything || everything(taken) || meet(entry.footprint, taken.footprint)) {
-          racing.push_back(id);
+      // What follows the node's event in this order, and whether anything after it does not.
+      std::vector<uint64_t> after_with;     // resources of e and what follows it
+      std::vector<uint64_t> after_without;  // of what strictly follows it
+      bool barrier = everything(taken);
+      bool unordered_after = false;
+      after_with = taken.footprint;
+      for (size_t event = earlier + 1; event < count; ++event) {
+        if (!before[event].test(earlier)) {
+          unordered_after = true;
+          continue;
+        }
+        const LoggedEvent& follower = log.events[event];
+        if (follower.story) barrier = true;
+        if (free[event]) continue;  // taken alone: it orders nothing after it
+        std::vector<uint64_t> merged;
+        std::set_union(after_without.begin(), after_without.end(), follower.footprint.begin(),
+                       follower.footprint.end(), std::back_inserter(merged));
+        after_without = std::move(merged);
+      }
+      if (barrier && !taken.violated) continue;  // a story step after it orders all that follows
+      {
+        std::vector<uint64_t> merged;
+        std::set_union(after_with.begin(), after_with.end(), after_without.begin(),
+                       after_without.end(), std::back_inserter(merged));
+        after_with = std::move(merged);
+      }
+      // The jobs waiting now that something following e made.
+      std::vector<Fingerprint> made_after;
+      for (size_t option = 0; option < here.enabled.size(); ++option) {
+        const int64_t born = option < here.born.size() ? here.born[option] : -1;
+        if (born >= 0 && (static_cast<size_t>(born) == earlier ||
+                          before[static_cast<size_t>(born)].test(earlier))) {
+          made_after.push_back(here.enabled[option]);
         }
       }
-      if (racing.empty()) continue;
-      ++result_.races;
-      bool unordered_after = false;
-      for (size_t event = earlier + 1; event < log.events.size() && !unordered_after; ++event) {
-        unordered_after = !before[event].test(earlier);
-      }
-      if (unordered_after) {
-        // An initial of the events after it that it does not order starts the other order,
-        // whatever the later event is.
-        ask_for_initial(node, log, before, earlier, std::nullopt);
-        continue;
-      }
-      // Everything after it follows it: the later event itself, if it was waiting here.
-      for (const uint32_t id : racing) {
-        const auto named =
-            std::find(node.enabled.begin(), node.enabled.end(), entries_[id].job);
-        if (named == node.enabled.end()) continue;
-        const auto option = static_cast<uint32_t>(named - node.enabled.begin());
-        if (!contains(node.backtrack, option)) node.backtrack.push_back(option);
+      std::sort(made_after.begin(), made_after.end());
+      bool asked = false;
+      for (const uint32_t id : summary) {
+        const SummaryEntry& entry = entries_[id];
+        if (entry.story) continue;
+        if (!entry.everything && !everything(taken) && !meet(entry.footprint, taken.footprint)) {
+          continue;  // they commute
+        }
+        if (entry.past_everything || meet(after_with, entry.past) ||
+            meet(after_without, entry.footprint)) {
+          continue;  // ordered through the subtree or through this order
+        }
+        if (std::any_of(entry.roots.begin(), entry.roots.end(),
+                                           [&](const Fingerprint& root) {
+                                             return std::binary_search(made_after.begin(),
+                                                                       made_after.end(), root);
+                                           })) {
+          continue;  // made, or its cone made, by what follows e
+        }
+        ++result_.races;
+        if (unordered_after) {
+          // An initial of the events after e that do not follow it starts the other order,
+          // whatever the later event is: asked once.
+          if (!asked) ask_for_initial(node, log, before, earlier, std::nullopt);
+          asked = true;
+          continue;
+        }
+        // Everything after e follows it: the initials are among the event's roots (the jobs of
+        // its cone waiting before e), or the event itself.
+        bool found = false;
+        const auto ask = [&](const Fingerprint& job) {
+          const auto named = std::find(node.enabled.begin(), node.enabled.end(), job);
+          if (named == node.enabled.end()) return;
+          found = true;
+          const auto option = static_cast<uint32_t>(named - node.enabled.begin());
+          if (!contains(node.backtrack, option)) node.backtrack.push_back(option);
+        };
+        ask(entry.job);
+        for (const Fingerprint& root : entry.roots) ask(root);
+        if (!found) {
+          // Its roots are another state's (handed up from a hit below): the initials are among
+          // the jobs waiting before e that still wait now (one taken since follows e).
+          for (const Fingerprint& job : here.enabled) {
+            if (job != node.current.job) ask(job);
+          }
+        }
       }
     }
   }
@@ -441,9 +565,9 @@ class Search {
                         cached->second.sleep.end())) {
         // Explored before with no more asleep than now: its subtree holds every order from
         // here. Only its races with this order's events are new.
-        replay_races(log, cached->second.summary);
+        replay_races(log, choice, cached->second.summary);
         for (Node& earlier : stack_) {
-          if (!earlier.event) continue;
+          if (!earlier.event || earlier.frozen) continue;
           for (const uint32_t id : cached->second.summary) add_to_summary(earlier, id);
         }
         ++result_.cache_hits;
@@ -542,8 +666,7 @@ class Search {
   // earlier event e with a later one e' (they do not commute and nothing orders them but
   // themselves), the state before e must also try an event that starts the order where e'
   // comes first: an initial of the events after e that do not follow it, then e'.
-  void analyse(const EventLog& log, size_t first_new) {
-    const std::vector<Bits> before = happens_before(log);
+  void analyse(const EventLog& log, const std::vector<Bits>& before, size_t first_new) {
     const size_t count = log.events.size();
     const std::vector<bool> free = taken_alone(count);
     std::vector<size_t> direct;

@@ -401,9 +401,11 @@ bool World::step_once() {
   const size_t choices_before = log_.choices.size();
   if (explore_.log_events && explore_.chooser && explore_outcome_.consumed >= scheduled) {
     enabled_now_.clear();
+    born_now_.clear();
     alone_now_ = -1;
     for (const Job& job : scheduler_.pending()) {
       enabled_now_.push_back(fingerprint_job(job));
+      born_now_.push_back(job.born);
       const size_t option = enabled_now_.size() - 1;
       if (commutes_with_the_rest(job) &&
           (alone_now_ < 0 ||
@@ -606,6 +608,7 @@ uint32_t World::choose(size_t options, bool event) {
     logged.options = static_cast<uint32_t>(options);
     if (event && explore_outcome_.consumed >= choices.size()) {
       logged.enabled = std::move(enabled_now_);
+      logged.born = std::move(born_now_);
       logged.alone = std::exchange(alone_now_, -1);
     }
     log_.choices.push_back(std::move(logged));

@@ -161,6 +161,7 @@ struct LoggedChoice {
   uint32_t options = 0;
   uint32_t taken = 0;
   std::vector<Fingerprint> enabled;  // past the schedule only
+  std::vector<int64_t> born;         // each option's job: the event that scheduled it
   // Past the schedule: an option that commutes with every event that can still happen in this
   // run (ExploreOutcome::alone, a persistent set of one); -1: none.
   int64_t alone = -1;
@@ -568,6 +569,7 @@ class World {
   std::vector<uint64_t> event_touches_;
   std::vector<Fingerprint> enabled_now_;  // the event choice being made: each option's job
   int64_t alone_now_ = -1;
+  std::vector<int64_t> born_now_;
 };
 
 }  // namespace inboxsim
