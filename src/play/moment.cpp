@@ -528,10 +528,9 @@ nlohmann::json explore_from_moment(const Scenario& story, const Schedule& schedu
   check_size(schedule, limits);
   if (playground_clocked(story)) throw PlayError{400, mode_note(story), "/name"};
   const Replay here = replay(story, schedule, ReplayMode{}, limits);
+  // The breadth-first search: from a story's start with one fault anywhere it proves in fewer
+  // states than dynamic partial-order reduction (docs/playground.md, "Speed").
   ExploreSettings search;
-  // Depth-first dynamic partial-order reduction: a violation or an end that holds is met in the
-  // first orders it runs, where the breadth-first search meets it only at its depth.
-  search.dpor = true;
   search.faults = settings.faults;
   search.fault_kinds = settings.fault_kinds;
   search.max_states = settings.max_states;
@@ -596,7 +595,9 @@ nlohmann::json point_of_no_return(const Scenario& story, const Schedule& schedul
                             : prefix_of(end.canonical, moves[index].position, moves[index].actions);
     const Replay here = replay(story, at, ReplayMode{}, limits);
     ExploreSettings search;
-    search.dpor = true;  // depth-first: the first order it runs may already end well
+    // Depth-first (dynamic partial-order reduction): the first order it runs may already end
+    // well, where the breadth-first search meets an end only at its depth.
+    search.dpor = true;
     search.faults = 0;
     search.max_states = budget.max_states;
     search.max_wall_ms = budget.seconds * 1000;
