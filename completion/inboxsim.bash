@@ -19,7 +19,7 @@ _inboxsim_matrix_options="$_inboxsim_campaign_options --exhaustive --story --fau
   --max-states --operator"
 _inboxsim_demo_options="--help --out --scenarios --color --step --step-on --quiet"
 _inboxsim_explore_options="--help --faults --fault-kinds --max-states --jobs --set --continue
-  --reduction --operator --json --out"
+  --reduction --preemptions --operator --json --out"
 _inboxsim_play_options="--help --port --listen --open --scenarios --workers --queue"
 
 # Completes the value of option $1 into COMPREPLY; returns 1 when $1 takes no value.
@@ -57,11 +57,12 @@ _inboxsim_option_value() {
     --reduction)
       local chosen=""
       [[ $cur == *,* ]] && chosen="${cur%,*},"
-      mapfile -t COMPREPLY < <(compgen -P "$chosen" -W "sleep persistent none" -- "${cur##*,}")
+      mapfile -t COMPREPLY < <(compgen -P "$chosen" -W "sleep persistent dpor none" -- "${cur##*,}")
       ;;
     --require-coverage) COMPREPLY=() ;;  # probe names: `inboxsim fuzz --help` lists them
     --seed | --seeds | --set | --jobs | --transfers | --rate | --accounts | --shard | --shrink | \
-      --stop-after | --faults | --max-states | --port | --listen | --workers | --queue)
+      --stop-after | --faults | --max-states | --preemptions | --port | --listen | --workers | \
+      --queue)
       COMPREPLY=()
       ;;
     *) return 1 ;;

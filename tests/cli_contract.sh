@@ -296,6 +296,14 @@ PY
 "$bin" explore "$rejected" --reduction sleep,fast >/dev/null 2>"$work/err"
 check "explore refuses an unknown reduction (exit 2)" test $? -eq 2
 check "and lists the ones it has" grep -q "expected a comma-separated list of sleep,persistent,dpor, or none" "$work/err"
+"$bin" explore "$rejected" --faults 0 --preemptions 1 >"$work/bounded.txt"
+check "explore --preemptions proves only up to its bound (exit 0)" test $? -eq 0
+check "and says so, never plain PROVEN" grep -q "^PROVEN up to 1 preemption(s) and 0 fault(s)" "$work/bounded.txt"
+"$bin" explore "$rejected" --faults 0 --preemptions 1 --json >"$work/bounded.json"
+check "its JSON names the bound" python3 -c "import json,sys; assert json.load(open(sys.argv[1]))['preemption_bound'] == 1" "$work/bounded.json"
+"$bin" explore "$rejected" --preemptions 1 --reduction dpor >/dev/null 2>"$work/err"
+check "a preemption bound with dpor is refused (exit 2)" test $? -eq 2
+check "and says why" grep -q "a preemption bound needs the breadth-first search" "$work/err"
 "$bin" explore "$work/dup.json" --faults 0 --reduction dpor,persistent --json --out "" \
   >"$work/explore-dpor.json"
 check "explore --reduction dpor,persistent finds the same violation (exit 1)" test $? -eq 1

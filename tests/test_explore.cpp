@@ -293,6 +293,60 @@ void check_void_events_of(const std::string& file, ExploreSettings settings) {
 }
 
 
+TEST_CASE("a preemption bound explores fewer orders, and what it proves is bounded",
+          "[explore]") {
+  // Lesson 50: two account-service instances take two copies of one message side by side.
+  const Scenario scenario = library_scenario("50-explorer-proves-the-key.json");
+  const ExploreResult every = explore(scenario, settings_with(0, {}));
+  REQUIRE(every.complete);
+  CHECK(every.preemption_bound == -1);
+  ExploreSettings settings = settings_with(0, {});
+  settings.preemptions = 0;
+  const ExploreResult none = explore(scenario, settings);
+  settings.preemptions = 1;
+  const ExploreResult one = explore(scenario, settings);
+  for (const ExploreResult* result : {&none, &one}) {
+    CHECK(result->complete);
+    CHECK(result->counterexamples.empty());
+    // Every final state of a bounded search is one of the full search's.
+    CHECK(std::includes(every.leaf_states.begin(), every.leaf_states.end(),
+                        result->leaf_states.begin(), result->leaf_states.end()));
+  }
+  CHECK(none.preemption_bound == 0);
+  CHECK(one.preemption_bound == 1);
+  // Pinned: each bound takes fewer orders than the next.
+  CHECK(none.states == 36);
+  CHECK(one.states == 150);
+  CHECK(every.states == 1580);
+  CHECK(none.leaves < every.leaves);
+  // A bound above any order's preemptions is the full search (the rejected transfer with one
+  // nack anywhere and the operator's redrive, for speed).
+  const Scenario rejected = library_scenario("02-insufficient-funds.json");
+  const ExploreResult full = explore(rejected, settings_with(1, {FaultKind::nack}));
+  ExploreSettings high = settings_with(1, {FaultKind::nack});
+  high.preemptions = 10'000;
+  const ExploreResult bounded = explore(rejected, high);
+  CHECK(bounded.complete);
+  CHECK(bounded.leaf_states == full.leaf_states);
+  // A state reached with two preemption counts is two states of a bounded search.
+  CHECK(bounded.states >= full.states);
+}
+
+TEST_CASE("a bounded search still finds what breaks within its bound, and run replays it",
+          "[explore]") {
+  Scenario scenario = library_scenario("50-explorer-proves-the-key.json");
+  scenario.config.account_ledger_unique = false;
+  ExploreSettings settings = settings_with(0, {});
+  settings.preemptions = 0;
+  const ExploreResult result = explore(scenario, settings);
+  REQUIRE(breaks(result, Invariant::single_effect));
+  for (const ExploreCounterexample& cx : result.counterexamples) {
+    const RunResult run = replay(cx);
+    CHECK(std::any_of(run.violations.begin(), run.violations.end(),
+                      [&](const Violation& v) { return v.invariant == cx.invariant; }));
+  }
+}
+
 TEST_CASE("the search stops at --max-states and says it is incomplete", "[explore]") {
   const Scenario scenario = library_scenario("02-insufficient-funds.json");
   ExploreSettings settings = settings_with(0, {});

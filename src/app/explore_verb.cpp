@@ -176,6 +176,12 @@ CLI::App* add_explore_verb(CLI::App& app, ExploreCommand& command) {
                    "quiescent, redrive every error and dead-letter queue', as the fuzzer's "
                    "operator does (default); none: nobody redrives, a parked message stays")
       ->check(CLI::IsMember({"redrive", "none"}));
+  verb->add_option("--preemptions", command.preemptions,
+                   "Only orders with at most P preemptions (a step of a handler of one instance "
+                   "taken while a handler another instance started has its next step ready); the "
+                   "verdict is then PROVEN up to P preemptions, never PROVEN (breadth-first search "
+                   "only)")
+      ->check(CLI::Range(int64_t{0}, int64_t{10'000}));
   verb->add_flag("--json", command.json, "Print one JSON object (an array for several files)");
   verb->add_option("--out", command.out_dir,
                    "Where counterexamples go (default ./counterexamples)");
@@ -193,6 +199,11 @@ int explore_command(const ExploreCommand& command) {
   if (!parse_reduction(command.reduction, reductions)) {
     return bad_input("--reduction " + command.reduction +
                      ": expected a comma-separated list of sleep,persistent,dpor, or none");
+  }
+  if (command.preemptions >= 0 && reductions.dpor) {
+    return bad_input("--preemptions " + std::to_string(command.preemptions) +
+                     ": a preemption bound needs the breadth-first search; with --reduction " +
+                     command.reduction + " leave it out, or use --reduction sleep,persistent");
   }
   std::vector<Scenario> scenarios;
   for (const std::string& file : command.files) {
@@ -217,6 +228,7 @@ int explore_command(const ExploreCommand& command) {
     settings.sleep_sets = reductions.sleep_sets;
     settings.persistent_sets = reductions.persistent_sets;
     settings.dpor = reductions.dpor;
+    settings.preemptions = command.preemptions;
     settings.operator_redrives = command.operator_mode == "redrive";
     std::optional<Progress> progress;
     if (tty) {

@@ -21,6 +21,7 @@ struct ExploreCommand {
   std::string reduction = "sleep,persistent";  // the reductions used, or none
   std::string operator_mode = "redrive";  // redrive (rounds appended when K > 0) or none
   std::string out_dir = "counterexamples";
+  int64_t preemptions = -1;  // --preemptions P; -1: no bound
 };
 
 // Declares `explore` and its options, filled into `command`.

@@ -31,6 +31,7 @@ constexpr int64_t kNoParent = -1;
 struct Node {
   Choices choices;
   int64_t parent = kNoParent;
+  int64_t preemptions = 0;  // in the order its choices make (ExploreSettings::preemptions)
 };
 
 // An event taken at some state, with everything it read or changed until the next choice.
@@ -209,7 +210,7 @@ ExploreResult explore_once(const Scenario& scenario, const ExploreSettings& sett
   Choices root;
   if (settings.from) root.assign(settings.from->choices.begin(), settings.from->choices.end());
   const size_t root_length = root.size();
-  levels[root_length].push_back(Node{std::move(root), kNoParent});
+  levels[root_length].push_back(Node{std::move(root), kNoParent, 0});
   const Clock::time_point deadline = start + std::chrono::milliseconds(settings.max_wall_ms);
   const auto late = [&] { return settings.max_wall_ms > 0 && Clock::now() >= deadline; };
   std::map<size_t, std::map<Choices, NodeRun>> ahead;
@@ -225,7 +226,7 @@ ExploreResult explore_once(const Scenario& scenario, const ExploreSettings& sett
 
   // Queues the events of state `at` (reached by `path`) that are not asleep, as children
   // that share one Parent entry holding the state's sleep set.
-  const auto expand = [&](const Choices& path, const NodeRun& at,
+  const auto expand = [&](const Choices& path, const NodeRun& at, int64_t preemptions,
                           std::vector<Sleeper> sleep, const std::vector<Fingerprint>* only) {
     const auto parent = static_cast<int64_t>(parents.size());
     parents.push_back(Parent{std::move(sleep), {}});
@@ -239,9 +240,12 @@ ExploreResult explore_once(const Scenario& scenario, const ExploreSettings& sett
                       [&](const Sleeper& sleeper) { return sleeper.job == job; })) {
         continue;
       }
+      const int64_t count =
+          preemptions + (option < at.outcome.preempts.size() && at.outcome.preempts[option] ? 1 : 0);
+      if (settings.preemptions >= 0 && count > settings.preemptions) continue;
       Choices next = path;
       next.push_back(static_cast<uint16_t>(option));
-      levels[next.size()].push_back(Node{std::move(next), parent});
+      levels[next.size()].push_back(Node{std::move(next), parent, count});
     }
   };
 
@@ -312,7 +316,7 @@ ExploreResult explore_once(const Scenario& scenario, const ExploreSettings& sett
           for (uint32_t option = 1; option < options; ++option) {
             Choices branch = path;
             branch.push_back(static_cast<uint16_t>(option));
-            levels[branch.size()].push_back(Node{std::move(branch), kNoParent});
+            levels[branch.size()].push_back(Node{std::move(branch), kNoParent, node.preemptions});
           }
           path.push_back(0);
         }
@@ -355,7 +359,13 @@ ExploreResult explore_once(const Scenario& scenario, const ExploreSettings& sett
           }
           continue;  // a broken state is a counterexample, not a place to go on from
         }
-        const Fingerprint state = run.ended ? run.leaf_state : run.outcome.state;
+        const Fingerprint reached = run.ended ? run.leaf_state : run.outcome.state;
+        // Under a preemption bound, a state reached with fewer preemptions left has a smaller
+        // future: the count is part of what was explored.
+        const Fingerprint state =
+            settings.preemptions < 0
+                ? reached
+                : Hasher().add(reached).add_signed(node.preemptions).finish();
         std::vector<Fingerprint> asleep;
         for (const Sleeper& sleeper : sleep) asleep.push_back(sleeper.job);
         std::sort(asleep.begin(), asleep.end());
@@ -373,7 +383,7 @@ ExploreResult explore_once(const Scenario& scenario, const ExploreSettings& sett
           std::set_intersection(entry->second.begin(), entry->second.end(), asleep.begin(),
                                 asleep.end(), std::back_inserter(both));
           entry->second = std::move(both);
-          expand(path, run, std::move(sleep), &missed);
+          expand(path, run, node.preemptions, std::move(sleep), &missed);
           continue;
         }
         ++result.states;
@@ -382,11 +392,11 @@ ExploreResult explore_once(const Scenario& scenario, const ExploreSettings& sett
           ++result.leaves;
           ++result.good_leaves;  // a leaf that broke an invariant is a counterexample above
           if (settings.stop_at_good_leaf) stopped = true;
-          result.leaf_states.push_back(state);
+          result.leaf_states.push_back(reached);
         } else {
           INBOXSIM_ASSERT(run.outcome.at_frontier);
           INBOXSIM_ASSERT(run.outcome.enabled <= 0xffff);
-          expand(path, run, std::move(sleep), nullptr);
+          expand(path, run, node.preemptions, std::move(sleep), nullptr);
         }
         if (result.states >= settings.max_states) {
           stopped = true;
@@ -408,6 +418,12 @@ ExploreResult explore_once(const Scenario& scenario, const ExploreSettings& sett
   }
   result.complete = !stopped && levels.empty();
   std::sort(result.leaf_states.begin(), result.leaf_states.end());
+  // Under a bound one final state may be counted once per preemption count it was reached with.
+  result.leaf_states.erase(std::unique(result.leaf_states.begin(), result.leaf_states.end()),
+                           result.leaf_states.end());
+  result.leaves = static_cast<int64_t>(result.leaf_states.size());
+  result.good_leaves = result.leaves;
+  result.preemption_bound = settings.preemptions;
   name_counterexamples(result, scenario);
   result.wall_ms =
       std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start).count();
@@ -443,6 +459,7 @@ Scenario explored_story(const Scenario& scenario, const ExploreSettings& setting
 }
 
 ExploreResult explore(const Scenario& scenario_in, const ExploreSettings& settings_in) {
+  INBOXSIM_ASSERT(!(settings_in.dpor && settings_in.preemptions >= 0));
   ExploreSettings settings = settings_in;
   settings.story_steps = scenario_in.steps.size();
   const int64_t rounds = redrive_rounds(scenario_in, settings);

@@ -40,6 +40,11 @@ struct ExploreSettings {
   // sleep sets and persistent sets: depth-first, one order per equivalence class of orders
   // that differ only in independent events. It ignores sleep_sets, persistent_sets and jobs.
   bool dpor = false;
+  // A preemption bound (CHESS's): only orders with at most this many preemptions, a preemption
+  // being a step of a handler of one instance taken while a handler another instance started
+  // has its next step ready. -1: no bound. What is proven is then proven up to the bound.
+  // Breadth-first search only.
+  int64_t preemptions = -1;
   // The operator the fuzzer's stories have (src/fuzz/generator.cpp, draw_ending): when faults
   // are injected (K > 0), the story is explored with rounds of "run until quiescent; redrive
   // every error and dead-letter queue" appended, K + its own faults + 1 of them, so a message a
@@ -115,6 +120,7 @@ struct ExploreResult {
   bool persistent_sets_unsound = false;
   int64_t faults = 0;
   std::array<bool, kFaultKindCount> fault_kinds{};
+  int64_t preemption_bound = -1;  // ExploreSettings::preemptions; -1: every order
   // The operator's rounds appended to the story (ExploreSettings::operator_redrives); 0: none.
   int64_t redrive_rounds = 0;
   // One per invariant found broken, the shortest schedule first found for it, in the order

@@ -35,6 +35,8 @@ nlohmann::ordered_json explore_json(const ExploreResult& result) {
   out["replays"] = result.replays;
   out["max_depth"] = result.max_depth;
   out["complete"] = result.complete;
+  // A bounded search proves only up to its bound (`--preemptions`).
+  if (result.preemption_bound >= 0) out["preemption_bound"] = result.preemption_bound;
   nlohmann::ordered_json& reduction = out["reduction"];
   reduction["sleep_sets"] = result.sleep_sets;
   reduction["persistent_sets"] = result.persistent_sets;
@@ -72,7 +74,11 @@ nlohmann::ordered_json explore_json(const ExploreResult& result) {
 
 void print_explore(std::ostream& out, const ExploreResult& result) {
   out << printable(result.name) << ": explored every order of its story with at most "
-      << result.faults << " fault(s) (" << fault_kinds_text(result.fault_kinds) << ")\n";
+      << result.faults << " fault(s) (" << fault_kinds_text(result.fault_kinds) << ")";
+  if (result.preemption_bound >= 0) {
+    out << " and at most " << result.preemption_bound << " preemption(s)";
+  }
+  out << "\n";
   if (result.redrive_rounds > 0) {
     out << "  then, as an operator does, " << result.redrive_rounds
         << " round(s) of: run until quiescent, redrive every error and dead-letter queue\n";
@@ -101,6 +107,11 @@ void print_explore(std::ostream& out, const ExploreResult& result) {
     out << "VIOLATED: " << result.counterexamples.size()
         << " invariant(s) broken by some order of this story"
         << (result.complete ? "" : " (the search stopped there; --continue goes on)") << "\n";
+  } else if (result.complete && result.preemption_bound >= 0) {
+    out << "PROVEN up to " << result.preemption_bound << " preemption(s) and " << result.faults
+        << " fault(s): no order of this story with at most " << result.preemption_bound
+        << " preemption(s) and " << result.faults
+        << " fault(s) of these kinds breaks an invariant (orders with more were not explored)\n";
   } else if (result.complete) {
     out << "PROVEN: no order of this story with at most " << result.faults
         << " fault(s) of these kinds breaks an invariant\n";

@@ -353,7 +353,15 @@ bool World::step_once() {
     explore_outcome_.at_frontier = true;
     explore_outcome_.enabled = enabled;
     explore_outcome_.state = fingerprint();
+    // Preemptions (ExploreSettings::preemptions): the instances with a handler's step ready.
+    std::vector<size_t> stepping;
     for (const Job& job : scheduler_.pending()) {
+      if (live_step(job)) stepping.push_back(job.instance);
+    }
+    for (const Job& job : scheduler_.pending()) {
+      explore_outcome_.preempts.push_back(
+          live_step(job) && std::any_of(stepping.begin(), stepping.end(),
+                                        [&](size_t other) { return other != job.instance; }));
       explore_outcome_.enabled_jobs.push_back(fingerprint_job(job));
       // Of several, the one with the least fingerprint: a state picks the same one however
       // it was reached.
@@ -557,6 +565,11 @@ bool World::void_forever(const Job& job) const {
     case JobKind::account_sweep: return instance.incarnation != job.incarnation;
     default: return false;
   }
+}
+
+// The next step of a handler that is still alive: what a preemption switches away from.
+bool World::live_step(const Job& job) const {
+  return job.kind == JobKind::resume && !void_forever(job);
 }
 
 bool World::persistent_sets_assumptions_held() const {

@@ -132,6 +132,9 @@ struct ExploreOutcome {
   std::vector<ChoiceRecord> log;
   // Choices made past the schedule (option 0 each): its end plus these is where the run is.
   size_t defaulted = 0;
+  // At the frontier, per option: taking it is a preemption (a step of a handler of one
+  // instance while a handler another instance started has its next step ready).
+  std::vector<uint8_t> preempts;
   // At the frontier: an event that commutes with every event that can still happen in this
   // run (an ack or a publisher confirm no fault left can race), so that taking it alone loses
   // no order: a persistent set of one (docs/model.md, "Exploration"). -1: none.
@@ -549,6 +552,7 @@ class World {
   // Whether what an event reads or changes is being written down (for the explorer).
   bool footprinting() const { return recording_ || in_event_; }
   bool commutes_with_the_rest(const Job& job) const;
+  bool live_step(const Job& job) const;
   bool void_forever(const Job& job) const;
   int64_t largest_relayed_seq_ = 0;
   void touch_instance(size_t instance);
