@@ -18,8 +18,9 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// Whether two sorted footprints share a resource.
-bool meet(const std::vector<uint64_t>& a, const std::vector<uint64_t>& b) {
+}  // namespace
+
+bool footprints_meet(const std::vector<uint64_t>& a, const std::vector<uint64_t>& b) {
   auto x = a.begin();
   auto y = b.begin();
   while (x != a.end() && y != b.end()) {
@@ -33,12 +34,14 @@ bool meet(const std::vector<uint64_t>& a, const std::vector<uint64_t>& b) {
   return false;
 }
 
+namespace {
+
 bool everything(const LoggedEvent& event) { return event.story || event.violated; }
 
 // Two events of a run that do not commute (the dependence relation): they share a resource,
 // or one of them is ordered with every event.
 bool dependent(const LoggedEvent& a, const LoggedEvent& b) {
-  return everything(a) || everything(b) || meet(a.footprint, b.footprint);
+  return everything(a) || everything(b) || footprints_meet(a.footprint, b.footprint);
 }
 
 // An event explored at a state, which sleeps in the states after it until an event it does
@@ -50,7 +53,7 @@ struct Sleeper {
 };
 
 bool wakes(const Sleeper& sleeper, const LoggedEvent& event) {
-  return sleeper.everything || everything(event) || meet(sleeper.footprint, event.footprint);
+  return sleeper.everything || everything(event) || footprints_meet(sleeper.footprint, event.footprint);
 }
 
 void merge_into(Sleeper& sleeper, const LoggedEvent& event) {
@@ -442,11 +445,11 @@ class Search {
       for (const uint32_t id : summary) {
         const SummaryEntry& entry = entries_[id];
         if (entry.story) continue;
-        if (!entry.everything && !everything(taken) && !meet(entry.footprint, taken.footprint)) {
+        if (!entry.everything && !everything(taken) && !footprints_meet(entry.footprint, taken.footprint)) {
           continue;  // they commute
         }
-        if (entry.past_everything || meet(after_with, entry.past) ||
-            meet(after_without, entry.footprint)) {
+        if (entry.past_everything || footprints_meet(after_with, entry.past) ||
+            footprints_meet(after_without, entry.footprint)) {
           continue;  // ordered through the subtree or through this order
         }
         if (std::any_of(entry.roots.begin(), entry.roots.end(),
@@ -582,28 +585,25 @@ class Search {
       }
       node.alone = true;
       const auto option = static_cast<uint32_t>(choice.alone);
-      if (asleep(node, node.enabled[option])) {
-        ++result_.sleep_blocked;
-        return -1;
-      }
-      node.taken = option;
-      node.backtrack.push_back(option);
-      node.current.job = node.enabled[option];
-      ++on_stack_[state];
-      stack_.push_back(std::move(node));
-      return option;
+      if (!asleep(node, node.enabled[option])) return take(std::move(node), option);
+      ++result_.sleep_blocked;
+      return -1;
     }
     for (uint32_t option = 0; option < node.options; ++option) {
-      if (asleep(node, node.enabled[option])) continue;
-      node.taken = option;
-      node.backtrack.push_back(option);
-      node.current.job = node.enabled[option];
-      ++on_stack_[state];
-      stack_.push_back(std::move(node));
-      return option;
+      if (!asleep(node, node.enabled[option])) return take(std::move(node), option);
     }
     ++result_.sleep_blocked;  // every event left is asleep: this order adds nothing
     return -1;
+  }
+
+  // Pushes a new state's node with `option` taken first.
+  int64_t take(Node node, uint32_t option) {
+    node.taken = option;
+    node.backtrack.push_back(option);
+    node.current.job = node.enabled[option];
+    ++on_stack_[node.state];
+    stack_.push_back(std::move(node));
+    return option;
   }
 
   static bool asleep(const Node& node, const Fingerprint& job) {
@@ -642,7 +642,9 @@ class Search {
   std::vector<Bits> happens_before(const EventLog& log) const {
     const size_t count = log.events.size();
     const std::vector<bool> free = taken_alone(count);
-    std::vector<Bits> before(count, Bits(count));
+    std::vector<Bits> before;
+    before.reserve(count);
+    for (size_t event = 0; event < count; ++event) before.emplace_back(count);
     for (size_t later = 0; later < count; ++later) {
       const LoggedEvent& event = log.events[later];
       Bits& follows = before[later];

@@ -44,18 +44,7 @@ struct Sleeper {
 };
 
 bool independent(const Sleeper& a, const Sleeper& b) {
-  if (a.unknown || b.unknown) return false;
-  auto x = a.footprint.begin();
-  auto y = b.footprint.begin();
-  while (x != a.footprint.end() && y != b.footprint.end()) {
-    if (*x == *y) return false;
-    if (*x < *y) {
-      ++x;
-    } else {
-      ++y;
-    }
-  }
-  return true;
+  return !a.unknown && !b.unknown && !footprints_meet(a.footprint, b.footprint);
 }
 
 // A state whose events are being explored: what was asleep there, and the events already
