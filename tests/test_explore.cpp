@@ -103,7 +103,10 @@ void check_going_on_is_the_same_search(const Scenario& scenario, ExploreSettings
   CHECK(off.replays == off.transitions);
 }
 
-TEST_CASE("a replay that goes on through states taken alone makes the same search", "[explore]") {
+// About 5 s in Release (the five-pass outbox's searches, twice each): with the long tests, not
+// the unit tests, which under the sanitizers it outgrew.
+TEST_CASE("a replay that goes on through states taken alone makes the same search",
+          "[.explore_long]") {
   check_going_on_is_the_same_search(
       library_scenario("02-insufficient-funds.json"),
       settings_with(1, {FaultKind::crash, FaultKind::drop_ack, FaultKind::nack}));

@@ -529,7 +529,8 @@ nlohmann::json explore_from_moment(const Scenario& story, const Schedule& schedu
   if (playground_clocked(story)) throw PlayError{400, mode_note(story), "/name"};
   const Replay here = replay(story, schedule, ReplayMode{}, limits);
   // The breadth-first search: from a story's start with one fault anywhere it proves in fewer
-  // states than dynamic partial-order reduction (docs/playground.md, "Speed").
+  // states than dynamic partial-order reduction (docs/playground.md, "Speed"), and the point of
+  // no return below stays within its budget under the sanitizers with it.
   ExploreSettings search;
   search.faults = settings.faults;
   search.fault_kinds = settings.fault_kinds;
@@ -595,9 +596,6 @@ nlohmann::json point_of_no_return(const Scenario& story, const Schedule& schedul
                             : prefix_of(end.canonical, moves[index].position, moves[index].actions);
     const Replay here = replay(story, at, ReplayMode{}, limits);
     ExploreSettings search;
-    // Depth-first (dynamic partial-order reduction): the first order it runs may already end
-    // well, where the breadth-first search meets an end only at its depth.
-    search.dpor = true;
     search.faults = 0;
     search.max_states = budget.max_states;
     search.max_wall_ms = budget.seconds * 1000;

@@ -88,9 +88,9 @@ void print_explore(std::ostream& out, const ExploreResult& result) {
       << " of them to a state already explored; longest schedule " << result.max_depth
       << " choices; " << result.wall_ms << " ms\n";
   if (result.dpor) {
-    out << "  dynamic partial-order reduction: " << result.replays << " orders run, "
-        << result.races << " races reversed, " << result.cache_hits
-        << " orders cut at a state explored before\n";
+    out << "  dynamic partial-order reduction: " << result.replays << " order(s) run, "
+        << result.races << " race(s) reversed, " << result.cache_hits
+        << " order(s) cut at a state explored before\n";
   }
   if (result.persistent_sets_unsound) {
     out << "  (searched without persistent sets: a consumer's prefetch or a relay's batch could "
