@@ -61,6 +61,10 @@ struct FaultSpec {
   int64_t times = 1;                // nack: how many consecutive failures
 };
 
+// Returns one line describing a fault ("crash account-service at after_commit on
+// Transfer.Requested t1").
+std::string describe_fault(const FaultSpec& fault);
+
 struct TransferSpec {
   std::string id;
   std::string from;

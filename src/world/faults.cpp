@@ -64,28 +64,6 @@ FaultBook::FaultBook(std::optional<size_t> in_memory_max) {
 
 FaultBook::~FaultBook() = default;
 
-std::string describe_fault(const FaultSpec& fault) {
-  std::string text(fault_kind_name(fault.kind));
-  if (fault.service) text += " " + std::string(service_name(*fault.service));
-  if (fault.instance) text += "#" + std::to_string(*fault.instance);
-  if (fault.kind == FaultKind::crash || fault.kind == FaultKind::pause) {
-    text += " at " + std::string(crash_point_name(fault.at));
-  }
-  if (fault.has_match) {
-    text += " on";
-    if (fault.match.type) text += " " + std::string(message_type_name(*fault.match.type));
-    if (!fault.match.transfer.empty()) text += " " + fault.match.transfer;
-    if (fault.match.occurrence > 1)
-      text += " (occurrence " + std::to_string(fault.match.occurrence) + ")";
-  }
-  if (fault.kind == FaultKind::delay) text += " by " + std::to_string(fault.ms) + " ms";
-  if (fault.kind == FaultKind::pause) text += " for " + std::to_string(fault.ms) + " ms";
-  if (fault.kind == FaultKind::nack && fault.times > 1) {
-    text += ", " + std::to_string(fault.times) + " times";
-  }
-  return text;
-}
-
 bool match_selects(const Match& match, const Message& message) {
   if (match.type && *match.type != message.type) return false;
   if (!match.transfer.empty() && match.transfer != message.transfer) return false;

@@ -24,9 +24,6 @@
 
 namespace inboxsim {
 
-// Returns one line describing a fault ("crash account-service at after_commit on
-// Transfer.Requested t1").
-std::string describe_fault(const FaultSpec& fault);
 
 // True when the message is selected by the match's type and transfer.
 bool match_selects(const Match& match, const Message& message);
