@@ -53,7 +53,8 @@ struct Sleeper {
 };
 
 bool wakes(const Sleeper& sleeper, const LoggedEvent& event) {
-  return sleeper.everything || everything(event) || footprints_meet(sleeper.footprint, event.footprint);
+  return sleeper.everything || everything(event) ||
+         footprints_meet(sleeper.footprint, event.footprint);
 }
 
 void merge_into(Sleeper& sleeper, const LoggedEvent& event) {
@@ -283,7 +284,6 @@ class Search {
     }
     while (path.size() > root_.size() && path.back() == 0) path.pop_back();
     for (const Violation& violation : violations) {
-      const auto invariant = static_cast<size_t>(violation.invariant);
       auto found = std::find_if(result_.counterexamples.begin(), result_.counterexamples.end(),
                                 [&](const ExploreCounterexample& cx) {
                                   return cx.invariant == violation.invariant;
@@ -301,7 +301,6 @@ class Search {
       } else {
         result_.counterexamples.push_back(std::move(cx));
       }
-      (void)invariant;
     }
     if (!settings_.keep_going && !settings_.stop_at_good_leaf) stopped_ = true;
   }
@@ -445,7 +444,8 @@ class Search {
       for (const uint32_t id : summary) {
         const SummaryEntry& entry = entries_[id];
         if (entry.story) continue;
-        if (!entry.everything && !everything(taken) && !footprints_meet(entry.footprint, taken.footprint)) {
+        if (!entry.everything && !everything(taken) &&
+            !footprints_meet(entry.footprint, taken.footprint)) {
           continue;  // they commute
         }
         if (entry.past_everything || footprints_meet(after_with, entry.past) ||
@@ -578,11 +578,6 @@ class Search {
       }
     }
     if (settings_.persistent_sets && choice.alone >= 0) {
-      if (!world.persistent_sets_assumptions_held()) {
-        persistent_unsound_ = true;
-        stopped_ = true;
-        return -1;
-      }
       node.alone = true;
       const auto option = static_cast<uint32_t>(choice.alone);
       if (!asleep(node, node.enabled[option])) return take(std::move(node), option);

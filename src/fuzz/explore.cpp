@@ -142,6 +142,7 @@ std::vector<NodeRun> run_node(const Scenario& scenario, const Choices& choices,
   options.explore.enabled = true;
   options.explore.stop_at_frontier = true;
   options.explore.check_void_events = settings.check_void_events;
+  options.explore.count_preemptions = settings.preemptions >= 0;
   options.explore.continue_alone = settings.persistent_sets && settings.continue_alone;
   options.explore.explored = explored;
   options.explore.schedule = schedule_of(choices, settings);
@@ -229,8 +230,8 @@ ExploreResult explore_once(const Scenario& scenario, const ExploreSettings& sett
                       [&](const Sleeper& sleeper) { return sleeper.job == job; })) {
         continue;
       }
-      const int64_t count =
-          preemptions + (option < at.outcome.preempts.size() && at.outcome.preempts[option] ? 1 : 0);
+      const bool preempts = option < at.outcome.preempts.size() && at.outcome.preempts[option];
+      const int64_t count = preemptions + (preempts ? 1 : 0);
       if (settings.preemptions >= 0 && count > settings.preemptions) continue;
       Choices next = path;
       next.push_back(static_cast<uint16_t>(option));

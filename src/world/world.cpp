@@ -355,13 +355,17 @@ bool World::step_once() {
     explore_outcome_.state = fingerprint();
     // Preemptions (ExploreSettings::preemptions): the instances with a handler's step ready.
     std::vector<size_t> stepping;
-    for (const Job& job : scheduler_.pending()) {
-      if (live_step(job)) stepping.push_back(job.instance);
+    if (explore_.count_preemptions) {
+      for (const Job& job : scheduler_.pending()) {
+        if (live_step(job)) stepping.push_back(job.instance);
+      }
     }
     for (const Job& job : scheduler_.pending()) {
-      explore_outcome_.preempts.push_back(
-          live_step(job) && std::any_of(stepping.begin(), stepping.end(),
-                                        [&](size_t other) { return other != job.instance; }));
+      if (explore_.count_preemptions) {
+        explore_outcome_.preempts.push_back(
+            live_step(job) && std::any_of(stepping.begin(), stepping.end(),
+                                          [&](size_t other) { return other != job.instance; }));
+      }
       explore_outcome_.enabled_jobs.push_back(fingerprint_job(job));
       // Of several, the one with the least fingerprint: a state picks the same one however
       // it was reached.

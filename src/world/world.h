@@ -82,6 +82,8 @@ struct ExploreControl {
   // Keep the event log (World::event_log): every event taken with its footprint and creator,
   // every choice with its options.
   bool log_events = false;
+  // Fill ExploreOutcome::preempts at each frontier (a preemption-bounded search).
+  bool count_preemptions = false;
   // With log_events, past the schedule: the explorer picks each option itself, reading the
   // log (whose last choice is the one being made, its `enabled` filled for an event). A
   // negative answer stops the run there.
