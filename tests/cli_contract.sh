@@ -318,6 +318,39 @@ assert reduction["races"] >= 0 and isinstance(reduction["races_most_reversed"], 
 assert [v["invariant"] for v in dpor["violations"]] == [v["invariant"] for v in full["violations"]]
 assert dpor["states"] <= full["states"]
 PY
+# Reachability goals (docs/contract.md §8.3): explore decides them; an expected break does not
+# fail it, a goal decided against the file does.
+python3 - "$work/dup.json" "$work/goals-met.json" "$work/goals-wrong.json" <<'PY'
+import json, sys
+story = json.load(open(sys.argv[1]))
+story["name"] = "goals-met"
+story["expect"] = {"reachable": [{"broken": "single_effect"}, {"broken": "conservation"},
+                                 {"broken": "saga_ledger"}],
+                   "unreachable": [{"probe": "ledger.key_rejected"},
+                                   {"transfer": "t1", "state": "REJECTED"}]}
+json.dump(story, open(sys.argv[2], "w"))
+story["name"] = "goals-wrong"
+story["expect"]["reachable"].append({"probe": "redelivery.after_commit"})  # no crash here
+json.dump(story, open(sys.argv[3], "w"))
+PY
+"$bin" explore "$work/goals-met.json" --faults 0 --json --out "$work/goals" >"$work/goals-met.out"
+check "explore exits 0 when every goal is met and every break is expected" test $? -eq 0
+check "its JSON reports each goal decided, with the witness of the break" python3 - "$work/goals-met.out" <<'PY'
+import json, os, sys
+goals = json.load(open(sys.argv[1]))["goals"]
+assert [g["status"] for g in goals] == ["reached"] * 3 + ["unreachable"] * 2, goals
+assert all(g["met"] is True for g in goals), goals
+assert goals[0]["goal"] == {"broken": "single_effect"} and goals[0]["expected"] == "reachable"
+assert os.path.exists(goals[0]["witness"]), goals[0]
+PY
+"$bin" explore "$work/goals-wrong.json" --faults 0 --out "" >"$work/goals-wrong.out"
+check "explore exits 1 when a goal is decided against the file" test $? -eq 1
+check "and says which" grep -q "goal probe redelivery.after_commit (reachable): UNREACHABLE.*\[goal not met\]" "$work/goals-wrong.out"
+printf '%s' '{"accounts": {"alice": 1}, "steps": [], "expect": {"reachable": [{"saga": "t1"}]}}' >"$work/bad-goal.json"
+"$bin" explore "$work/bad-goal.json" 2>"$work/err" >/dev/null
+check "a bad goal is refused (exit 2) naming where it is" test $? -eq 2
+check "with the pointer" grep -q "/expect/reachable/0/saga" "$work/err"
+
 # A nack parks the message in the error queue; the explorer's operator replays it (the default)
 # and the story settles, or nobody does and the transfer is stuck.
 "$bin" explore scenarios/01-happy-path.json --faults 1 --fault-kinds nack --json --out "" \

@@ -9,6 +9,7 @@
 
 #include "app/cli_common.h"
 #include "fuzz/explore.h"
+#include "fuzz/goals.h"
 #include "fuzz/matrix.h"
 #include "fuzz/progress.h"
 #include "kernel/assert.h"
@@ -115,6 +116,37 @@ bool write_counterexamples(const std::string& dir, ExploreResult& result) {
         std::any_of(replay.violations.begin(), replay.violations.end(),
                     [&](const Violation& violation) { return violation.invariant == cx.invariant; });
     INBOXSIM_ASSERT(reproduced);
+  }
+  return ok;
+}
+
+// Writes each reached goal's witness and checks that `inboxsim run` replays it to the goal (a
+// broken invariant's witness is its counterexample, written already). Returns false when one
+// cannot be written.
+bool write_goal_witnesses(const std::string& dir, ExploreResult& result) {
+  bool ok = true;
+  for (ExploreGoal& goal : result.goals) {
+    if (goal.status != ExploreGoal::Status::reached) continue;
+    if (goal.goal.kind == Goal::Kind::broken) {  // its witness is the counterexample
+      for (const ExploreCounterexample& cx : result.counterexamples) {
+        if (cx.invariant == goal.goal.invariant) goal.path = cx.path;
+      }
+      continue;
+    }
+    const std::string text = scenario_to_json(goal.witness).dump(2) + "\n";
+    const std::filesystem::path path =
+        std::filesystem::path(dir) / (safe_file_stem(goal.witness.name) + ".json");
+    if (!write_file(path.string(), text)) {
+      ok = false;
+      continue;
+    }
+    goal.path = path.string();
+    const ParseResult parsed = parse_scenario_text(text, goal.path);
+    INBOXSIM_ASSERT(parsed.scenario.has_value());
+    RunOptions options;
+    options.keep_trace = false;
+    const RunResult replay = run_scenario(*parsed.scenario, options);
+    INBOXSIM_ASSERT(goal_reached(goal.goal, replay.violations, replay.coverage, &replay));
   }
   return ok;
 }
@@ -230,6 +262,7 @@ int explore_command(const ExploreCommand& command) {
     settings.dpor = reductions.dpor;
     settings.preemptions = command.preemptions;
     settings.operator_redrives = command.operator_mode == "redrive";
+    settings.goals = scenario.expect.goals;
     std::optional<Progress> progress;
     if (tty) {
       progress.emplace(scenario.name, command.max_states);
@@ -240,8 +273,11 @@ int explore_command(const ExploreCommand& command) {
     }
     ExploreResult result = explore(scenario, settings);
     progress.reset();
-    if (!command.out_dir.empty()) written &= write_counterexamples(command.out_dir, result);
-    violated |= !result.counterexamples.empty();
+    if (!command.out_dir.empty()) {
+      written &= write_counterexamples(command.out_dir, result);
+      written &= write_goal_witnesses(command.out_dir, result);
+    }
+    violated |= explore_failed(result);
     if (command.json) {
       json_results.push_back(explore_json(result));
     } else {

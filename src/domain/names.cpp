@@ -3,6 +3,7 @@
 // Each table is indexed by the enum's value, so a name and its parse can never disagree.
 #include <array>
 #include <optional>
+#include <string>
 #include <string_view>
 
 #include "domain/scenario.h"
@@ -106,6 +107,20 @@ std::string describe_fault(const FaultSpec& fault) {
     text += ", " + std::to_string(fault.times) + " times";
   }
   return text;
+}
+
+std::string goal_text(const Goal& goal) {
+  switch (goal.kind) {
+    case Goal::Kind::broken:
+      return std::string(invariant_name(goal.invariant)) + " breaks";
+    case Goal::Kind::probe:
+      return "probe " + std::string(probe_name(goal.probe));
+    case Goal::Kind::saga:
+      return goal.subject + " ends " + std::string(saga_state_name(goal.state));
+    case Goal::Kind::balance:
+      return goal.subject + " ends with " + std::to_string(goal.balance);
+  }
+  return {};
 }
 
 }  // namespace inboxsim

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "domain/config.h"
+#include "domain/coverage.h"
 #include "domain/crash.h"
 #include "domain/message.h"
 #include "domain/messages.h"
@@ -142,6 +143,27 @@ std::optional<EntryType> parse_entry_type(std::string_view name);
 
 // What must hold at the end. Absent keys are not checked (docs/contract.md §6), except violations: an
 // absent or empty list means every invariant must hold.
+// A reachability goal (docs/contract.md §8.3): something an order of the story reaches, which
+// `inboxsim explore` finds (with the shortest order) or proves that no order reaches. A broken
+// invariant or a coverage probe counts when an order reaches it on its way; a saga state or a
+// balance, at the end of an order that runs to the story's end. `inboxsim run` does not check
+// goals: one run shows one order.
+struct Goal {
+  enum class Kind : uint8_t { broken, probe, saga, balance };
+  Kind kind = Kind::broken;
+  bool reachable = true;  // from expect.reachable; false: from expect.unreachable
+  Invariant invariant = Invariant::conservation;  // broken
+  Probe probe = Probe::dedupe_masstransit;         // probe
+  std::string subject;                             // saga: the transfer; balance: the account
+  SagaState state = SagaState::requested;          // saga
+  int64_t balance = 0;                             // balance
+};
+inline constexpr size_t kGoalsMax = 64;
+
+// How a goal reads: "single_effect breaks", "probe ledger.key_rejected", "t1 ends FAILED",
+// "alice ends with 7500".
+std::string goal_text(const Goal& goal);
+
 struct Expect {
   std::optional<std::map<std::string, int64_t>> balances;
   std::optional<std::map<std::string, SagaState>> transfers;
@@ -156,6 +178,7 @@ struct Expect {
   std::optional<int64_t> dropped;       // stats.dropped
   std::optional<int64_t> redeliveries;  // stats.redeliveries
   std::vector<Invariant> violations;    // sorted, unique
+  std::vector<Goal> goals;  // expect.reachable, then expect.unreachable, in file order
 };
 
 // An explored order of events (docs/contract.md §8.3): with `schedule` a run has no clock; each time

@@ -2,11 +2,12 @@
 
 #include <algorithm>
 #include <chrono>
-#include <optional>
 #include <iterator>
+#include <optional>
 #include <unordered_map>
 #include <unordered_set>
 
+#include "fuzz/goals.h"
 #include "kernel/assert.h"
 #include "kernel/fingerprint.h"
 #include "scenario/runner.h"
@@ -155,7 +156,7 @@ struct FingerprintHash {
 class Search {
  public:
   Search(const Scenario& scenario, const ExploreSettings& settings)
-      : scenario_(scenario), settings_(settings), start_(Clock::now()) {
+      : scenario_(scenario), settings_(settings), start_(Clock::now()), goals_(scenario, settings) {
     if (settings.from) root_.assign(settings.from->choices.begin(), settings.from->choices.end());
     result_.file = scenario.file;
     result_.name = scenario.name;
@@ -179,6 +180,7 @@ class Search {
     result_.complete = !stopped_;
     std::sort(result_.leaf_states.begin(), result_.leaf_states.end());
     name_counterexamples(result_, scenario_);
+    result_.goals = goals_.outcomes(result_.complete, result_.counterexamples);
     result_.wall_ms =
         std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start_).count();
     return std::move(result_);
@@ -233,10 +235,11 @@ class Search {
       return;
     }
     std::vector<Violation> violations = world.violations();
+    std::optional<RunResult> finished;
     if (!world.exploration_stopped() && violations.empty()) {
       const Fingerprint leaf = world.fingerprint();
-      const RunResult finished = world.finish();
-      violations = finished.violations;
+      finished = world.finish();
+      violations = finished->violations;
       if (violations.empty() && leaves_.insert(leaf).second) {
         ++result_.states;
         ++result_.leaves;
@@ -250,6 +253,7 @@ class Search {
       count_coverage(world.coverage());
       record_counterexamples(first_broken(violations, log), log);
     }
+    if (!goals_.empty()) note_goals(world, log, finished);
     const std::vector<Bits> before = happens_before(log);
     summarise(log, before, first_new);
     analyse(log, before, first_new);
@@ -275,14 +279,30 @@ class Search {
     return first;
   }
 
-  void record_counterexamples(const std::vector<Violation>& violations, const EventLog& log) {
+  // The choices of the execution's first `made`, trailing default choices left out.
+  std::vector<uint16_t> order_of(const EventLog& log, size_t made) const {
     std::vector<uint16_t> path;
-    const size_t made = log.violation_events.empty() ? log.choices.size()
-                                                     : log.choices_at_violation;
     for (size_t index = 0; index < made; ++index) {
       path.push_back(static_cast<uint16_t>(log.choices[index].taken));
     }
     while (path.size() > root_.size() && path.back() == 0) path.pop_back();
+    return path;
+  }
+
+  // The goals this execution reached. Past its first violation the execution went on only for
+  // its races (as the breadth-first search, an order ends at its first violation): a probe
+  // counts if reached before it, and the order is cut there.
+  void note_goals(const World& world, const EventLog& log,
+                  const std::optional<RunResult>& finished) {
+    const bool cut = !log.violation_events.empty();
+    const Coverage& coverage = cut ? log.coverage_at_violation : world.coverage();
+    const uint64_t bits = goals_.reached(coverage, finished ? &*finished : nullptr);
+    goals_.note(bits, order_of(log, cut ? log.choices_at_violation : log.choices.size()));
+  }
+
+  void record_counterexamples(const std::vector<Violation>& violations, const EventLog& log) {
+    const std::vector<uint16_t> path = order_of(
+        log, log.violation_events.empty() ? log.choices.size() : log.choices_at_violation);
     for (const Violation& violation : violations) {
       auto found = std::find_if(result_.counterexamples.begin(), result_.counterexamples.end(),
                                 [&](const ExploreCounterexample& cx) {
@@ -302,7 +322,9 @@ class Search {
         result_.counterexamples.push_back(std::move(cx));
       }
     }
-    if (!settings_.keep_going && !settings_.stop_at_good_leaf) stopped_ = true;
+    if (!settings_.keep_going && !settings_.stop_at_good_leaf && !goals_.all_expected(violations)) {
+      stopped_ = true;
+    }
   }
 
   uint32_t intern(SummaryEntry entry) {
@@ -507,7 +529,10 @@ class Search {
     if (!world.violations().empty()) {
       // This order is a counterexample already. Going on is only for the races of the events
       // before the violation with those after it, which another order may break first.
-      if (!settings_.keep_going && !settings_.stop_at_good_leaf) return -1;
+      if (!settings_.keep_going && !settings_.stop_at_good_leaf &&
+          !goals_.all_expected(world.violations())) {
+        return -1;
+      }
       node.frozen = true;
       node.enabled = choice.enabled;
       node.logged = static_cast<int64_t>(log.events.size()) - (choice.event ? 0 : 1);
@@ -794,6 +819,7 @@ class Search {
   std::unordered_map<Fingerprint, int64_t, FingerprintHash> on_stack_;
   std::unordered_map<Fingerprint, uint32_t, FingerprintHash> entry_ids_;
   std::vector<SummaryEntry> entries_;
+  GoalTracker goals_;
   ExploreResult result_;
   bool stopped_ = false;
   bool persistent_unsound_ = false;

@@ -8,6 +8,7 @@
 
 #include "fuzz/dpor.h"
 #include "fuzz/generator.h"
+#include "fuzz/goals.h"
 #include "fuzz/parallel.h"
 #include "kernel/assert.h"
 #include "scenario/runner.h"
@@ -66,6 +67,7 @@ struct NodeRun {
   std::vector<Violation> violations;
   Coverage coverage;  // what the order reached on its way
   bool assumptions_held = true;  // World::persistent_sets_assumptions_held at its end
+  uint64_t goals = 0;  // the reachability goals the order reached (GoalTracker::reached)
 };
 
 }  // namespace
@@ -133,7 +135,7 @@ Schedule schedule_of(const Choices& choices, const ExploreSettings& settings) {
 // result is then that state's run, then its one child's, and so on; the last is where it
 // stopped.
 std::vector<NodeRun> run_node(const Scenario& scenario, const Choices& choices,
-                              const ExploreSettings& settings,
+                              const ExploreSettings& settings, const GoalTracker& goals,
                               const std::function<bool(const Fingerprint&)>& explored) {
   WorldOptions options;
   options.seed = scenario.seed;
@@ -155,8 +157,10 @@ std::vector<NodeRun> run_node(const Scenario& scenario, const Choices& choices,
     run.leaf_state = world.fingerprint();
     const RunResult result = world.finish();
     run.violations = result.violations;
+    run.goals = goals.reached(world.coverage(), &result);
   } else {
     run.violations = world.violations();
+    run.goals = goals.reached(world.coverage(), nullptr);
   }
   run.outcome = world.explore_outcome();
   run.coverage = world.coverage();
@@ -168,6 +172,7 @@ std::vector<NodeRun> run_node(const Scenario& scenario, const Choices& choices,
     stop.outcome = passed.outcome;
     stop.coverage = passed.coverage;
     stop.assumptions_held = passed.assumptions_held;
+    stop.goals = goals.reached(passed.coverage, nullptr);
     chain.push_back(std::move(stop));
   }
   chain.push_back(std::move(run));
@@ -179,6 +184,13 @@ std::vector<NodeRun> run_node(const Scenario& scenario, const Choices& choices,
 Choices stop_path(const Choices& node, const NodeRun& run) {
   Choices path = node;
   path.insert(path.end(), run.outcome.defaults.size(), 0);
+  return path;
+}
+
+// `path` without its trailing default choices past the first `root_length`: the same order,
+// as a schedule writes it.
+Choices trimmed(Choices path, size_t root_length) {
+  while (path.size() > root_length && path.back() == 0) path.pop_back();
   return path;
 }
 
@@ -208,6 +220,12 @@ ExploreResult explore_once(const Scenario& scenario, const ExploreSettings& sett
   // Each state explored, with the events asleep at it (sleep sets, docs/model.md).
   std::unordered_map<Fingerprint, std::vector<Fingerprint>, FingerprintHash> visited;
   std::vector<bool> found(kInvariantCount, false);
+  GoalTracker goals(scenario, settings);
+  // An invariant broken that no reachable goal expects ends the search (unless --continue).
+  const auto broke_unexpectedly = [&] {
+    return std::any_of(result.counterexamples.begin(), result.counterexamples.end(),
+                       [&](const ExploreCounterexample& cx) { return !goals.expected(cx.invariant); });
+  };
   // Replays read the visited set while a batch runs, and nothing writes it until all are done.
   const std::function<bool(const Fingerprint&)> explored = [&](const Fingerprint& state) {
     return visited.count(state) > 0;
@@ -268,7 +286,7 @@ ExploreResult explore_once(const Scenario& scenario, const ExploreSettings& sett
           to_replay.size(), settings.jobs,
           [&](size_t k) {
             const size_t i = to_replay[k];
-            runs[i] = run_node(scenario, nodes[first + i].choices, settings, explored);
+            runs[i] = run_node(scenario, nodes[first + i].choices, settings, goals, explored);
           },
           [&](size_t) { return late(); });
       result.replays += static_cast<int64_t>(to_replay.size());
@@ -311,6 +329,7 @@ ExploreResult explore_once(const Scenario& scenario, const ExploreSettings& sett
           path.push_back(0);
         }
         result.max_depth = std::max<int64_t>(result.max_depth, static_cast<int64_t>(path.size()));
+        if (run.goals != 0) goals.note(run.goals, trimmed(path, root_length));
         // This node's event, taken at its parent's state after the siblings before it: what
         // stays asleep after it (every sleeper whose footprint its own does not meet).
         std::vector<Sleeper> sleep;
@@ -340,10 +359,9 @@ ExploreResult explore_once(const Scenario& scenario, const ExploreSettings& sett
             cx.invariant = violation.invariant;
             cx.detail = violation.detail;
             cx.scenario = scenario;
-            Choices trimmed = path;
-            while (trimmed.size() > root_length && trimmed.back() == 0) trimmed.pop_back();
-            cx.scenario.schedule = schedule_of(trimmed, settings);
-            cx.choices = trimmed.size();
+            const Choices order = trimmed(path, root_length);
+            cx.scenario.schedule = schedule_of(order, settings);
+            cx.choices = order.size();
             cx.scenario.expect = Expect{};
             result.counterexamples.push_back(std::move(cx));
           }
@@ -393,7 +411,7 @@ ExploreResult explore_once(const Scenario& scenario, const ExploreSettings& sett
           break;
         }
       }
-      if (!settings.keep_going && !settings.stop_at_good_leaf && !result.counterexamples.empty()) {
+      if (!settings.keep_going && !settings.stop_at_good_leaf && broke_unexpectedly()) {
         stopped = true;
       }
       if (late()) stopped = true;
@@ -415,6 +433,7 @@ ExploreResult explore_once(const Scenario& scenario, const ExploreSettings& sett
   result.good_leaves = result.leaves;
   result.preemption_bound = settings.preemptions;
   name_counterexamples(result, scenario);
+  result.goals = goals.outcomes(result.complete, result.counterexamples);
   result.wall_ms =
       std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start).count();
   return result;

@@ -74,6 +74,10 @@ struct ExploreSettings {
   // Stop (complete = false) past this much wall time; 0: no limit. The explored states and
   // what they found do not depend on it, only how far the search gets.
   int64_t max_wall_ms = 0;
+  // The story's reachability goals (Expect::goals), which the search decides: each one reached
+  // (with the shortest order found) or, when the search is complete, unreachable. An invariant
+  // that a reachable goal expects to break does not end the search. Empty: none asked.
+  std::vector<Goal> goals;
   // Set by explore(): how many steps the story has before the operator's rounds.
   size_t story_steps = 0;
   // Called now and then with the counters so far (a terminal's progress line); `violations`
@@ -89,6 +93,22 @@ struct ExploreCounterexample {
   Scenario scenario;  // the story with its `schedule`: `inboxsim run` replays it
   size_t choices = 0;
   std::string path;  // where it was written, when it was
+};
+
+// What a search decided about one reachability goal.
+struct ExploreGoal {
+  enum class Status : uint8_t { reached, unreachable, unknown };
+  Goal goal;
+  Status status = Status::unknown;  // unreachable only when the search was complete
+  size_t choices = 0;               // reached: the shortest order found that reaches it
+  Scenario witness;                 // reached: the story with that order's schedule
+  std::string path;                 // where the witness was written, when it was
+  // Whether the story's claim holds: a reachable goal reached, an unreachable one not reached
+  // by any order. Unknown is neither met nor failed.
+  bool met() const {
+    return goal.reachable ? status == Status::reached : status == Status::unreachable;
+  }
+  bool failed() const { return status != Status::unknown && !met(); }
 };
 
 struct ExploreResult {
@@ -127,6 +147,8 @@ struct ExploreResult {
   // found. Empty: no order of this story with at most `faults` faults breaks an invariant
   // (when complete).
   std::vector<ExploreCounterexample> counterexamples;
+  // One per ExploreSettings::goals, in the story's order.
+  std::vector<ExploreGoal> goals;
   // The distinct final states reached, sorted: the reductions keep every one (tests).
   std::vector<Fingerprint> leaf_states;
   // Per probe, how many of the states explored (and orders that broke an invariant) were

@@ -7,6 +7,7 @@
 #include "kernel/text.h"
 #include "report/campaign_view.h"  // add_defences_json
 #include "report/json_output.h"
+#include "scenario/write.h"
 
 namespace inboxsim {
 
@@ -20,7 +21,73 @@ nlohmann::ordered_json fault_kinds_json(const std::array<bool, kFaultKindCount>&
   return out;
 }
 
+std::string_view goal_status_name(ExploreGoal::Status status) {
+  switch (status) {
+    case ExploreGoal::Status::reached:
+      return "reached";
+    case ExploreGoal::Status::unreachable:
+      return "unreachable";
+    case ExploreGoal::Status::unknown:
+      return "unknown";
+  }
+  return "unknown";
+}
+
+// Whether a reachable goal of the search expects `invariant` to break.
+bool expected_break(const ExploreResult& result, Invariant invariant) {
+  return std::any_of(result.goals.begin(), result.goals.end(), [&](const ExploreGoal& goal) {
+    return goal.goal.reachable && goal.goal.kind == Goal::Kind::broken &&
+           goal.goal.invariant == invariant;
+  });
+}
+
+void print_goals(std::ostream& out, const ExploreResult& result) {
+  int64_t met = 0;
+  int64_t failed = 0;
+  for (const ExploreGoal& goal : result.goals) {
+    met += goal.met() ? 1 : 0;
+    failed += goal.failed() ? 1 : 0;
+    out << "  goal " << printable(goal_text(goal.goal)) << " ("
+        << (goal.goal.reachable ? "reachable" : "unreachable") << "): ";
+    switch (goal.status) {
+      case ExploreGoal::Status::reached:
+        if (goal.goal.kind == Goal::Kind::broken) {
+          out << "REACHED, by the order BROKEN names above";
+          break;
+        }
+        out << "REACHED, shortest order found " << goal.choices << " choices";
+        if (!goal.path.empty()) out << "; replay: inboxsim run " << printable(goal.path);
+        break;
+      case ExploreGoal::Status::unreachable:
+        out << "UNREACHABLE: no order of this story with at most " << result.faults
+            << " fault(s)";
+        if (result.preemption_bound >= 0) {
+          out << " and " << result.preemption_bound << " preemption(s)";
+        }
+        out << " reaches it";
+        break;
+      case ExploreGoal::Status::unknown:
+        out << "UNKNOWN: the search stopped before any order reached it";
+        break;
+    }
+    out << (goal.met() ? "" : goal.failed() ? "  [goal not met]" : "") << "\n";
+  }
+  const auto count = static_cast<int64_t>(result.goals.size());
+  out << "GOALS: " << met << " of " << count << " met";
+  if (failed > 0) out << ", " << failed << " not met";
+  if (count - met - failed > 0) out << ", " << count - met - failed << " undecided";
+  out << "\n";
+}
+
 }  // namespace
+
+bool explore_failed(const ExploreResult& result) {
+  const bool broke = std::any_of(
+      result.counterexamples.begin(), result.counterexamples.end(),
+      [&](const ExploreCounterexample& cx) { return !expected_break(result, cx.invariant); });
+  return broke || std::any_of(result.goals.begin(), result.goals.end(),
+                              [](const ExploreGoal& goal) { return goal.failed(); });
+}
 
 nlohmann::ordered_json explore_json(const ExploreResult& result) {
   nlohmann::ordered_json out;
@@ -67,6 +134,23 @@ nlohmann::ordered_json explore_json(const ExploreResult& result) {
     violations.push_back(std::move(violation));
     if (!cx.path.empty()) paths.push_back(cx.path);
   }
+  if (!result.goals.empty()) {
+    nlohmann::ordered_json& goals = out["goals"] = nlohmann::ordered_json::array();
+    for (const ExploreGoal& goal : result.goals) {
+      nlohmann::ordered_json entry;
+      entry["goal"] = goal_to_json(goal.goal);
+      entry["expected"] = goal.goal.reachable ? "reachable" : "unreachable";
+      entry["status"] = goal_status_name(goal.status);
+      entry["met"] = goal.status == ExploreGoal::Status::unknown
+                         ? nlohmann::ordered_json(nullptr)
+                         : nlohmann::ordered_json(goal.met());
+      if (goal.status == ExploreGoal::Status::reached) {
+        entry["choices"] = goal.choices;
+        if (!goal.path.empty()) entry["witness"] = goal.path;
+      }
+      goals.push_back(std::move(entry));
+    }
+  }
   out["coverage"] = coverage_json(result.coverage);
   out["wall_ms"] = result.wall_ms;
   return out;
@@ -97,27 +181,35 @@ void print_explore(std::ostream& out, const ExploreResult& result) {
            "fill up in this story, where taking an ack or a confirm first is not known to lose "
            "nothing)\n";
   }
+  size_t unexpected = 0;
   for (const ExploreCounterexample& cx : result.counterexamples) {
-    out << "  BROKEN " << invariant_name(cx.invariant) << ": " << printable(cx.detail) << "\n";
+    const bool expected = expected_break(result, cx.invariant);
+    unexpected += expected ? 0 : 1;
+    out << "  BROKEN " << invariant_name(cx.invariant)
+        << (expected ? " (as a goal of the story expects)" : "") << ": " << printable(cx.detail)
+        << "\n";
     out << "    shortest order found: " << cx.choices << " choices";
     if (!cx.path.empty()) out << "; replay: inboxsim run " << printable(cx.path);
     out << "\n";
   }
-  if (!result.counterexamples.empty()) {
-    out << "VIOLATED: " << result.counterexamples.size()
-        << " invariant(s) broken by some order of this story"
+  if (!result.goals.empty()) print_goals(out, result);
+  const std::string others =
+      unexpected < result.counterexamples.size() ? " that no goal expects to break" : "";
+  if (unexpected > 0) {
+    out << "VIOLATED: " << unexpected << " invariant(s) broken by some order of this story"
+        << others
         << (result.complete ? "" : " (the search stopped there; --continue goes on)") << "\n";
   } else if (result.complete && result.preemption_bound >= 0) {
     out << "PROVEN up to " << result.preemption_bound << " preemption(s) and " << result.faults
         << " fault(s): no order of this story with at most " << result.preemption_bound
-        << " preemption(s) and " << result.faults
-        << " fault(s) of these kinds breaks an invariant (orders with more were not explored)\n";
+        << " preemption(s) and " << result.faults << " fault(s) of these kinds breaks an invariant"
+        << others << " (orders with more were not explored)\n";
   } else if (result.complete) {
     out << "PROVEN: no order of this story with at most " << result.faults
-        << " fault(s) of these kinds breaks an invariant\n";
+        << " fault(s) of these kinds breaks an invariant" << others << "\n";
   } else {
     out << "INCOMPLETE: --max-states stopped the search after " << result.states
-        << " states; no violation among them\n";
+        << " states; no violation" << others << " among them\n";
   }
 }
 

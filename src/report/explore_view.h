@@ -15,6 +15,10 @@ namespace inboxsim {
 // counterexamples (paths), wall_ms, and as extensions what was explored and how.
 nlohmann::ordered_json explore_json(const ExploreResult& result);
 
+// Whether the search fails the story: an invariant broken that no reachable goal expects, or a
+// goal the search decided against the story's claim (`inboxsim explore` exits 1).
+bool explore_failed(const ExploreResult& result);
+
 // What was explored and the verdict: "proven" (complete, nothing broken), "broken" (each
 // violation with its shortest schedule and the command that replays it) or "incomplete".
 void print_explore(std::ostream& out, const ExploreResult& result);

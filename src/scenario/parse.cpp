@@ -770,9 +770,74 @@ std::vector<Invariant> parse_violations(const Node& node) {
   return {violations.begin(), violations.end()};
 }
 
-constexpr std::array<std::string_view, 11> kExpectKeys = {
+// A reachability goal: {"broken": INVARIANT}, {"probe": PROBE}, {"transfer": ID, "state":
+// STATE} or {"account": NAME, "balance": N}.
+constexpr std::array<std::string_view, 6> kGoalKeys = {"broken",   "probe", "transfer",
+                                                       "state",    "account", "balance"};
+constexpr std::string_view kGoalShapes =
+    "one of {\"broken\": INVARIANT}, {\"probe\": PROBE}, {\"transfer\": ID, \"state\": "
+    "STATE}, {\"account\": NAME, \"balance\": N}";
+
+Goal parse_goal(const Node& node, const Context& context, bool reachable) {
+  as_object(node, kGoalShapes);
+  check_keys(node, kGoalKeys, "a reachability goal");
+  Goal goal;
+  goal.reachable = reachable;
+  const Node broken = field(node, "broken");
+  const Node probe = field(node, "probe");
+  const Node transfer = field(node, "transfer");
+  const Node state = field(node, "state");
+  const Node account = field(node, "account");
+  const Node balance = field(node, "balance");
+  const int shapes = (broken.value != nullptr ? 1 : 0) + (probe.value != nullptr ? 1 : 0) +
+                     (transfer.value != nullptr || state.value != nullptr ? 1 : 0) +
+                     (account.value != nullptr || balance.value != nullptr ? 1 : 0);
+  if (shapes != 1) expect_failed(node, kGoalShapes);
+  if (broken.value != nullptr) {
+    goal.kind = Goal::Kind::broken;
+    goal.invariant =
+        as_choice(broken, parse_invariant, enum_names(kInvariantCount, invariant_name));
+  } else if (probe.value != nullptr) {
+    goal.kind = Goal::Kind::probe;
+    goal.probe = as_choice(probe, parse_probe, std::string(probe_names_text()));
+  } else if (transfer.value != nullptr || state.value != nullptr) {
+    if (transfer.value == nullptr) fail(node.pointer + "/transfer", "expected " + transfer_expected(context) + " beside \"state\"");
+    if (state.value == nullptr) fail(node.pointer + "/state", "expected a saga state beside \"transfer\": one of " + enum_names(kSagaStateCount, saga_state_name));
+    goal.kind = Goal::Kind::saga;
+    goal.subject = as_string(transfer, transfer_expected(context));
+    if (!context.declared_transfers.contains(goal.subject)) {
+      expect_failed(transfer, transfer_expected(context));
+    }
+    goal.state = as_choice(state, parse_saga_state, enum_names(kSagaStateCount, saga_state_name));
+  } else {
+    if (account.value == nullptr) fail(node.pointer + "/account", "expected " + account_expected(context) + " beside \"balance\"");
+    if (balance.value == nullptr) fail(node.pointer + "/balance", "expected " + integer_range(-kAmountMax, kAmountMax) + " beside \"account\"");
+    goal.kind = Goal::Kind::balance;
+    goal.subject = as_string(account, account_expected(context));
+    if (!context.accounts.contains(goal.subject)) expect_failed(account, account_expected(context));
+    goal.balance = as_integer(balance, -kAmountMax, kAmountMax);
+  }
+  return goal;
+}
+
+void parse_goals(const Node& node, const Context& context, bool reachable, Expect& expect) {
+  if (!node.value->is_array()) {
+    expect_failed(node, "an array of reachability goals, each " + std::string(kGoalShapes));
+  }
+  for (size_t i = 0; i < node.value->size(); ++i) {
+    const Node item{&(*node.value)[i], child_pointer(node.pointer, i)};
+    if (expect.goals.size() == kGoalsMax) {
+      fail(item.pointer, "expected at most " + std::to_string(kGoalsMax) +
+                             " reachability goals in all (reachable and unreachable)");
+    }
+    expect.goals.push_back(parse_goal(item, context, reachable));
+  }
+}
+
+constexpr std::array<std::string_view, 13> kExpectKeys = {
     "balances",      "transfers",    "published", "sends",        "effects",   "dedupe_hits",
-    "dead_lettered", "error_queued", "dropped",   "redeliveries", "violations"};
+    "dead_lettered", "error_queued", "dropped",   "redeliveries", "violations", "reachable",
+    "unreachable"};
 
 Expect parse_expect(const Node& node, const Context& context) {
   as_object(node, "an object of expectations");
@@ -782,6 +847,12 @@ Expect parse_expect(const Node& node, const Context& context) {
   parse_expect_counts(node, expect);
   if (const Node violations = field(node, "violations"); violations.value != nullptr) {
     expect.violations = parse_violations(violations);
+  }
+  if (const Node goals = field(node, "reachable"); goals.value != nullptr) {
+    parse_goals(goals, context, true, expect);
+  }
+  if (const Node goals = field(node, "unreachable"); goals.value != nullptr) {
+    parse_goals(goals, context, false, expect);
   }
   return expect;
 }

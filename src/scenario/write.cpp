@@ -4,6 +4,28 @@
 
 namespace inboxsim {
 
+nlohmann::ordered_json goal_to_json(const Goal& goal) {
+  using nlohmann::ordered_json;
+  ordered_json out = ordered_json::object();
+  switch (goal.kind) {
+    case Goal::Kind::broken:
+      out["broken"] = invariant_name(goal.invariant);
+      break;
+    case Goal::Kind::probe:
+      out["probe"] = probe_name(goal.probe);
+      break;
+    case Goal::Kind::saga:
+      out["transfer"] = goal.subject;
+      out["state"] = saga_state_name(goal.state);
+      break;
+    case Goal::Kind::balance:
+      out["account"] = goal.subject;
+      out["balance"] = goal.balance;
+      break;
+  }
+  return out;
+}
+
 namespace {
 
 using ordered_json = nlohmann::ordered_json;
@@ -127,6 +149,13 @@ ordered_json expect_to_json(const Expect& expect) {
   ordered_json& violations = out["violations"] = ordered_json::array();
   for (const Invariant invariant : expect.violations) {
     violations.push_back(invariant_name(invariant));
+  }
+  for (const bool reachable : {true, false}) {
+    ordered_json goals = ordered_json::array();
+    for (const Goal& goal : expect.goals) {
+      if (goal.reachable == reachable) goals.push_back(goal_to_json(goal));
+    }
+    if (!goals.empty()) out[reachable ? "reachable" : "unreachable"] = std::move(goals);
   }
   return out;
 }

@@ -18,6 +18,10 @@ namespace inboxsim {
 // fault has a service, every fault that needs a match has one).
 nlohmann::ordered_json scenario_to_json(const Scenario& scenario);
 
+// A reachability goal as a file writes it: {"broken": ...}, {"probe": ...}, {"transfer": ...,
+// "state": ...} or {"account": ..., "balance": ...}.
+nlohmann::ordered_json goal_to_json(const Goal& goal);
+
 // A schedule's hand actions as a file writes them: [{"at": N, STEP KEY: ...}, ...].
 nlohmann::ordered_json actions_to_json(const Schedule& schedule);
 

@@ -125,7 +125,10 @@ World::World(const Scenario& scenario, const Config& config, const WorldOptions&
     // The explorer branches no further from a broken state: this order is a counterexample.
     if (explore_.stop_at_frontier) explore_stop_ = true;
     if (explore_.log_events) {
-      if (log_.violation_events.empty()) log_.choices_at_violation = log_.choices.size();
+      if (log_.violation_events.empty()) {
+        log_.choices_at_violation = log_.choices.size();
+        log_.coverage_at_violation = coverage();
+      }
       log_.violation_events.push_back(in_event_ ? current_event_ : -1);
       if (in_event_) log_.events[static_cast<size_t>(current_event_)].violated = true;
     }

@@ -180,6 +180,7 @@ struct EventLog {
   // choices had been made when the first broke.
   std::vector<int64_t> violation_events;
   size_t choices_at_violation = 0;
+  Coverage coverage_at_violation;  // the probes reached when the first broke
 };
 
 // A state an explored run went through with ExploreControl::continue_alone: what the run
