@@ -17,10 +17,10 @@ constexpr std::array<std::string_view, kFaultKindCount> kFaultKindNames = {
     "lose_confirm", "delay",    "pause",           "publish_nack"};
 
 constexpr std::array<std::string_view, kCopySourceCount> kCopySourceNames = {"operator", "broker",
-                                                                           "network"};
+                                                                             "network"};
 
 constexpr std::array<std::string_view, kFailureCauseCount> kFailureCauseNames = {"transient",
-                                                                               "poison"};
+                                                                                 "poison"};
 
 constexpr size_t kIndexNameCount = 3;
 constexpr std::array<std::string_view, kIndexNameCount> kIndexNames = {

@@ -66,8 +66,10 @@ std::string describe_publish(const TraceEvent& event) {
     text += "  (a copy by hand, same message id)";
   }
   // A `duplicate` fault whose story says who made the copy is published under that name.
-  if (event.service == participant::broker) text += "  (a second copy made by the broker, same message id)";
-  if (event.service == participant::network) text += "  (a second copy from the network, same message id)";
+  if (event.service == participant::broker)
+    text += "  (a second copy made by the broker, same message id)";
+  if (event.service == participant::network)
+    text += "  (a second copy from the network, same message id)";
   return text;
 }
 
@@ -531,8 +533,7 @@ std::string Narrator::deciding_line(const TraceEvent& event) {
     case EventKind::crash:
     case EventKind::consumer_fault:
       if (const auto row = unconsumed_rows_.find(id); row != unconsumed_rows_.end()) {
-        row->second =
-            event.kind == EventKind::crash ? Unconsumed::crashed : Unconsumed::faulted;
+        row->second = event.kind == EventKind::crash ? Unconsumed::crashed : Unconsumed::faulted;
       }
       return {};
     case EventKind::deliver: {

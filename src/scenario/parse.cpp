@@ -370,8 +370,8 @@ constexpr std::array<FaultKeys, kFaultKindCount + 2> kFaultKeysByKind = {{
     {"drop_index", {"kind", "index"}, 2},
 }};
 constexpr std::array<std::string_view, 11> kAllFaultKeys = {
-    "kind", "service", "instance", "at",    "match", "ms",
-    "restart_after_ms",    "times", "index", "by",   "cause"};
+    "kind",  "service", "instance", "at",   "match", "ms", "restart_after_ms",
+    "times", "index",   "by",       "cause"};
 
 size_t as_fault_row(const Node& node) {
   std::vector<std::string_view> kinds;

@@ -660,8 +660,7 @@ bool AccountService::already_seen(const Message& message) {
       if (!host_.seen_store().contains(seen_key(message))) {
         // Traced, because the race of two instances (scenario 36) is two of these answers
         // given before either mark: the check and the mark are two calls to the store.
-        TraceEvent event =
-            event_about(EventKind::dedupe_record, host_.now_ms(), me(), message);
+        TraceEvent event = event_about(EventKind::dedupe_record, host_.now_ms(), me(), message);
         event.detail = "external seen-set: checked " + message.message_id +
                        ", not marked (check-then-add: the mark is a separate call)";
         host_.record(std::move(event));

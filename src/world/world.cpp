@@ -324,11 +324,11 @@ void World::drop_index(IndexName index) {
   // The Marten inbox has no inbox_state: what goes there is its document's primary key.
   const bool marten_key =
       index == IndexName::account_inbox_state && config_.account_inbox == AccountInbox::marten;
-  TraceEvent event = instance_event(
-      EventKind::index_dropped, now_ms(),
-      on_account ? account.names.service : transfer.names.service,
-      marten_key ? std::string("inbox_documents' primary key (message_id)")
-                 : std::string(index_name(index)));
+  TraceEvent event =
+      instance_event(EventKind::index_dropped, now_ms(),
+                     on_account ? account.names.service : transfer.names.service,
+                     marten_key ? std::string("inbox_documents' primary key (message_id)")
+                                : std::string(index_name(index)));
   record(std::move(event));
 }
 
