@@ -610,7 +610,9 @@ TEST_CASE("one instance of each service replays the traces recorded before concu
   // changed hash here means the concurrency machinery leaks into sequential runs. Issue 29 (items
   // 9 and 11) changed the MassTransit inbox itself: one outbox message per pass with delivered
   // in a pass of its own, and a 10 s cleanup tick, so the MassTransit files were recorded again
-  // then (the Redis and Marten files, which take neither path, keep their hashes).
+  // then (the Redis and Marten files, which take neither path, keep their hashes). Issue 27
+  // traced the external seen-set's check ("checked m-1, not marked"), one event more in the
+  // Redis files, so 13 was recorded again then; nothing else in its trace moved.
   struct Pinned {
     const char* file;
     const char* trace_hash;
@@ -619,7 +621,7 @@ TEST_CASE("one instance of each service replays the traces recorded before concu
       {"01-happy-path.json", "bef60b94746e1286"},
       {"09-crash-after-commit.json", "9976623a9f5e6e0d"},
       {"11-outbox-sent-not-marked.json", "ab1aa1f44af62261"},
-      {"13-redis-mark-after-commit.json", "6117d9491cdccfc9"},
+      {"13-redis-mark-after-commit.json", "cd9f8e2e19d67afc"},
       {"20-dedupe-key-too-coarse.json", "0fe11bb87581fb2a"},
       {"28-marten-inbox.json", "3694dfc8f19dcefe"},
       // Issue 12 made account.remember_rejections its own key, off by default, and the file now

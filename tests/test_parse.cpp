@@ -416,7 +416,8 @@ TEST_CASE("errors name the pointer and what was expected", "[parse][errors]") {
        "/steps/1/fault/at", "after_publish, after_mark for transfer-service (got"},
       {steps_prefix +
            R"({"fault": {"kind": "duplicate", "ms": 5, "match": {"type": "Account.Debited"}}}]})",
-       "/steps/1/fault/ms", "expected one of the keys kind, match (not used by a duplicate fault)"},
+       "/steps/1/fault/ms",
+       "expected one of the keys kind, match, by (not used by a duplicate fault)"},
       {steps_prefix + R"({"fault": {"kind": "duplicate", "match": {"transfer": "t2"}}}]})",
        "/steps/1/fault/match/transfer", "expected the id of a transfer step: t1 (got \"t2\")"},
       {steps_prefix + R"({"fault": {"kind": "delay", "match": {"type": "Account.Debited"}}}]})",

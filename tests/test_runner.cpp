@@ -365,13 +365,21 @@ TEST_CASE("the external seen-set is marked outside any transaction, before or af
     scenario.config.account_inbox = mode;
     const RunResult result = run(scenario);
     REQUIRE(result.violations.empty());
-    const auto mark = std::find_if(result.events.begin(), result.events.end(), [](auto& e) {
+    // The seen-set is asked first (a record of its own, since check and mark are two calls:
+    // scenario 36), then marked.
+    const auto check = std::find_if(result.events.begin(), result.events.end(), [](auto& e) {
+      return e.kind == EventKind::dedupe_record && e.type == "Transfer.Requested";
+    });
+    REQUIRE(check != result.events.end());
+    REQUIRE(check->detail.find("checked m-1, not marked") != std::string::npos);
+    const auto mark = std::find_if(check + 1, result.events.end(), [](auto& e) {
       return e.kind == EventKind::dedupe_record && e.type == "Transfer.Requested";
     });
     const auto debit = std::find_if(result.events.begin(), result.events.end(),
                                     [](auto& e) { return e.kind == EventKind::effect; });
     REQUIRE(mark != result.events.end());
     REQUIRE(debit != result.events.end());
+    REQUIRE(check < debit);
     REQUIRE((mark < debit) == (mode == AccountInbox::external_before));
     REQUIRE(mark->detail.find("outside its transaction") != std::string::npos);
   }

@@ -188,7 +188,7 @@ const std::vector<LessonBlock>& lesson_blocks() {
        {"01", "02", "03"}},
       {"Duplicates are normal: a lost ack, a lost confirm, a relay that dies, the seed's two "
        "experiments",
-       {"08", "16", "43", "04", "05"}},
+       {"08", "16", "43", "04", "05", "68"}},
       {"Break it: delete a unique index, and ask why nothing broke", {"06", "07"}},
       {"Crashes at every point, and why the dedupe record shares the transaction",
        {"09", "10", "11", "60", "28", "45", "66", "67"}},

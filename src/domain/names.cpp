@@ -17,6 +17,12 @@ constexpr std::array<std::string_view, kFaultKindCount> kFaultKindNames = {
     "crash",        "drop_ack", "drop_connection", "nack",        "duplicate",
     "lose_confirm", "delay",    "pause",           "publish_nack"};
 
+constexpr std::array<std::string_view, kCopySourceCount> kCopySourceNames = {"operator", "broker",
+                                                                             "network"};
+
+constexpr std::array<std::string_view, kFailureCauseCount> kFailureCauseNames = {"transient",
+                                                                                 "poison"};
+
 constexpr size_t kIndexNameCount = 3;
 constexpr std::array<std::string_view, kIndexNameCount> kIndexNames = {
     "transfer.processed_messages", "account.ledger", "account.inbox_state"};
@@ -38,6 +44,20 @@ std::string_view fault_kind_name(FaultKind kind) { return name_of(kFaultKindName
 
 std::optional<FaultKind> parse_fault_kind(std::string_view name) {
   return parse_name<FaultKind>(kFaultKindNames, name);
+}
+
+std::string_view copy_source_name(CopySource source) { return name_of(kCopySourceNames, source); }
+
+std::optional<CopySource> parse_copy_source(std::string_view name) {
+  return parse_name<CopySource>(kCopySourceNames, name);
+}
+
+std::string_view failure_cause_name(FailureCause cause) {
+  return name_of(kFailureCauseNames, cause);
+}
+
+std::optional<FailureCause> parse_failure_cause(std::string_view name) {
+  return parse_name<FailureCause>(kFailureCauseNames, name);
 }
 
 // `delay` and `pause` are made of time, which an exploration does not have.
@@ -105,6 +125,13 @@ std::string describe_fault(const FaultSpec& fault) {
   if (fault.kind == FaultKind::pause) text += " for " + std::to_string(fault.ms) + " ms";
   if (fault.kind == FaultKind::nack && fault.times > 1) {
     text += ", " + std::to_string(fault.times) + " times";
+  }
+  if (fault.kind == FaultKind::nack && fault.cause != FailureCause::transient) {
+    text += ", " + std::string(failure_cause_name(fault.cause));
+  }
+  // The default (an operator's copy) says nothing, so the words of every older file stay.
+  if (fault.kind == FaultKind::duplicate && fault.copied_by != CopySource::operator_) {
+    text += ", copied by the " + std::string(copy_source_name(fault.copied_by));
   }
   return text;
 }

@@ -1,5 +1,6 @@
 // The participants of a run, as they appear in traces and diagrams: the client, the services
-// and their parts (the relay, the notifications consumer), the broker and the operator.
+// and their parts (the relay, the notifications consumer), the broker, the operator and the
+// network (the source of a copy a story says the network made).
 //
 // A service with several instances (docs/contract.md §8.1) shows each instance as a participant of its
 // own, `account-service#1`, `account-service#2`, ...; with one instance the names are those of
@@ -19,6 +20,8 @@ inline constexpr std::string_view broker = "broker";
 inline constexpr std::string_view account_service = "account-service";
 inline constexpr std::string_view notifications = "notifications";
 inline constexpr std::string_view operator_ = "operator";
+// The wire below the application, where a `duplicate` fault copied "by network" comes from.
+inline constexpr std::string_view network = "network";
 inline constexpr std::string_view cleanup = "cleanup";
 }  // namespace participant
 

@@ -29,8 +29,8 @@ enum class FaultKind : uint8_t {
   crash,            // service, at, match (optional: without it, the next time `at` is reached)
   drop_ack,         // match: the ack of the matched delivery is lost, the connection resets
   drop_connection,  // service, match (optional: without it, at once)
-  nack,             // match, times: the handler fails transiently `times` times in a row
-  duplicate,        // match: the operator publishes a copy with the same message id
+  nack,             // match, times, cause: the handler fails `times` times in a row
+  duplicate,        // match, by: a copy with the same message id (by the operator by default)
   lose_confirm,     // match: the publisher confirm of the matched publish is lost
   delay,            // match, ms: the matched delivery is held back
   pause,            // service, instance, at, ms, match: the instance stops for ms (docs/contract.md §8.1)
@@ -40,6 +40,27 @@ enum class FaultKind : uint8_t {
 inline constexpr size_t kFaultKindCount = 9;
 std::string_view fault_kind_name(FaultKind kind);
 std::optional<FaultKind> parse_fault_kind(std::string_view name);
+
+// Who makes a `duplicate` fault's copy (its `by` key): the narration and the diagrams name it, and
+// nothing else depends on it (every copy is routed and counted alike).
+enum class CopySource : uint8_t {
+  operator_,  // a person publishes it again by hand (the seed's exercise 2), the default
+  broker,     // the broker delivers one published message twice
+  network,    // a second copy on the wire below the application (a proxy or a client resending)
+};
+
+inline constexpr size_t kCopySourceCount = 3;
+std::string_view copy_source_name(CopySource source);
+std::optional<CopySource> parse_copy_source(std::string_view name);
+
+// Why a `nack` fault's handler fails (its `cause` key), as the narration says it: a transient
+// error (a busy database) that a later attempt gets past, or a poison message, one the handler
+// throws on every time. The failure is the same; only the words differ.
+enum class FailureCause : uint8_t { transient, poison };
+
+inline constexpr size_t kFailureCauseCount = 2;
+std::string_view failure_cause_name(FailureCause cause);
+std::optional<FailureCause> parse_failure_cause(std::string_view name);
 
 // Selects events by message type, transfer and occurrence. Empty fields match anything.
 struct Match {
@@ -60,6 +81,8 @@ struct FaultSpec {
   int64_t ms = 0;                   // delay: how long the delivery is held back; pause: how long
   int64_t restart_after_ms = 1000;  // crash: how long the service stays down
   int64_t times = 1;                // nack: how many consecutive failures
+  CopySource copied_by = CopySource::operator_;  // duplicate: who makes the copy
+  FailureCause cause = FailureCause::transient;  // nack: what the narration says fails
 };
 
 // Returns one line describing a fault ("crash account-service at after_commit on

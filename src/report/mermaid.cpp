@@ -62,7 +62,10 @@ std::string arrow_label(const TraceEvent& event) {
       return "request " + event.transfer + " " + event.detail + " " + std::to_string(event.amount);
     case EventKind::publish:
       return "publish " + message_label(event) + " (" + event.message_id + ")" +
-             (event.service == participant::operator_ ? " copy by hand" : "");
+             (event.service == participant::operator_ ? " copy by hand"
+              : event.service == participant::broker  ? " copy made by the broker"
+              : event.service == participant::network ? " copy from the network"
+                                                      : "");
     case EventKind::deliver:
       return "deliver " + message_label(event) + " (" + event.message_id + ")" + tag +
              (!event.redelivered ? ""

@@ -65,6 +65,11 @@ std::string describe_publish(const TraceEvent& event) {
   if (event.service == participant::operator_ && event.detail.rfind("by hand", 0) != 0) {
     text += "  (a copy by hand, same message id)";
   }
+  // A `duplicate` fault whose story says who made the copy is published under that name.
+  if (event.service == participant::broker)
+    text += "  (a second copy made by the broker, same message id)";
+  if (event.service == participant::network)
+    text += "  (a second copy from the network, same message id)";
   return text;
 }
 
@@ -526,17 +531,25 @@ std::string Narrator::deciding_line(const TraceEvent& event) {
     case EventKind::rejected:
     case EventKind::dedupe_hit: unconsumed_rows_.erase(id); return {};
     case EventKind::crash:
+    case EventKind::consumer_fault:
       if (const auto row = unconsumed_rows_.find(id); row != unconsumed_rows_.end()) {
-        row->second = true;
+        row->second = event.kind == EventKind::crash ? Unconsumed::crashed : Unconsumed::faulted;
       }
       return {};
     case EventKind::deliver: {
       const auto row = unconsumed_rows_.find(id);
-      if (row == unconsumed_rows_.end() || !row->second) return {};
-      row->second = false;
+      if (row == unconsumed_rows_.end() || row->second == Unconsumed::pending) return {};
+      const bool crashed = row->second == Unconsumed::crashed;
+      row->second = Unconsumed::pending;
+      if (crashed) {
+        return "inbox: row (" + id +
+               ", account-consumer) found, consumed null: the consumer never ran, so this "
+               "delivery runs it (no business change was committed with the row)";
+      }
       return "inbox: row (" + id +
-             ", account-consumer) found, consumed null: the consumer never ran, so this "
-             "delivery runs it (no business change was committed with the row)";
+             ", account-consumer) found, consumed null: its consumer faulted and rolled back, "
+             "and the cleanup deletes only delivered rows, so at any age this delivery runs the "
+             "consumer again";
     }
     case EventKind::publish: return minted_id_line(event);
     default: return {};

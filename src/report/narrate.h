@@ -77,8 +77,10 @@ class Narrator {
   // processed_messages' "inserted" line, held until the next event says whether the state
   // machine refused the event (then nothing but the row was written).
   std::optional<TraceEvent> held_record_;
-  // Inbox rows committed with consumed still null, and those whose handler then died.
-  std::map<std::string, bool> unconsumed_rows_;  // message id → its handler crashed
+  // Inbox rows committed with consumed still null, and why a later delivery finds them so:
+  // their handler died, or faulted and rolled back (a row the cleanup never removes).
+  enum class Unconsumed : uint8_t { pending, crashed, faulted };
+  std::map<std::string, Unconsumed> unconsumed_rows_;  // message id → what became of it
   // The relay's first id for each (type, transfer), to show a minted id beside it.
   std::map<std::string, std::string> first_relay_ids_;
 };

@@ -360,8 +360,8 @@ constexpr std::array<FaultKeys, kFaultKindCount + 2> kFaultKeysByKind = {{
     {"crash", {"kind", "service", "instance", "at", "match", "restart_after_ms"}, 6},
     {"drop_ack", {"kind", "service", "instance", "match"}, 4},
     {"drop_connection", {"kind", "service", "instance", "match"}, 4},
-    {"nack", {"kind", "service", "instance", "match", "times"}, 5},
-    {"duplicate", {"kind", "match"}, 2},
+    {"nack", {"kind", "service", "instance", "match", "times", "cause"}, 6},
+    {"duplicate", {"kind", "match", "by"}, 3},
     {"lose_confirm", {"kind", "match"}, 2},
     {"delay", {"kind", "match", "ms"}, 3},
     {"pause", {"kind", "service", "instance", "at", "ms", "match"}, 6},
@@ -369,8 +369,9 @@ constexpr std::array<FaultKeys, kFaultKindCount + 2> kFaultKeysByKind = {{
     {"advance", {"kind", "ms"}, 2},
     {"drop_index", {"kind", "index"}, 2},
 }};
-constexpr std::array<std::string_view, 9> kAllFaultKeys = {
-    "kind", "service", "instance", "at", "match", "ms", "restart_after_ms", "times", "index"};
+constexpr std::array<std::string_view, 11> kAllFaultKeys = {
+    "kind",  "service", "instance", "at",   "match", "ms", "restart_after_ms",
+    "times", "index",   "by",       "cause"};
 
 size_t as_fault_row(const Node& node) {
   std::vector<std::string_view> kinds;
@@ -427,6 +428,14 @@ FaultSpec parse_fault(const Node& node, FaultKind kind, const Context& context) 
   }
   if (const Node times = field(node, "times"); times.value != nullptr) {
     fault.times = as_integer(times, 1, kNackTimesMax);
+  }
+  if (const Node cause = field(node, "cause"); cause.value != nullptr) {
+    fault.cause =
+        as_choice(cause, parse_failure_cause, enum_names(kFailureCauseCount, failure_cause_name));
+  }
+  if (const Node by = field(node, "by"); by.value != nullptr) {
+    fault.copied_by =
+        as_choice(by, parse_copy_source, enum_names(kCopySourceCount, copy_source_name));
   }
   return fault;
 }

@@ -62,6 +62,12 @@ ordered_json fault_to_json(const FaultSpec& fault) {
   if (fault.kind == FaultKind::nack && fault.times != kDefaultFault.times) {
     out["times"] = fault.times;
   }
+  if (fault.kind == FaultKind::nack && fault.cause != kDefaultFault.cause) {
+    out["cause"] = failure_cause_name(fault.cause);
+  }
+  if (fault.kind == FaultKind::duplicate && fault.copied_by != kDefaultFault.copied_by) {
+    out["by"] = copy_source_name(fault.copied_by);
+  }
   return out;
 }
 

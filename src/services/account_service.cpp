@@ -657,7 +657,15 @@ bool AccountService::already_seen(const Message& message) {
     }
     case AccountInbox::external_before:
     case AccountInbox::external_after:
-      if (!host_.seen_store().contains(seen_key(message))) return false;
+      if (!host_.seen_store().contains(seen_key(message))) {
+        // Traced, because the race of two instances (scenario 36) is two of these answers
+        // given before either mark: the check and the mark are two calls to the store.
+        TraceEvent event = event_about(EventKind::dedupe_record, host_.now_ms(), me(), message);
+        event.detail = "external seen-set: checked " + message.message_id +
+                       ", not marked (check-then-add: the mark is a separate call)";
+        host_.record(std::move(event));
+        return false;
+      }
       dedupe_hit(config_.account_inbox == AccountInbox::external_before
                      ? Probe::dedupe_account_external_before
                      : Probe::dedupe_account_external_after,

@@ -40,14 +40,15 @@ void create_book_schema(SQLite::Database& db) {
       " kind INTEGER NOT NULL, service INTEGER, instance INTEGER, at INTEGER NOT NULL,"
       " has_match INTEGER NOT NULL, type INTEGER, occurrence INTEGER NOT NULL,"
       " ms INTEGER NOT NULL, restart_after_ms INTEGER NOT NULL, times INTEGER NOT NULL,"
-      " occurrences_left INTEGER NOT NULL, times_left INTEGER NOT NULL)");
+      " occurrences_left INTEGER NOT NULL, times_left INTEGER NOT NULL,"
+      " copied_by INTEGER NOT NULL, cause INTEGER NOT NULL)");
   db.exec("CREATE INDEX armed_transfer ON armed (transfer)");
 }
 
 const std::string& armed_columns() {
   static const std::string columns =
       "sequence, transfer, kind, service, instance, at, has_match, type, occurrence, ms,"
-      " restart_after_ms, times, occurrences_left, times_left";
+      " restart_after_ms, times, occurrences_left, times_left, copied_by, cause";
   return columns;
 }
 
@@ -92,7 +93,7 @@ int64_t FaultBook::spilled_count() const {
 void FaultBook::spill_all() {
   Connection& db = *spilled_->connection;
   static const std::string insert_sql = "INSERT INTO armed (" + armed_columns() +
-                                        ") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)";
+                                        ") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)";
   std::vector<uint64_t> hashes;
   SQLite::Transaction transaction(db.database());
   for (size_t kind = 0; kind < kFaultKindCount; ++kind) {
@@ -120,6 +121,8 @@ void FaultBook::spill_all() {
         insert->bind(12, spec.times);
         insert->bind(13, armed.occurrences_left);
         insert->bind(14, armed.times_left);
+        insert->bind(15, static_cast<int64_t>(spec.copied_by));
+        insert->bind(16, static_cast<int64_t>(spec.cause));
         insert->exec();
         ++spilled_counts_[kind];
       }
@@ -154,6 +157,8 @@ FaultBook::Armed armed_from_row(SQLite::Statement& row) {
   spec.ms = row.getColumn(9).getInt64();
   spec.restart_after_ms = row.getColumn(10).getInt64();
   spec.times = row.getColumn(11).getInt64();
+  spec.copied_by = static_cast<CopySource>(row.getColumn(14).getInt());
+  spec.cause = static_cast<FailureCause>(row.getColumn(15).getInt());
   return FaultBook::Armed{std::move(spec), static_cast<uint64_t>(row.getColumn(0).getInt64()),
                           row.getColumn(12).getInt64(), row.getColumn(13).getInt64()};
 }

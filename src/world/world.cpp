@@ -303,7 +303,7 @@ void World::arm_fault(const FaultSpec& fault) {
     for (const MessagePtr& published : publications_.candidates(fault.match)) {
       if (!match_selects(fault.match, *published)) continue;
       if (remaining.match.occurrence == 1) {
-        fire_duplicate(published);
+        fire_duplicate(published, fault.copied_by);
         return;
       }
       --remaining.match.occurrence;
@@ -324,9 +324,14 @@ void World::drop_index(IndexName index) {
   // Dropped twice, the first drop's statements are the ones that put it back.
   if (!removed->empty()) dropped_[index] = std::move(*removed);
   // The first instance's connection runs the DROP INDEX; the database is the service's.
-  TraceEvent event = instance_event(EventKind::index_dropped, now_ms(),
-                                    on_account ? account.names.service : transfer.names.service,
-                                    std::string(index_name(index)));
+  // The Marten inbox has no inbox_state: what goes there is its document's primary key.
+  const bool marten_key =
+      index == IndexName::account_inbox_state && config_.account_inbox == AccountInbox::marten;
+  TraceEvent event =
+      instance_event(EventKind::index_dropped, now_ms(),
+                     on_account ? account.names.service : transfer.names.service,
+                     marten_key ? std::string("inbox_documents' primary key (message_id)")
+                                : std::string(index_name(index)));
   record(std::move(event));
 }
 
@@ -850,8 +855,9 @@ void World::on_deliver(const Job& job) {
   start_handler(consumer.instance, delivery, 0);
 }
 
-// Starts attempt `attempt` of handling a delivery. A transient failure (the `nack` fault)
-// faults the attempt before the handler gets anywhere, as a busy database would.
+// Starts attempt `attempt` of handling a delivery. The `nack` fault faults the attempt before
+// the handler gets anywhere, as a busy database would, or a message the handler cannot process
+// (a poison message: the fault's cause says which the story means).
 void World::start_handler(size_t instance_index, const Delivery& delivery, size_t attempt) {
   Instance& instance = instances_[instance_index];
   const uint64_t id = next_handler_id_++;
@@ -859,8 +865,11 @@ void World::start_handler(size_t instance_index, const Delivery& delivery, size_
   handler.instance = instance_index;
   handler.delivery = delivery;
   handler.attempt = attempt;
-  if (take_fault(FaultKind::nack, instance.service, instance.number, *delivery.message)) {
-    handler_faulted(std::move(handler), "transient failure (database busy)");
+  if (const std::optional<FaultSpec> fault =
+          take_fault(FaultKind::nack, instance.service, instance.number, *delivery.message)) {
+    handler_faulted(std::move(handler), fault->cause == FailureCause::poison
+                                            ? "the handler throws on this message (poison)"
+                                            : "transient failure (database busy)");
     return;
   }
   switch (consumers_[delivery.consumer].role) {
@@ -1451,12 +1460,12 @@ void World::pump() {
 }
 
 void World::publish(ServiceId publisher_service, std::string_view publisher,
-                    const MessagePtr& message) {
+                    const MessagePtr& message, bool copy) {
   TraceEvent event = event_about(EventKind::publish, now_ms(), publisher, *message);
   event.target = participant::broker;
   event.detail = std::string(routing_key(message->type));
   record(std::move(event));
-  const bool by_operator = publisher == participant::operator_;
+  const bool by_operator = copy || publisher == participant::operator_;
   if (footprinting()) {
     touch((uint64_t{3} << 56) | (Hasher().add(message->message_id).finish().low >> 8));
   }
@@ -1464,15 +1473,21 @@ void World::publish(ServiceId publisher_service, std::string_view publisher,
   if (!first && !by_operator) coverage_.reach(Probe::republish_same_id);
   broker_.publish(message);
   if (first && !by_operator) {
-    while (take_fault(FaultKind::duplicate, publisher_service, 0, *message)) {
-      fire_duplicate(message);
+    while (const std::optional<FaultSpec> fault =
+               take_fault(FaultKind::duplicate, publisher_service, 0, *message)) {
+      fire_duplicate(message, fault->copied_by);
     }
   }
   pump();
 }
 
-void World::fire_duplicate(const MessagePtr& message) {
-  publish(ServiceId::account, participant::operator_, std::make_shared<Message>(*message));
+// The copy's publisher in the trace is whoever the story says made it; the narration and the
+// diagrams name it from there.
+void World::fire_duplicate(const MessagePtr& message, CopySource source) {
+  std::string_view publisher = participant::operator_;
+  if (source == CopySource::broker) publisher = participant::broker;
+  if (source == CopySource::network) publisher = participant::network;
+  publish(ServiceId::account, publisher, std::make_shared<Message>(*message), true);
 }
 
 // A publish the broker refuses (basic.nack, confirms.md): it is not routed, so it is no

@@ -474,8 +474,11 @@ class World {
   void send_nack(const Delivery& delivery, std::string reason);
   bool ack_void(const Delivery& delivery, std::string_view verb);
   void pump();
-  void publish(ServiceId publisher_service, std::string_view publisher, const MessagePtr& message);
-  void fire_duplicate(const MessagePtr& message);
+  // `copy`: a duplicate fault's copy, which no later fault copies again and which is no
+  // re-publication of its publisher's, whoever the trace names as its publisher.
+  void publish(ServiceId publisher_service, std::string_view publisher, const MessagePtr& message,
+               bool copy = false);
+  void fire_duplicate(const MessagePtr& message, CopySource source);
 
   // Time and cleanup.
   int64_t now_ms() const { return scheduler_.now_ms(); }
