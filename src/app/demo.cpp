@@ -72,7 +72,8 @@ RunResult narrated_run(const Scenario& scenario, const NarratedRunOptions& optio
   }
   size_t steps_done = 0;
   if (options.pause_after_step) {
-    run_options.after_step = [&out](const Step&) {
+    run_options.after_step = [&out, &narrator](const Step&) {
+      narrator.flush();  // the step's last lines, before the pause
       out << "  [Enter] next step" << std::flush;
       std::string line;
       std::getline(std::cin, line);
