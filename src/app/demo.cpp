@@ -51,6 +51,7 @@ RunResult narrated_run(const Scenario& scenario, const NarratedRunOptions& optio
     for (const auto& [name, spec] : scenario.accounts) opening[name] = spec.balance;
     narrator.set_opening_balances(opening);
     narrator.set_config(scenario.config);
+    narrator.set_steps(scenario.steps);
     if (!options.narrator.quiet) {
       out << "\n== " << printable(scenario.name) << ": " << printable(scenario.title) << "\n";
       if (!scenario.description.empty()) out << printable(scenario.description) << "\n";

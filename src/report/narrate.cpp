@@ -767,10 +767,23 @@ void Narrator::print_entry(const Entry& entry) {
   }
 }
 
+void Narrator::set_steps(const std::vector<Step>& steps) { steps_ = steps; }
+
+// A step with a duration says it in the narration's format; the others as the trace says them.
+std::string Narrator::step_text(const TraceEvent& event) const {
+  if (step_count_ < 1 || static_cast<size_t>(step_count_) > steps_.size()) return event.detail;
+  const Step& step = steps_[static_cast<size_t>(step_count_ - 1)];
+  if (step.kind == StepKind::advance) return "advance " + human_duration(step.ms);
+  if (step.kind == StepKind::run && !step.until_quiescent) {
+    return "run for " + human_duration(step.ms);
+  }
+  return event.detail;
+}
+
 void Narrator::print_step_header(const Entry& entry) {
   ++step_count_;
   const std::string header = "── step " + std::to_string(step_count_) + " · " +
-                             entry.event.detail + "  (#" + std::to_string(entry.number) +
+                             step_text(entry.event) + "  (#" + std::to_string(entry.number) +
                              ", t = " + human_duration(entry.event.time_ms) + ")";
   out_ << '\n' << paint(header, kBold) << '\n';
 }

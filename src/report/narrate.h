@@ -25,6 +25,7 @@
 
 #include "domain/config.h"
 #include "domain/result.h"
+#include "domain/scenario.h"
 #include "kernel/trace.h"
 
 namespace inboxsim {
@@ -46,6 +47,10 @@ class Narrator {
   // Optional: the run's config, so that lines can name what it decides (the dedupe key of
   // processed_messages, whether the relay mints a new id per attempt).
   void set_config(const Config& config);
+
+  // Optional: the story's steps, so that a step header says its durations in the narration's
+  // format (the trace's step text says "advance 259200000 ms"). The k-th step event is steps[k-1].
+  void set_steps(const std::vector<Step>& steps);
 
   // Prints the line(s) of one event: a header for a step, one line for anything else, and where
   // a reader needs it the deciding line that follows from earlier events (an inbox row found
@@ -95,6 +100,7 @@ class Narrator {
   void end_repeats();
   void print_entry(const Entry& entry);
   void print_step_header(const Entry& entry);
+  std::string step_text(const TraceEvent& event) const;
   int64_t channel_of(const TraceEvent& event) const;
   std::string sent_after(const TraceEvent& event) const;
   void track_delivery(const TraceEvent& event);
@@ -115,6 +121,7 @@ class Narrator {
   std::map<std::string, int64_t> running_balances_;
   bool config_known_ = false;
   Config config_;
+  std::vector<Step> steps_;
   // The open group: the events of one commit (or one event), printed when the next event
   // arrives that is not part of it.
   std::vector<Entry> group_;
