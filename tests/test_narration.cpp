@@ -8,9 +8,9 @@
 #include <string>
 #include <vector>
 
-#include "support.h"
 #include "app/demo.h"
 #include "report/narrate.h"
+#include "support.h"
 
 using namespace inboxsim;
 using inboxsim::testing::library_scenario;
@@ -61,12 +61,14 @@ TEST_CASE("the focus narration collapses scenario 41's loop into one line with i
           "[narrate][focus]") {
   const Narration focus = narrate_file("41-poison-classic-queue.json");
   // The loop is shown twice, then counted; the numbers are the report's events.
-  CHECK(contains(focus.text, "                  … 996 more identical redeliveries of m-2 (4 lines "
-                             "each): #27 to #4010, 0.032 s to 5.039 s (--verbose prints them)\n"));
+  CHECK(contains(focus.text,
+                 "                  … 996 more identical redeliveries of m-2 (4 lines "
+                 "each): #27 to #4010, 0.032 s to 5.039 s (--verbose prints them)\n"));
   CHECK(focus.lines.size() < 100);
   // What follows the loop, and the verdict of the bank, are still there.
-  CHECK(contains(focus.text, "#4012  broker → transfer-service  deliver Account.Debited t1 (m-2, "
-                             "tag 1000 on transfer-service's channel)  REDELIVERED"));
+  CHECK(contains(focus.text,
+                 "#4012  broker → transfer-service  deliver Account.Debited t1 (m-2, "
+                 "tag 1000 on transfer-service's channel)  REDELIVERED"));
   CHECK(contains(focus.text, "‼ VIOLATION  termination"));
   // Scenario 40's 21 deliveries of its poison message: two shown, 18 counted.
   const Narration forty = narrate_file("40-poison-quorum-queue.json");
@@ -137,20 +139,24 @@ TEST_CASE("moments and durations read as hours and days, not milliseconds", "[na
   // Scenario 14's five-minute jump, and its moments after it.
   const Narration window = narrate_file("14-window-too-short.json");
   CHECK(contains(window.text, "⇥ clock jumps 5 min\n"));
-  CHECK(contains(window.text, "\n5 min 0.041 s  #39    broker → account-service  deliver "
-                              "Transfer.Requested t1 (m-1, tag 3 on account-service's channel)"));
+  CHECK(contains(window.text,
+                 "\n5 min 0.041 s  #39    broker → account-service  deliver "
+                 "Transfer.Requested t1 (m-1, tag 3 on account-service's channel)"));
 }
 
 TEST_CASE("a delivery tag is said with its consumer's channel, a new one after a reconnect",
           "[narrate][focus]") {
   const Narration nine = narrate_file("09-crash-after-commit.json");
-  CHECK(contains(nine.text, "broker → transfer-service  deliver Account.Debited t1 (m-2, tag 1 on "
-                            "transfer-service's channel)\n"));
+  CHECK(contains(nine.text,
+                 "broker → transfer-service  deliver Account.Debited t1 (m-2, tag 1 on "
+                 "transfer-service's channel)\n"));
   // transfer-service crashed: its tags start again at 1 on the channel it opens after restart.
-  CHECK(contains(nine.text, "broker → transfer-service  deliver Account.Debited t1 (m-2, tag 1 on "
-                            "transfer-service's 2nd channel)  REDELIVERED (x-delivery-count 1)"));
-  CHECK(contains(nine.text, "transfer-service → broker  ack tag 1 on transfer-service's 2nd "
-                            "channel  Account.Debited t1 (m-2)"));
+  CHECK(contains(nine.text,
+                 "broker → transfer-service  deliver Account.Debited t1 (m-2, tag 1 on "
+                 "transfer-service's 2nd channel)  REDELIVERED (x-delivery-count 1)"));
+  CHECK(contains(nine.text,
+                 "transfer-service → broker  ack tag 1 on transfer-service's 2nd "
+                 "channel  Account.Debited t1 (m-2)"));
   // Two instances: each tag names its instance.
   const Narration two = narrate_file("30-marten-backstop.json");
   CHECK(contains(two.text, "on account-service#2's channel"));
@@ -164,9 +170,10 @@ TEST_CASE("an ack that reaches the broker after other lines says when it was sen
   const Narration nine = narrate_file("09-crash-after-commit.json");
   const size_t ack = line_with(nine.lines, "ack tag 1 on account-service's channel");
   REQUIRE(ack < nine.lines.size());
-  CHECK(contains(nine.lines[ack], "#21    account-service → broker  ack tag 1 on account-service's "
-                                  "channel  Transfer.Requested t1 (m-1)  (sent after #13 at "
-                                  "0.019 s; it reaches the broker now)"));
+  CHECK(contains(nine.lines[ack],
+                 "#21    account-service → broker  ack tag 1 on account-service's "
+                 "channel  Transfer.Requested t1 (m-1)  (sent after #13 at "
+                 "0.019 s; it reaches the broker now)"));
   CHECK(line_with(nine.lines, "#13    account-service  inbox: m-1 marked delivered") < ack);
 }
 
@@ -185,14 +192,14 @@ TEST_CASE("--show-rows prints each row under the line that names its table", "[n
   CHECK(lines[recorded + 3].rfind(indent + "~ transfer-service.sagas #1  state: REQUESTED → "
                                            "DEBITED",
                                   0) == 0);
-  CHECK(lines[recorded + 4].rfind(indent + "+ transfer-service.outbox #2  seq=2 message_id=m-3", 0) ==
-        0);
+  CHECK(lines[recorded + 4].rfind(indent + "+ transfer-service.outbox #2  seq=2 message_id=m-3",
+                                  0) == 0);
   // account-service's effect commit: the ledger and the balance under the effect line.
   const size_t debit = line_with(lines, "alice  -2500  (DEBIT t1)  → 7500");
   REQUIRE(debit + 2 < lines.size());
   CHECK(lines[debit + 1].rfind(indent + "+ account-service.ledger #1", 0) == 0);
-  CHECK(lines[debit + 2].rfind(indent + "~ account-service.accounts #1  balance: 10000 → 7500", 0) ==
-        0);
+  CHECK(lines[debit + 2].rfind(indent + "~ account-service.accounts #1  balance: 10000 → 7500",
+                               0) == 0);
   // The requeued message taken again: under its redelivery, not under the restart before it.
   const size_t redelivered = line_with(lines, "REDELIVERED (x-delivery-count 1)");
   REQUIRE(redelivered + 1 < lines.size());

@@ -794,7 +794,8 @@ int64_t Narrator::channel_of(const TraceEvent& event) const {
   const bool from_broker = event.kind == EventKind::deliver;
   const std::string_view consumer = from_broker ? event.target : event.service;
   if (!from_broker && event.delivery_tag > 0) {
-    const auto open = deliveries_.find({std::string(consumer), event.message_id, event.delivery_tag});
+    const auto open =
+        deliveries_.find({std::string(consumer), event.message_id, event.delivery_tag});
     if (open != deliveries_.end()) return open->second.channel;
   }
   const auto found = channels_.find(consumer);
@@ -805,7 +806,8 @@ int64_t Narrator::channel_of(const TraceEvent& event) const {
 // the handler's last line and it. Then the ack line says when it was sent.
 std::string Narrator::sent_after(const TraceEvent& event) const {
   if (event.kind != EventKind::ack) return {};
-  const auto open = deliveries_.find({std::string(event.service), event.message_id, event.delivery_tag});
+  const auto open =
+      deliveries_.find({std::string(event.service), event.message_id, event.delivery_tag});
   if (open == deliveries_.end() || open->second.last_number >= event_count_ - 1) return {};
   return "  (sent after #" + std::to_string(open->second.last_number) + " at " +
          human_duration(open->second.last_ms) + "; it reaches the broker now)";

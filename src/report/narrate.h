@@ -31,9 +31,9 @@
 namespace inboxsim {
 
 struct NarratorOptions {
-  bool color = false;  // ANSI colours; the CLI decides from --color, NO_COLOR and isatty
-  bool quiet = false;  // print nothing but the verdict line
-  bool legend = true;  // define the terms after the invariants (demo prints it once instead)
+  bool color = false;    // ANSI colours; the CLI decides from --color, NO_COLOR and isatty
+  bool quiet = false;    // print nothing but the verdict line
+  bool legend = true;    // define the terms after the invariants (demo prints it once instead)
   bool verbose = false;  // print every line: no identical repeats collapsed (--verbose)
 };
 
@@ -74,8 +74,8 @@ class Narrator {
   struct Entry {
     int64_t number = 0;  // the event's place in the trace, from 1: the report's #event-N
     TraceEvent event;
-    std::string text;      // the event's sentence, with what the narration adds
-    std::string deciding;  // the ↳ line under it, if any
+    std::string text;       // the event's sentence, with what the narration adds
+    std::string deciding;   // the ↳ line under it, if any
     std::string signature;  // what two identical repeats share (no times, tags or counts)
     bool held = false;      // processed_messages' line, rewritten by the next event
     std::vector<std::pair<size_t, std::string>> rows;  // (arrival order, row line)
@@ -130,10 +130,10 @@ class Narrator {
   bool last_printed_ = false;  // the last event's lines are on the screen (after a flush)
   // Collapsing identical repeats: the shapes of the last lines, and the run being collapsed.
   std::vector<std::string> recent_;
-  size_t period_ = 0;            // the length of the repeating block while collapsing, else 0
+  size_t period_ = 0;             // the length of the repeating block while collapsing, else 0
   std::vector<Entry> collapsed_;  // the collapsed entries still needed to print them back
   int64_t collapsed_count_ = 0;
-  int64_t collapsed_first_ = 0;   // number of the first collapsed event
+  int64_t collapsed_first_ = 0;  // number of the first collapsed event
   int64_t collapsed_last_ = 0;
   int64_t collapsed_first_ms_ = 0;
   int64_t collapsed_last_ms_ = 0;
