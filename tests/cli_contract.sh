@@ -393,6 +393,9 @@ check "run collapses scenario 41's loop into one counted line" \
 check "run --verbose prints one numbered line per event of the trace" \
   test "$(grep -cE '^ *[0-9].* s  #[0-9]+ |^── step [0-9]+ · .*\(#[0-9]+, t = ' "$work/verbose.txt")" -eq "$(wc -l <"$work/poison.jsonl")"
 check "and collapses nothing" bash -c "! grep -q 'more identical' '$work/verbose.txt'"
+yes '' | "$bin" run "$poison" --step-on requeue --color never >"$work/poison-stops.txt"
+check "a --step-on pause inside a loop shows each stop: nothing collapsed over a pause" \
+  bash -c "test \"\$(grep -c '\[Enter\] next stop' '$work/poison-stops.txt')\" -eq 999 && ! grep -q 'more identical' '$work/poison-stops.txt'"
 "$bin" run "$poison" --verbose --quiet >/dev/null 2>"$work/err"
 check "run --verbose with --quiet exits 2" test $? -eq 2
 check "and says why" grep -q -- "--verbose prints every line of the narration: not with --json or --quiet" "$work/err"

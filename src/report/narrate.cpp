@@ -530,11 +530,10 @@ void Narrator::on_event(const TraceEvent& event) {
     if (group_.back().held) rewrite_held(group_.back(), event);
     const bool same = same_commit(group_.back().event, event);
     rehome_rows(event, same, entry);
-    if (!same) emit_group();
+    // A commit records a bounded number of lines; a longer group is printed as it stands.
+    if (!same || group_.size() >= kGroupEntriesMax) emit_group();
   }
   group_.push_back(std::move(entry));
-  // A commit records a bounded number of lines; a longer group is printed as it is.
-  if (group_.size() > kGroupEntriesMax) emit_group();
 }
 
 void Narrator::flush() {
