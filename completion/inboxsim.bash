@@ -9,7 +9,7 @@
 
 _inboxsim_verbs="run list fuzz matrix demo explore play"
 _inboxsim_global_options="--help --version --help-all"
-_inboxsim_run_options="--help --seed --json --trace --html --mermaid --db-dir --quiet --step --step-on --show-rows
+_inboxsim_run_options="--help --seed --json --trace --html --mermaid --db-dir --quiet --verbose --step --step-on --show-rows
   --color --set"
 _inboxsim_list_options="--help"
 _inboxsim_campaign_options="--help --seeds --workload --swarm --set --jobs --out --json"
@@ -17,7 +17,7 @@ _inboxsim_fuzz_options="$_inboxsim_campaign_options --transfers --rate --account
   --shrink --stop-after --require-coverage"
 _inboxsim_matrix_options="$_inboxsim_campaign_options --exhaustive --story --faults --fault-kinds
   --max-states --operator"
-_inboxsim_demo_options="--help --out --scenarios --color --step --step-on --quiet"
+_inboxsim_demo_options="--help --out --scenarios --color --step --step-on --quiet --verbose"
 _inboxsim_explore_options="--help --faults --fault-kinds --max-states --jobs --set --continue
   --reduction --preemptions --operator --json --out"
 _inboxsim_play_options="--help --port --listen --open --scenarios --workers --queue"

@@ -417,4 +417,23 @@ check "and names it and the kinds there are" grep -q 'unknown event kind "bogus"
 "$bin" run "$crashed" --step-on crash --json >/dev/null 2>"$work/err" </dev/null
 check "run --step-on with --json exits 2" test $? -eq 2
 
+# The focus narration collapses identical repeats; --verbose prints every event of the trace.
+poison=scenarios/41-poison-classic-queue.json
+"$bin" run "$poison" --color never >"$work/focus.txt"
+check "run collapses scenario 41's loop into one counted line" \
+  grep -q '… 996 more identical redeliveries of m-2 (4 lines each): #27 to #4010' "$work/focus.txt"
+"$bin" run "$poison" --color never --verbose --trace "$work/poison.jsonl" >"$work/verbose.txt"
+check "run --verbose prints one numbered line per event of the trace" \
+  test "$(grep -cE '^ *[0-9].* s  #[0-9]+ |^── step [0-9]+ · .*\(#[0-9]+, t = ' "$work/verbose.txt")" -eq "$(wc -l <"$work/poison.jsonl")"
+check "and collapses nothing" bash -c "! grep -q 'more identical' '$work/verbose.txt'"
+yes '' | "$bin" run "$poison" --step-on requeue --color never >"$work/poison-stops.txt"
+check "a --step-on pause inside a loop shows each stop: nothing collapsed over a pause" \
+  bash -c "test \"\$(grep -c '\[Enter\] next stop' '$work/poison-stops.txt')\" -eq 999 && ! grep -q 'more identical' '$work/poison-stops.txt'"
+"$bin" run "$poison" --verbose --quiet >/dev/null 2>"$work/err"
+check "run --verbose with --quiet exits 2" test $? -eq 2
+check "and says why" grep -q -- "--verbose prints every line of the narration: not with --json or --quiet" "$work/err"
+"$bin" demo 41 --verbose --color never --out "$work/demo-verbose" >"$work/demo-verbose.txt"
+check "demo --verbose prints every line too" \
+  bash -c "grep -q 'tag 999 on transfer-service' '$work/demo-verbose.txt' && ! grep -q 'more identical' '$work/demo-verbose.txt'"
+
 finish

@@ -206,7 +206,8 @@ TEST_CASE("narration tells the story line by line, grouped under steps", "[repor
   const std::string text = narrate(sample_run(), NarratorOptions{});
   CHECK(contains(text, "inbox: message m-1 already consumed and delivered, acked without effect"));
   CHECK(contains(text, "processed_messages: message m-2 duplicate key, acked without effect"));
-  CHECK(contains(text, "broker → account-service  deliver Transfer.Requested t1 (m-1, tag 1)"));
+  CHECK(contains(text, "broker → account-service  deliver Transfer.Requested t1 (m-1, tag 1 on "
+                       "account-service's channel)"));
   CHECK(contains(text, "REDELIVERED (x-delivery-count 2)"));
   CHECK(contains(text, "alice  -2500  (DEBIT t1)  → 7500"));
   CHECK(contains(text, "CRASH  account-service died at after_commit"));
@@ -253,9 +254,9 @@ TEST_CASE("the verdict says what became of the bank beside the expectations", "[
   run.balances["alice"] = 5000;  // debited twice, credited once: 2500 destroyed
   run.violations.push_back({Invariant::conservation, "2500 destroyed", 1200});
   run.violations.push_back({Invariant::single_effect, "t1 DEBIT applied twice", 1011});
-  CHECK(bank_verdict(run) == "bank broke: single_effect at 1011 ms (and 1 more), 2500 destroyed");
+  CHECK(bank_verdict(run) == "bank broke: single_effect at 1.011 s (and 1 more), 2500 destroyed");
   CHECK(contains(verdict_line(run), "PASS  crash-after-commit"));
-  CHECK(contains(verdict_line(run), "· bank broke: single_effect at 1011 ms (and 1 more), 2500 "
+  CHECK(contains(verdict_line(run), "· bank broke: single_effect at 1.011 s (and 1 more), 2500 "
                                     "destroyed, as this story expects  (seed"));
   // A what-if whose bank is fine but whose expectations fail says both.
   RunResult what_if = sample_run();
@@ -264,7 +265,7 @@ TEST_CASE("the verdict says what became of the bank beside the expectations", "[
   CHECK(contains(verdict_line(what_if), "FAIL  crash-after-commit"));
   CHECK(contains(verdict_line(what_if), "· bank correct  (1 of 4 expectations failed"));
   CHECK(contains(render_html(what_if), "<span class=\"bank ok\""));
-  CHECK(contains(render_html(run), ">bank broke: single_effect at 1011 ms (and 1 more), 2500 destroyed</span>"));
+  CHECK(contains(render_html(run), ">bank broke: single_effect at 1.011 s (and 1 more), 2500 destroyed</span>"));
 }
 
 TEST_CASE("narration has ANSI colour only when asked", "[report][narrate]") {
@@ -277,9 +278,18 @@ TEST_CASE("quiet narration prints only the verdict line", "[report][narrate]") {
   CHECK(narrate(run, NarratorOptions{.color = false, .quiet = true}) == verdict_line(run) + "\n");
 }
 
-TEST_CASE("human durations carry their unit", "[report][narrate]") {
-  CHECK(human_duration(250) == "250 ms");
-  CHECK(human_duration(1'900'000) == "1900000 ms (31 min 40 s)");
+TEST_CASE("durations and moments have one readable format, with their units", "[report][narrate]") {
+  CHECK(human_duration(0) == "0 s");
+  CHECK(human_duration(16) == "0.016 s");
+  CHECK(human_duration(250) == "0.250 s");
+  CHECK(human_duration(1'022) == "1.022 s");
+  CHECK(human_duration(60'000) == "1 min");
+  CHECK(human_duration(60'016) == "1 min 0.016 s");
+  CHECK(human_duration(1'900'000) == "31 min 40 s");
+  CHECK(human_duration(7'200'000) == "2 h");
+  CHECK(human_duration(7'200'016) == "2 h 0 min 0.016 s");
+  CHECK(human_duration(259'200'000) == "3 d");
+  CHECK(human_duration(259'200'526) == "3 d 0 h 0 min 0.526 s");
 }
 
 TEST_CASE("mermaid draws one arrow per message event", "[report][mermaid]") {

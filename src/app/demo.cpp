@@ -51,6 +51,7 @@ RunResult narrated_run(const Scenario& scenario, const NarratedRunOptions& optio
     for (const auto& [name, spec] : scenario.accounts) opening[name] = spec.balance;
     narrator.set_opening_balances(opening);
     narrator.set_config(scenario.config);
+    narrator.set_steps(scenario.steps);
     if (!options.narrator.quiet) {
       out << "\n== " << printable(scenario.name) << ": " << printable(scenario.title) << "\n";
       if (!scenario.description.empty()) out << printable(scenario.description) << "\n";
@@ -72,7 +73,8 @@ RunResult narrated_run(const Scenario& scenario, const NarratedRunOptions& optio
   }
   size_t steps_done = 0;
   if (options.pause_after_step) {
-    run_options.after_step = [&out](const Step&) {
+    run_options.after_step = [&out, &narrator](const Step&) {
+      narrator.flush();  // the step's last lines, before the pause
       out << "  [Enter] next step" << std::flush;
       std::string line;
       std::getline(std::cin, line);

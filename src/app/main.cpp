@@ -52,6 +52,7 @@ struct RunCommand {
   std::string mermaid_path;
   std::string db_dir;
   bool quiet = false;
+  bool verbose = false;
   bool step = false;
   std::string step_on;
   bool show_rows = false;
@@ -71,6 +72,7 @@ struct DemoCommand {
   bool step = false;
   std::string step_on;
   bool quiet = false;
+  bool verbose = false;
 };
 
 // `fuzz` and `matrix` (docs/contract.md §5): the options as typed; src/fuzz/ does the work.
@@ -181,6 +183,10 @@ int run_command(const RunCommand& command) {
   options.narrate = !command.json;
   options.narrator.color = use_color(command.color);
   options.narrator.quiet = command.quiet;
+  options.narrator.verbose = command.verbose;
+  if (command.verbose && (command.json || command.quiet)) {
+    return bad_input("--verbose prints every line of the narration: not with --json or --quiet");
+  }
   options.pause_after_step = command.step;
   if (!command.step_on.empty()) {
     if (auto error = parse_event_stops(command.step_on, options.pause_on)) return bad_input(*error);
@@ -408,6 +414,10 @@ int demo_command(const DemoCommand& command) {
   options.only = command.only;
   options.run.narrator.color = use_color(command.color);
   options.run.narrator.quiet = command.quiet;
+  options.run.narrator.verbose = command.verbose;
+  if (command.verbose && command.quiet) {
+    return bad_input("--verbose prints every line of the narration: not with --quiet");
+  }
   options.run.pause_after_step = command.step;
   if (!command.step_on.empty()) {
     if (auto error = parse_event_stops(command.step_on, options.run.pause_on)) {
@@ -432,6 +442,9 @@ CLI::App* add_run_verb(CLI::App& app, RunCommand& command) {
   run_app->add_option("--mermaid", command.mermaid_path, "Write a Mermaid sequence diagram");
   run_app->add_option("--db-dir", command.db_dir, "Keep each service's SQLite database here");
   run_app->add_flag("--quiet", command.quiet, "Print only the verdict");
+  run_app->add_flag("--verbose", command.verbose,
+                    "Print every line of the narration (by default a block of lines that "
+                    "repeats identically is shown twice, then counted on one line)");
   run_app->add_flag("--step", command.step, "Pause after each step until Enter (live demos)");
   run_app->add_option("--step-on", command.step_on,
                       "Pause until Enter after each event of these kinds: event (every event), "
@@ -524,6 +537,8 @@ CLI::App* add_demo_verb(CLI::App& app, DemoCommand& command) {
   demo_app->add_option("--step-on", command.step_on,
                        "Pause until Enter after each event of these kinds (event: every one)");
   demo_app->add_flag("--quiet", command.quiet, "Print only each scenario's verdict");
+  demo_app->add_flag("--verbose", command.verbose,
+                     "Print every line of each narration (no identical repeats collapsed)");
   return demo_app;
 }
 

@@ -42,9 +42,31 @@ std::string arrow(const TraceEvent& event) {
   return std::string(event.service) + " → " + std::string(event.target) + "  ";
 }
 
-std::string describe_deliver(const TraceEvent& event) {
+// "2nd", "3rd", "11th", "21st".
+std::string ordinal(int64_t number) {
+  const int64_t last_two = number % 100;
+  const int64_t last = number % 10;
+  const char* suffix = (last_two >= 11 && last_two <= 13) ? "th"
+                       : last == 1                      ? "st"
+                       : last == 2                      ? "nd"
+                       : last == 3                      ? "rd"
+                                                        : "th";
+  return std::to_string(number) + suffix;
+}
+
+// A delivery tag counts from 1 on each channel, so it is said with its channel: "tag 1 on
+// account-service#2's channel", and "… on transfer-service's 2nd channel" once the consumer's
+// connection closed and it opened another (`channel` counts them from 1).
+std::string tag_text(int64_t tag, std::string_view consumer, int64_t channel) {
+  std::string text = "tag " + std::to_string(tag) + " on " + std::string(consumer) + "'s ";
+  if (channel > 1) text += ordinal(channel) + " ";
+  return text + "channel";
+}
+
+std::string describe_deliver(const TraceEvent& event, int64_t channel) {
   std::string text = arrow(event) + "deliver " + std::string(event.type) + " " + event.transfer +
-                     " (" + event.message_id + ", tag " + std::to_string(event.delivery_tag) + ")";
+                     " (" + event.message_id + ", " +
+                     tag_text(event.delivery_tag, event.target, channel) + ")";
   // A redelivery is the whole point of the pattern, so it is flagged in capitals. A classic
   // queue sends no x-delivery-count.
   // x-delivery-count counts the returns before this delivery (none on a first delivery), so it
@@ -73,9 +95,11 @@ std::string describe_publish(const TraceEvent& event) {
   return text;
 }
 
-std::string describe_ack(const TraceEvent& event, std::string_view verb) {
-  return arrow(event) + std::string(verb) + " tag " + std::to_string(event.delivery_tag) + "  " +
-         message_ref(event);
+// An ack that came back on a closed channel names no tag (the world says which in its detail).
+std::string describe_ack(const TraceEvent& event, std::string_view verb, int64_t channel) {
+  std::string text = arrow(event) + std::string(verb);
+  if (event.delivery_tag > 0) text += " " + tag_text(event.delivery_tag, event.service, channel);
+  return text + "  " + message_ref(event);
 }
 
 // "inbox: already consumed and delivered" becomes
@@ -121,17 +145,17 @@ std::string describe_saga(const TraceEvent& event) {
   return std::string(event.service) + "  saga " + event.transfer + "  " + change;
 }
 
-std::string describe_messaging(const TraceEvent& event) {
+std::string describe_messaging(const TraceEvent& event, int64_t channel) {
   switch (event.kind) {
     case EventKind::request:
       return arrow(event) + "request " + event.transfer + ": " + event.detail + " " +
              std::to_string(event.amount);
     case EventKind::publish: return describe_publish(event);
-    case EventKind::deliver: return describe_deliver(event);
-    case EventKind::ack: return describe_ack(event, "ack");
-    case EventKind::ack_lost: return describe_ack(event, "ack LOST on the wire,");
+    case EventKind::deliver: return describe_deliver(event, channel);
+    case EventKind::ack: return describe_ack(event, "ack", channel);
+    case EventKind::ack_lost: return describe_ack(event, "ack LOST on the wire,", channel);
     case EventKind::nack:
-      return describe_ack(event, "nack (requeue)") +
+      return describe_ack(event, "nack (requeue)", channel) +
              (event.detail.empty() ? "" : ": " + event.detail);
     case EventKind::requeue:
       return std::string(event.service) + "  requeue " + message_ref(event) + ": " + event.detail;
@@ -146,7 +170,7 @@ std::string describe_messaging(const TraceEvent& event) {
 }
 
 // Pauses, row locks and zombie acks: what only happens when handlers take time.
-std::string describe_concurrency_event(const TraceEvent& event) {
+std::string describe_concurrency_event(const TraceEvent& event, int64_t channel) {
   const std::string who(event.service);
   switch (event.kind) {
     case EventKind::paused:
@@ -157,7 +181,7 @@ std::string describe_concurrency_event(const TraceEvent& event) {
     case EventKind::lock_granted:
       return who + "  " + event.detail + " (" + message_ref(event) + ")";
     case EventKind::ack_void:
-      return arrow(event) + "ack tag " + std::to_string(event.delivery_tag) + " " +
+      return arrow(event) + "ack " + tag_text(event.delivery_tag, event.service, channel) + " " +
              message_ref(event) + ": " + event.detail + " (a zombie consumer)";
     case EventKind::retry: return who + "  ↺ RETRY " + message_ref(event) + ": " + event.detail;
     case EventKind::error_queued:
@@ -170,7 +194,7 @@ std::string describe_concurrency_event(const TraceEvent& event) {
   }
 }
 
-std::string describe_service_event(const TraceEvent& event) {
+std::string describe_service_event(const TraceEvent& event, int64_t channel) {
   const std::string who(event.service);
   switch (event.kind) {
     case EventKind::dedupe_hit: return describe_dedupe(event);
@@ -197,7 +221,7 @@ std::string describe_service_event(const TraceEvent& event) {
       return who + "  cleanup deleted " + std::to_string(event.amount) + " row(s)" +
              (event.detail.empty() ? "" : ": " + event.detail);
     case EventKind::violation: return "‼ VIOLATION  " + event.detail;
-    default: return describe_concurrency_event(event);
+    default: return describe_concurrency_event(event, channel);
   }
 }
 
@@ -255,28 +279,113 @@ std::string pad_left(std::string text, size_t width) {
   return text;
 }
 
+// The layout of an event line: its moment, right-aligned, then its number, then the sentence.
+// Row and ↳ lines are indented to the sentence.
+constexpr size_t kTimeWidth = 9;    // "0.019 s", "12.345 s"; longer moments push the line
+constexpr size_t kNumberWidth = 5;  // "#4005"
+constexpr size_t kIndentWidth = kTimeWidth + 2 + kNumberWidth + 2;
+
+// The most lines one commit records (a MassTransit pass, a saga change with its command): a
+// longer group is printed as it stands rather than held.
+constexpr size_t kGroupEntriesMax = 16;
+// The longest block of lines the focus narration recognises as repeating (scenario 41's loop
+// is four: deliver, fault, nack, requeue).
+constexpr size_t kRepeatLinesMax = 8;
+
+// The lines one commit records, in the order World::committed records them: the commit's rows
+// arrive with the first, and a later one may be the line that names their table.
+bool recorded_by_a_commit(EventKind kind) {
+  switch (kind) {
+    case EventKind::dedupe_record:
+    case EventKind::dedupe_hit:
+    case EventKind::effect:
+    case EventKind::rejected:
+    case EventKind::saga:
+    case EventKind::illegal_transition:
+    case EventKind::notification: return true;
+    default: return false;
+  }
+}
+
+// Whether `next` comes from the same commit as `last`: both lines a commit records, by the same
+// participant at the same moment.
+bool same_commit(const TraceEvent& last, const TraceEvent& next) {
+  return last.time_ms == next.time_ms && last.service == next.service &&
+         recorded_by_a_commit(last.kind) && recorded_by_a_commit(next.kind);
+}
+
+// The database a participant writes: the relay and the notifications consumer are parts of
+// transfer-service.
+std::string_view database_of(std::string_view participant) {
+  const std::string_view base = participant_base(participant);
+  if (base == participant::relay || base == participant::notifications) {
+    return participant::transfer_service;
+  }
+  return base;
+}
+
+// Whether an event's line names a table of `source`: the tables its kind of line is about.
+bool names_table(const TraceEvent& event, std::string_view source, std::string_view table) {
+  if (database_of(event.service) != source) return false;
+  switch (event.kind) {
+    case EventKind::dedupe_record:
+    case EventKind::dedupe_hit:
+      // MassTransit's "marked consumed, in one transaction with its effect and outbox rows".
+      return table == "inbox_state" || table == "inbox_documents" ||
+             table == "processed_messages" ||
+             (source == participant::account_service && table == "outbox");
+    case EventKind::effect:
+      return table == "ledger" || table == "accounts" || table == "account_events";
+    case EventKind::rejected: return table == "rejected_debits";
+    case EventKind::saga: return table == "sagas" || table == "outbox";  // the saga's command
+    case EventKind::notification: return table == "notifications";
+    default: return false;
+  }
+}
+
 }  // namespace
 
 std::string human_duration(int64_t ms) {
-  std::string text = std::to_string(ms) + " ms";
-  if (ms < 1000) return text;
-  const int64_t seconds = ms / 1000;
-  const int64_t hours = seconds / 3600;
-  const int64_t minutes = (seconds % 3600) / 60;
-  std::string human;
-  if (hours > 0) human += std::to_string(hours) + " h ";
-  if (hours > 0 || minutes > 0) human += std::to_string(minutes) + " min ";
-  human += std::to_string(seconds % 60) + " s";
-  return text + " (" + human + ")";
+  if (ms < 0) return "-" + human_duration(-ms);
+  constexpr int64_t kSecondMs = 1000;
+  constexpr int64_t kMinuteMs = 60 * kSecondMs;
+  constexpr int64_t kHourMs = 60 * kMinuteMs;
+  constexpr int64_t kDayMs = 24 * kHourMs;
+  const std::array<std::pair<int64_t, std::string_view>, 3> units = {
+      {{kDayMs, " d"}, {kHourMs, " h"}, {kMinuteMs, " min"}}};
+  std::string text;
+  int64_t rest = ms;
+  for (const auto& [unit_ms, name] : units) {
+    // A unit is said once a larger one was, so "2 h 0 min 0.016 s" keeps its zero minutes.
+    if (rest < unit_ms && text.empty()) continue;
+    if (rest == 0) return text;  // trailing zero units are left out: "2 h", "3 d"
+    text += (text.empty() ? "" : " ") + std::to_string(rest / unit_ms) + std::string(name);
+    rest %= unit_ms;
+  }
+  if (rest == 0 && !text.empty()) return text;
+  std::string seconds = std::to_string(rest / kSecondMs);
+  if (rest % kSecondMs != 0 || text.empty()) {
+    const std::string millis = std::to_string(rest % kSecondMs);
+    seconds += "." + std::string(3 - millis.size(), '0') + millis;
+  }
+  if (ms == 0) seconds = "0";
+  return text + (text.empty() ? "" : " ") + seconds + " s";
 }
 
-std::string describe_event(const TraceEvent& event) {
+namespace {
+
+// The sentence of an event whose consumer is on its `channel`-th channel.
+std::string describe_on_channel(const TraceEvent& event, int64_t channel) {
   if (event.kind == EventKind::step) return "step: " + event.detail;
-  std::string text = describe_messaging(event);
-  if (text.empty()) text = describe_service_event(event);
+  std::string text = describe_messaging(event, channel);
+  if (text.empty()) text = describe_service_event(event, channel);
   INBOXSIM_ASSERT(!text.empty());
   return text;
 }
+
+}  // namespace
+
+std::string describe_event(const TraceEvent& event) { return describe_on_channel(event, 1); }
 
 namespace {
 
@@ -333,8 +442,7 @@ std::string money_sentence(const RunResult& result) {
   // Where it first broke and how it ended can differ (destroyed first, invented by the end):
   // both are said.
   if (const Violation* broken = violation_of(result, Invariant::conservation)) {
-    text += "first broke at " + std::to_string(broken->time_ms) + " ms (" + broken->detail +
-            "); ";
+    text += "first broke at " + human_duration(broken->time_ms) + " (" + broken->detail + "); ";
   }
   text += end + " (balances " + std::to_string(balances) + ", in flight " +
           std::to_string(in_flight) + ", opened with " + std::to_string(opened) + ")";
@@ -360,7 +468,7 @@ std::string bank_verdict(const RunResult& result) {
       if (violation.time_ms < first->time_ms) first = &violation;
     }
     text += ": " + std::string(invariant_name(first->invariant)) + " at " +
-            std::to_string(first->time_ms) + " ms";
+            human_duration(first->time_ms);
     if (result.violations.size() > 1) {
       text += " (and " + std::to_string(result.violations.size() - 1) + " more)";
     }
@@ -419,17 +527,25 @@ void Narrator::set_config(const Config& config) {
 }
 
 void Narrator::on_event(const TraceEvent& event) {
+  ++event_count_;
   if (options_.quiet) return;
-  if (held_record_) print_held_line(&event);
-  if (event.kind == EventKind::step) {
-    print_step_header(event);
-  } else {
-    print_event_line(event);
+  Entry entry = make_entry(event);
+  last_printed_ = false;
+  if (!group_.empty()) {
+    if (group_.back().held) rewrite_held(group_.back(), event);
+    const bool same = same_commit(group_.back().event, event);
+    rehome_rows(event, same, entry);
+    // A commit records a bounded number of lines; a longer group is printed as it stands.
+    if (!same || group_.size() >= kGroupEntriesMax) emit_group();
   }
+  group_.push_back(std::move(entry));
 }
 
 void Narrator::flush() {
-  if (held_record_) print_held_line(nullptr);
+  if (options_.quiet) return;
+  emit_group();
+  if (period_ > 0) end_repeats();
+  last_printed_ = true;
 }
 
 // With relay.stable_message_id = false, a re-publication carries a new id: shown beside the id
@@ -468,56 +584,277 @@ std::string Narrator::with_context(const TraceEvent& event, std::string text) co
   return text;
 }
 
-void Narrator::print_step_header(const TraceEvent& event) {
-  ++step_count_;
-  const std::string header = "── step " + std::to_string(step_count_) + " · " + event.detail +
-                             "  (t = " + std::to_string(event.time_ms) + " ms)";
-  out_ << '\n' << paint(header, kBold) << '\n';
-}
-
-void Narrator::print_event_line(const TraceEvent& event) {
-  if (event.kind == EventKind::dedupe_record &&
-      event.detail.find(kSagaTransaction) != std::string::npos) {
-    held_record_ = event;
-    return;
+Narrator::Entry Narrator::make_entry(const TraceEvent& event) {
+  Entry entry;
+  entry.number = event_count_;
+  entry.event = event;
+  if (event.kind == EventKind::step) {
+    entry.signature = "step " + std::to_string(entry.number);  // a step never repeats
+    return entry;
   }
-  std::string text = with_context(event, describe_event(event));
+  const int64_t channel = channel_of(event);
+  std::string text = with_context(event, describe_on_channel(event, channel));
+  // Two repeats are identical when they differ only in when they happen, their tag and the
+  // broker's delivery count.
+  TraceEvent shape = event;
+  shape.time_ms = 0;
+  shape.delivery_tag = 0;
+  shape.delivery_count = 0;
+  std::string signature = with_context(shape, describe_on_channel(shape, channel));
   // With the opening balances known, an effect line also shows where the balance ends up,
-  // which is what makes a double debit visible at a glance.
+  // which is what makes a double debit visible at a glance (and a repeated one not identical).
   if (event.kind == EventKind::effect && balances_known_) {
     running_balances_[event.account] += event.amount;
-    text += "  → " + std::to_string(running_balances_[event.account]);
+    const std::string balance = "  → " + std::to_string(running_balances_[event.account]);
+    text += balance;
+    signature += balance;
   }
-  print_line(event, text);
-  const std::string deciding = deciding_line(event);
-  if (!deciding.empty()) {
-    out_ << std::string(11, ' ') << paint("↳ " + deciding, kCyan) << '\n';
-  }
-}
-
-void Narrator::print_line(const TraceEvent& event, const std::string& text) {
-  const std::string time = pad_left(std::to_string(event.time_ms) + "ms", 9);
-  out_ << paint(time, kDim) << "  " << paint(text, line_style(event)) << '\n';
+  entry.held = event.kind == EventKind::dedupe_record &&
+               event.detail.find(kSagaTransaction) != std::string::npos;
+  if (!entry.held) entry.deciding = deciding_line(event);
+  text += sent_after(event);
+  track_delivery(event);
+  entry.text = std::move(text);
+  entry.signature =
+      std::string(event_kind_name(event.kind)) + "|" + signature + "|" + entry.deciding;
+  return entry;
 }
 
 // The service writes "inserted, in one transaction with the saga update and its outbox row"
 // before it knows whether the state machine takes the event. When the next line is the state
 // machine's refusal, only the row was written, and the line says so instead.
-void Narrator::print_held_line(const TraceEvent* next) {
-  const TraceEvent held = std::move(*held_record_);
-  held_record_.reset();
-  std::string text = with_context(held, describe_event(held));
-  const bool same = next != nullptr && next->message_id == held.message_id;
-  const size_t at = text.find(kSagaTransaction);
-  if (same && next->kind == EventKind::illegal_transition) {
-    text.replace(at, kSagaTransaction.size(),
-                 "committed alone: the state machine refuses the event (next line), so the saga "
-                 "and the outbox stay as they were");
-  } else if (same && next->kind == EventKind::saga && !edge_sends_command(next->detail)) {
-    text.replace(at, kSagaTransaction.size(),
-                 "in one transaction with the saga update (this edge sends no command)");
+void Narrator::rewrite_held(Entry& held, const TraceEvent& next) {
+  held.held = false;
+  if (next.message_id != held.event.message_id) return;
+  const size_t at = held.text.find(kSagaTransaction);
+  INBOXSIM_ASSERT(at != std::string::npos);
+  if (next.kind == EventKind::illegal_transition) {
+    held.text.replace(at, kSagaTransaction.size(),
+                      "committed alone: the state machine refuses the event (next line), so the "
+                      "saga and the outbox stay as they were");
+  } else if (next.kind == EventKind::saga && !edge_sends_command(next.detail)) {
+    held.text.replace(at, kSagaTransaction.size(),
+                      "in one transaction with the saga update (this edge sends no command)");
   }
-  print_line(held, text);
+  held.signature = std::string(event_kind_name(held.event.kind)) + "|" + held.text;
+}
+
+// Rows wait for the line that names their table: a commit's rows under the later line of the
+// same commit that names it, a queue row under the delivery of its message that follows.
+void Narrator::rehome_rows(const TraceEvent& next, bool same, Entry& next_entry) {
+  std::vector<PendingRow> waiting;
+  for (PendingRow& row : pending_rows_) {
+    const bool queue = row.source == participant::broker;
+    const bool named = queue ? next.kind == EventKind::deliver &&
+                                   row.message_id == next.message_id && row.consumer == next.target
+                             : same && names_table(next, row.source, row.table);
+    if (named) {
+      next_entry.rows.emplace_back(row.order, std::move(row.line));
+    } else if (queue || !same) {
+      group_[row.entry].rows.emplace_back(row.order, std::move(row.line));
+    } else {
+      waiting.push_back(std::move(row));
+    }
+  }
+  pending_rows_ = std::move(waiting);
+}
+
+void Narrator::emit_group() {
+  for (PendingRow& row : pending_rows_) {
+    group_[row.entry].rows.emplace_back(row.order, std::move(row.line));
+  }
+  pending_rows_.clear();
+  std::vector<Entry> group = std::move(group_);
+  group_.clear();
+  for (Entry& entry : group) {
+    std::sort(entry.rows.begin(), entry.rows.end());
+    emit(std::move(entry));
+  }
+}
+
+namespace {
+
+// The shortest block at the end of `recent` that repeats the block before it, or 0.
+size_t repeating_period(const std::vector<std::string>& recent) {
+  for (size_t period = 1; period <= kRepeatLinesMax && 2 * period <= recent.size(); ++period) {
+    const auto block = recent.end() - static_cast<std::ptrdiff_t>(period);
+    if (std::equal(block - static_cast<std::ptrdiff_t>(period), block, block)) return period;
+  }
+  return 0;
+}
+
+}  // namespace
+
+// Prints an entry, or collapses it when it repeats the block of lines shown twice just before.
+void Narrator::emit(Entry entry) {
+  if (options_.verbose) {
+    print_entry(entry);
+    return;
+  }
+  if (period_ > 0) {
+    if (entry.signature == recent_[recent_.size() - period_]) {
+      collapse(std::move(entry));
+      return;
+    }
+    end_repeats();
+  }
+  recent_.push_back(entry.signature);
+  if (recent_.size() > 2 * kRepeatLinesMax) recent_.erase(recent_.begin());
+  print_entry(entry);
+  period_ = repeating_period(recent_);
+}
+
+void Narrator::collapse(Entry entry) {
+  if (collapsed_count_ == 0) {
+    collapsed_first_ = entry.number;
+    collapsed_first_ms_ = entry.event.time_ms;
+    collapsed_what_.clear();
+  }
+  ++collapsed_count_;
+  // The first round says what repeats: a delivery of one message, or lines.
+  if (collapsed_count_ <= static_cast<int64_t>(period_) && entry.event.kind == EventKind::deliver) {
+    collapsed_what_ = std::string(entry.event.redelivered ? "redeliveries" : "deliveries") +
+                      " of " + entry.event.message_id;
+  }
+  recent_.push_back(entry.signature);
+  if (recent_.size() > 2 * kRepeatLinesMax) recent_.erase(recent_.begin());
+  const auto period = static_cast<int64_t>(period_);
+  if (collapsed_count_ % period == 0) {
+    collapsed_last_ = entry.number;
+    collapsed_last_ms_ = entry.event.time_ms;
+  }
+  collapsed_.push_back(std::move(entry));
+  // Two rounds collapsed: the summary line will replace them; only an unfinished round is kept
+  // to be printed back when the repeats end.
+  if (collapsed_count_ >= 2 * period && collapsed_count_ % period == 0) collapsed_.clear();
+}
+
+// The repeats ended (a different line, a pause, the end): one line says how many rounds were
+// collapsed, then the unfinished round prints as it is. One round alone is printed back.
+void Narrator::end_repeats() {
+  const auto period = static_cast<int64_t>(period_);
+  period_ = 0;
+  if (collapsed_count_ >= 2 * period) {
+    const int64_t rounds = collapsed_count_ / period;
+    const std::string what =
+        collapsed_what_.empty()
+            ? "repeats of the " + std::to_string(period) + " lines above"
+            : collapsed_what_ + (period > 1 ? " (" + std::to_string(period) + " lines each)" : "");
+    const std::string line = "… " + std::to_string(rounds) + " more identical " + what + ": #" +
+                             std::to_string(collapsed_first_) + " to #" +
+                             std::to_string(collapsed_last_) + ", " +
+                             human_duration(collapsed_first_ms_) + " to " +
+                             human_duration(collapsed_last_ms_) + " (--verbose prints them)";
+    out_ << std::string(kIndentWidth, ' ') << paint(line, kMagenta) << '\n';
+  }
+  std::vector<Entry> rest = std::move(collapsed_);
+  collapsed_.clear();
+  collapsed_count_ = 0;
+  recent_.clear();
+  for (const Entry& entry : rest) print_entry(entry);
+}
+
+void Narrator::print_entry(const Entry& entry) {
+  if (entry.event.kind == EventKind::step) {
+    print_step_header(entry);
+  } else {
+    const std::string time = pad_left(human_duration(entry.event.time_ms), kTimeWidth);
+    const std::string number = pad("#" + std::to_string(entry.number), kNumberWidth);
+    out_ << paint(time, kDim) << "  " << paint(number, kDim) << "  "
+         << paint(entry.text, line_style(entry.event)) << '\n';
+    if (!entry.deciding.empty()) {
+      out_ << std::string(kIndentWidth, ' ') << paint("↳ " + entry.deciding, kCyan) << '\n';
+    }
+  }
+  for (const auto& [order, line] : entry.rows) {
+    out_ << std::string(kIndentWidth, ' ') << paint(line, kCyan) << '\n';
+  }
+}
+
+void Narrator::set_steps(const std::vector<Step>& steps) { steps_ = steps; }
+
+// A step with a duration says it in the narration's format; the others as the trace says them.
+std::string Narrator::step_text(const TraceEvent& event) const {
+  if (step_count_ < 1 || static_cast<size_t>(step_count_) > steps_.size()) return event.detail;
+  const Step& step = steps_[static_cast<size_t>(step_count_ - 1)];
+  if (step.kind == StepKind::advance) return "advance " + human_duration(step.ms);
+  if (step.kind == StepKind::run && !step.until_quiescent) {
+    return "run for " + human_duration(step.ms);
+  }
+  return event.detail;
+}
+
+void Narrator::print_step_header(const Entry& entry) {
+  ++step_count_;
+  const std::string header = "── step " + std::to_string(step_count_) + " · " +
+                             step_text(entry.event) + "  (#" + std::to_string(entry.number) +
+                             ", t = " + human_duration(entry.event.time_ms) + ")";
+  out_ << '\n' << paint(header, kBold) << '\n';
+}
+
+// The channel an event's delivery came on: a delivery's is its consumer's current channel, an
+// ack's (nack's) the one its delivery came on.
+int64_t Narrator::channel_of(const TraceEvent& event) const {
+  const bool from_broker = event.kind == EventKind::deliver;
+  const std::string_view consumer = from_broker ? event.target : event.service;
+  if (!from_broker && event.delivery_tag > 0) {
+    const auto open =
+        deliveries_.find({std::string(consumer), event.message_id, event.delivery_tag});
+    if (open != deliveries_.end()) return open->second.channel;
+  }
+  const auto found = channels_.find(consumer);
+  return found == channels_.end() ? 1 : found->second;
+}
+
+// An ack is recorded when it reaches the broker, after the wire; other lines may come between
+// the handler's last line and it. Then the ack line says when it was sent.
+std::string Narrator::sent_after(const TraceEvent& event) const {
+  if (event.kind != EventKind::ack) return {};
+  const auto open =
+      deliveries_.find({std::string(event.service), event.message_id, event.delivery_tag});
+  if (open == deliveries_.end() || open->second.last_number >= event_count_ - 1) return {};
+  return "  (sent after #" + std::to_string(open->second.last_number) + " at " +
+         human_duration(open->second.last_ms) + "; it reaches the broker now)";
+}
+
+void Narrator::track_delivery(const TraceEvent& event) {
+  switch (event.kind) {
+    case EventKind::deliver: {
+      const std::string consumer(event.target);
+      const auto channel = channels_.find(consumer);
+      deliveries_[{consumer, event.message_id, event.delivery_tag}] = OpenDelivery{
+          channel == channels_.end() ? 1 : channel->second, event_count_, event.time_ms};
+      return;
+    }
+    case EventKind::ack:
+    case EventKind::ack_lost:
+    case EventKind::ack_void:
+    case EventKind::nack:
+      deliveries_.erase({std::string(event.service), event.message_id, event.delivery_tag});
+      return;
+    case EventKind::connection_closed: {
+      const std::string consumer(event.service);
+      const auto [channel, inserted] = channels_.emplace(consumer, 1);
+      ++channel->second;
+      // What is still open on a channel before the one that just closed can never be settled
+      // (a zombie acks on the one that closed): forgotten, so the map stays small.
+      std::erase_if(deliveries_, [&](const auto& open) {
+        return std::get<0>(open.first) == consumer && open.second.channel < channel->second - 1;
+      });
+      return;
+    }
+    default: break;
+  }
+  if (event.message_id.empty()) return;
+  // The consumer's own lines about a delivery it holds: the last one is when its ack leaves.
+  const std::string consumer(event.service);
+  for (auto open = deliveries_.lower_bound({consumer, event.message_id, 0});
+       open != deliveries_.end() && std::get<0>(open->first) == consumer &&
+       std::get<1>(open->first) == event.message_id;
+       ++open) {
+    open->second.last_number = event_count_;
+    open->second.last_ms = event.time_ms;
+  }
 }
 
 // The line that says why the next thing happens, where the trace only shows that it does.
@@ -593,7 +930,7 @@ void Narrator::print_invariants(const RunResult& result) {
       out_ << "  " << paint("held    ", kGreen) << "  " << printable(name) << '\n';
     } else {
       out_ << "  " << paint("VIOLATED", kRed) << "  " << printable(name) << ": "
-           << printable(broken->detail) << "  (at " << broken->time_ms << " ms)\n";
+           << printable(broken->detail) << "  (at " << human_duration(broken->time_ms) << ")\n";
     }
   }
 }
@@ -610,8 +947,8 @@ void Narrator::print_expectations(const RunResult& result) {
 }
 
 void Narrator::summary(const RunResult& result) {
-  if (held_record_) print_held_line(nullptr);
   if (!options_.quiet) {
+    flush();
     out_ << '\n';
     print_balances(result);
     print_transfers(result);
@@ -654,6 +991,16 @@ namespace {
 constexpr size_t kRemovedValuesShown = 4;
 
 std::string cell_text(const Cell& cell) { return cell ? *cell : "NULL"; }
+
+// The value of a named column in a changed row (its new value, or its last), or "".
+std::string column_value(const TableColumns& table, const RowChange& change,
+                         std::string_view column) {
+  const std::vector<Cell>& row = change.after.empty() ? change.before : change.after;
+  for (size_t i = 0; i < table.columns.size() && i < row.size(); ++i) {
+    if (table.columns[i] == column) return row[i].value_or("");
+  }
+  return {};
+}
 
 std::string row_change_line(const TableColumns& table, const RowChange& change) {
   std::string text = table.source + "." + table.table + " #" + std::to_string(change.key) + " ";
@@ -699,8 +1046,27 @@ std::vector<std::string> describe_row_changes(const RowHistory& history,
 
 void Narrator::on_row_changes(const RowHistory& history, const std::vector<RowChange>& changes) {
   if (options_.quiet) return;
-  for (const std::string& line : describe_row_changes(history, changes)) {
-    out_ << std::string(11, ' ') << paint(line, kCyan) << '\n';
+  for (const RowChange& change : changes) {
+    INBOXSIM_ASSERT(change.table < history.tables.size());
+    const TableColumns& table = history.tables[change.table];
+    std::string line = row_change_line(table, change);
+    if (group_.empty()) {
+      // The opening rows, or the rows of an event already on the screen (after a pause).
+      if (event_count_ == 0 || last_printed_) {
+        out_ << std::string(kIndentWidth, ' ') << paint(line, kCyan) << '\n';
+      }
+      continue;
+    }
+    const size_t order = rows_seen_++;
+    Entry& attributed = group_.back();
+    if (table.source != participant::broker &&
+        names_table(attributed.event, table.source, table.table)) {
+      attributed.rows.emplace_back(order, std::move(line));
+      continue;
+    }
+    pending_rows_.push_back(PendingRow{order, group_.size() - 1, std::move(line), table.source,
+                                       table.table, column_value(table, change, "message_id"),
+                                       column_value(table, change, "consumer")});
   }
 }
 
