@@ -237,6 +237,13 @@ nlohmann::json segments_json(const RunResult& result, const Window& window) {
     nlohmann::json touched_sagas = nlohmann::json::object();
     std::map<std::pair<size_t, int64_t>, bool> seen_rows;
     nlohmann::json opening = nlohmann::json::array();
+    // The first segment starts from the opening rows (the story's accounts), as a full page does.
+    if (first == 0) {
+      for (const RowChange& change : result.rows.opening) {
+        seen_rows.emplace(std::make_pair(change.table, change.key), true);
+        opening.push_back(change_json(change));
+      }
+    }
     for (size_t p = starts[s]; p < end; ++p) {
       const size_t index = window.drawn[p];
       const TraceEvent& event = result.events[index];
@@ -1019,11 +1026,11 @@ line.a-lost{stroke:#e03131;stroke-dasharray:3 4}.lbl.a-lost{fill:#e03131;font-we
 .panel .fields td{font-size:13px;font-family:"DejaVu Sans Mono",monospace;overflow-wrap:anywhere}
 .panel .fields td:first-child{color:var(--muted);white-space:nowrap;width:1%}
 .hint{font-size:12px;color:var(--muted);margin:10px 0 0}
-.envelope{display:grid;grid-template-columns:minmax(0,auto) minmax(0,1fr);gap:8px;font:12px/1.35 "DejaVu Sans Mono",monospace;background:#f8f9fa;border:1px solid var(--line);border-radius:6px;padding:6px 8px;margin:6px 0 0}
+.envelope{display:grid;grid-template-columns:minmax(0,1fr) minmax(0,1.25fr);gap:8px;font:12px/1.35 "DejaVu Sans Mono",monospace;background:#f8f9fa;border:1px solid var(--line);border-radius:6px;padding:6px 8px;margin:6px 0 0}
 .envelope[hidden]{display:none}
 .envelope .props{border-right:1px solid var(--line);padding-right:8px}
 .envelope .props b,.envelope .body b{display:block;font:700 12px system-ui,sans-serif;color:var(--muted);text-transform:uppercase;letter-spacing:.04em;margin-bottom:2px}
-.envelope .props div{white-space:nowrap}
+.envelope .props div{overflow-wrap:anywhere}
 .envelope .props .k{color:var(--muted)}
 .envelope .props .v{font-weight:700}
 .envelope .props .v.yes{color:#d9480f}
@@ -1635,15 +1642,13 @@ std::string controls() {
 // Said above the diagram when it draws a window of the run's events.
 std::string window_notice(const Window& window) {
   if (window.complete()) return {};
-  return "<p class=\"window\" id=\"window-notice\"><b>A window of the run.</b> It has " +
-         std::to_string(window.total) + " events; the diagram draws " +
-         std::to_string(window.drawn.size()) + " of them: the first " +
-         std::to_string(kWindowHeadEvents) + ", the last " + std::to_string(kWindowTailEvents) +
-         ", and the events around " + std::to_string(window.notable_drawn) + " of the " +
-         std::to_string(window.notable) +
-         " notable ones (crashes, redeliveries, copies, dedupe hits, faults; violations first)."
-         " Grey bands say what each fold holds; the panel shows the rows these events touch. "
-         "<code>inboxsim run FILE --trace out.jsonl</code> writes every event.</p>";
+  return "<p class=\"window\" id=\"window-notice\"><b>A window of the run.</b> Of its " +
+         std::to_string(window.total) + " events the diagram draws " +
+         std::to_string(window.drawn.size()) + ": the first " + std::to_string(kWindowHeadEvents) +
+         ", the last " + std::to_string(kWindowTailEvents) + " and those around " +
+         std::to_string(window.notable_drawn) + " of " + std::to_string(window.notable) +
+         " notable ones (crash, redelivery, copy, dedupe, fault; violations first); grey bands "
+         "fold the rest. <code>--trace</code> writes them all.</p>";
 }
 
 // How to read the diagram: what the colours and the bars on the lanes mean.
