@@ -2,9 +2,9 @@
 // delivery tags, the redelivered flag, x-delivery-count, prefetch, requeue on connection close,
 // and dead-lettering past the delivery limit.
 #include <algorithm>
+#include <catch2/catch.hpp>
 #include <map>
 #include <optional>
-#include <catch2/catch.hpp>
 
 #include "broker/broker.h"
 #include "services/host.h"

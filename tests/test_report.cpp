@@ -408,11 +408,12 @@ TEST_CASE("a long run's page draws a window of its events and says so", "[report
   for (int i = 0; i < kTransfers; ++i) {
     const std::string id = "m-" + std::to_string(i + 1);
     run.events.push_back(step(i, "transfer t" + std::to_string(i + 1)));
-    run.events.push_back(message(i, EventKind::publish, p::relay, p::broker, id, "Transfer.Requested"));
+    run.events.push_back(
+        message(i, EventKind::publish, p::relay, p::broker, id, "Transfer.Requested"));
     run.events.push_back(message(i, EventKind::deliver, p::broker, p::account_service, id,
                                  "Transfer.Requested", i + 1));
-    run.events.push_back(message(i, EventKind::ack, p::account_service, p::broker, id,
-                                 "Transfer.Requested", i + 1));
+    run.events.push_back(
+        message(i, EventKind::ack, p::account_service, p::broker, id, "Transfer.Requested", i + 1));
     if (i == kTransfers / 2) {
       run.events.push_back(inside(i, EventKind::crash, p::account_service, "after_commit"));
       run.events.push_back(inside(i + 1, EventKind::restart, p::account_service, "restarted"));

@@ -8,8 +8,8 @@
 #include "domain/messages.h"
 #include "domain/participants.h"
 #include "kernel/assert.h"
-#include "report/mermaid.h"
 #include "report/legend.h"
+#include "report/mermaid.h"
 #include "report/narrate.h"
 
 namespace inboxsim {
@@ -147,10 +147,10 @@ bool is_routine(const TraceEvent& event) {
 }
 
 struct Window {
-  std::vector<size_t> drawn;   // trace indices, ascending
-  size_t total = 0;            // events in the trace
-  size_t notable = 0;          // notable events in the trace
-  size_t notable_drawn = 0;    // of which drawn
+  std::vector<size_t> drawn;  // trace indices, ascending
+  size_t total = 0;           // events in the trace
+  size_t notable = 0;         // notable events in the trace
+  size_t notable_drawn = 0;   // of which drawn
   bool complete() const { return drawn.size() == total; }
 };
 
@@ -167,7 +167,8 @@ bool keep_range(std::vector<bool>& keep, size_t& kept, size_t from, size_t to) {
 Window choose_window(const std::vector<TraceEvent>& events) {
   Window window;
   window.total = events.size();
-  for (const TraceEvent& event : events) window.notable += is_routine(event) ? size_t{0} : size_t{1};
+  for (const TraceEvent& event : events)
+    window.notable += is_routine(event) ? size_t{0} : size_t{1};
   if (events.size() <= kDrawnEventsMax) {
     for (size_t i = 0; i < events.size(); ++i) window.drawn.push_back(i);
     window.notable_drawn = window.notable;
@@ -229,7 +230,8 @@ nlohmann::json segments_json(const RunResult& result, const Window& window) {
       if (event.kind == EventKind::request) sagas[event.transfer] = "REQUESTED";
       if (event.kind == EventKind::saga) {
         const size_t arrow = event.detail.rfind("->");
-        sagas[event.transfer] = arrow == std::string::npos ? event.detail : event.detail.substr(arrow + 2);
+        sagas[event.transfer] =
+            arrow == std::string::npos ? event.detail : event.detail.substr(arrow + 2);
       }
       count_changes(next);
     }
@@ -262,8 +264,11 @@ nlohmann::json segments_json(const RunResult& result, const Window& window) {
         opening.push_back(change_json(before));
       }
     }
-    out.push_back({{"at", starts[s]}, {"balances", balances}, {"sagas", touched_sagas},
-                   {"counts", counts}, {"opening", std::move(opening)}});
+    out.push_back({{"at", starts[s]},
+                   {"balances", balances},
+                   {"sagas", touched_sagas},
+                   {"counts", counts},
+                   {"opening", std::move(opening)}});
   }
   return out;
 }
@@ -467,9 +472,9 @@ std::string render_arrow(const TraceEvent& event, const Lanes& lanes, int y,
   // looks like the message it repeats.
   const std::string colour =
       message_colour.empty() ? "" : " msg\" style=\"--m:" + std::string(message_colour);
-  std::string out = "<line class=\"arrow " + style.css_class + colour + "\" x1=\"" + num(from) + "\" y1=\"" +
-                    num(mid_y + 6) + "\" x2=\"" + num(to) + "\" y2=\"" + num(mid_y + 6) +
-                    "\" marker-end=\"url(#" + (lost ? "cross" : "head") + ")\"/>";
+  std::string out = "<line class=\"arrow " + style.css_class + colour + "\" x1=\"" + num(from) +
+                    "\" y1=\"" + num(mid_y + 6) + "\" x2=\"" + num(to) + "\" y2=\"" +
+                    num(mid_y + 6) + "\" marker-end=\"url(#" + (lost ? "cross" : "head") + ")\"/>";
   out += arrow_label(style, lanes, from, to, mid_y + 1);
   return out;
 }
@@ -608,10 +613,12 @@ std::string render_row(const TraceEvent& event, std::string_view envelope, const
 std::string svg_defs() {
   return "<defs>"
          "<marker id=\"head\" viewBox=\"0 0 10 10\" refX=\"9\" refY=\"5\" markerWidth=\"14\" "
-         "markerHeight=\"14\" markerUnits=\"userSpaceOnUse\" orient=\"auto-start-reverse\"><path d=\"M0,0 L10,5 L0,10 z\" "
+         "markerHeight=\"14\" markerUnits=\"userSpaceOnUse\" orient=\"auto-start-reverse\"><path "
+         "d=\"M0,0 L10,5 L0,10 z\" "
          "fill=\"context-stroke\"/></marker>"
          "<marker id=\"cross\" viewBox=\"0 0 10 10\" refX=\"5\" refY=\"5\" markerWidth=\"18\" "
-         "markerHeight=\"18\" markerUnits=\"userSpaceOnUse\"><path d=\"M1,1 L9,9 M9,1 L1,9\" stroke=\"#e03131\" "
+         "markerHeight=\"18\" markerUnits=\"userSpaceOnUse\"><path d=\"M1,1 L9,9 M9,1 L1,9\" "
+         "stroke=\"#e03131\" "
          "stroke-width=\"2.2\"/></marker>"
          "</defs>";
 }
@@ -619,9 +626,8 @@ std::string svg_defs() {
 // The lane headers are a separate SVG above the scrolling body, so that they stay in view.
 std::string render_lane_header(const Lanes& lanes) {
   std::string out = "<svg id=\"lanes-head\" class=\"lanes-head\" width=\"" + num(lanes.width()) +
-                    "\" height=\"" + num(kHeaderHeight) + "\" viewBox=\"0 0 " +
-                    num(lanes.width()) + " " + num(kHeaderHeight) +
-                    "\" preserveAspectRatio=\"xMinYMin meet\">";
+                    "\" height=\"" + num(kHeaderHeight) + "\" viewBox=\"0 0 " + num(lanes.width()) +
+                    " " + num(kHeaderHeight) + "\" preserveAspectRatio=\"xMinYMin meet\">";
   out += svg_text(kTimeColumnWidth - 10, kHeaderHeight / 2 + 5, "end", "time", "time");
   for (int lane = 0; lane < lanes.count(); ++lane) {
     const std::string& name = lanes.names[static_cast<size_t>(lane)];
@@ -636,9 +642,9 @@ std::string render_lane_header(const Lanes& lanes) {
 
 // Message colours, in the order the messages first appear: colour-blind-safe neighbours apart,
 // none of them the red that marks a loss or a violation.
-constexpr std::array<const char*, 10> kMessageColours = {
-    "#1971c2", "#2f9e44", "#e8590c", "#9c36b5", "#0c8599",
-    "#d6336c", "#66a80f", "#4263eb", "#e67700", "#495057"};
+constexpr std::array<const char*, 10> kMessageColours = {"#1971c2", "#2f9e44", "#e8590c", "#9c36b5",
+                                                         "#0c8599", "#d6336c", "#66a80f", "#4263eb",
+                                                         "#e67700", "#495057"};
 
 // A time span on one lane: an instance down after a crash until its restart, a pause until it
 // goes on, a handler waiting for a row lock that another holds until it gets it.
@@ -689,19 +695,23 @@ std::vector<LaneSpan> lane_spans(const RunResult& result, const Lanes& lanes,
 
 constexpr int kSpanWidth = 14;
 
-int row_middle(size_t slot) { return kBodyPadding + static_cast<int>(slot) * kRowHeight + kRowHeight / 2; }
+int row_middle(size_t slot) {
+  return kBodyPadding + static_cast<int>(slot) * kRowHeight + kRowHeight / 2;
+}
 
 // Drawn over the rows, without catching the pointer: the rows below stay clickable. The fill is
 // given as attributes too, so that the playground (its own style sheet) draws them alike.
-std::string render_span(const LaneSpan& span, const Lanes& lanes, const std::vector<size_t>& slots) {
+std::string render_span(const LaneSpan& span, const Lanes& lanes,
+                        const std::vector<size_t>& slots) {
   const int x = lanes.x(span.lane) - kSpanWidth / 2;
   const int y = row_middle(slots[span.from]);
   const int height = std::max(kRowHeight / 2, row_middle(slots[span.to]) - y);
-  const char* fill = span.css_class == "s-down" ? "#868e96"
+  const char* fill = span.css_class == "s-down"    ? "#868e96"
                      : span.css_class == "s-pause" ? "#f59f00"
                                                    : "#7048e8";
-  std::string out = "<g class=\"span " + span.css_class + "\" data-a=\"" + std::to_string(span.from) +
-                    "\" data-b=\"" + std::to_string(span.to) + "\" pointer-events=\"none\">";
+  std::string out = "<g class=\"span " + span.css_class + "\" data-a=\"" +
+                    std::to_string(span.from) + "\" data-b=\"" + std::to_string(span.to) +
+                    "\" pointer-events=\"none\">";
   out += "<rect x=\"" + num(x) + "\" y=\"" + num(y) + "\" width=\"" + num(kSpanWidth) +
          "\" height=\"" + num(height) + "\" rx=\"4\" fill=\"" + fill +
          "\" fill-opacity=\"0.35\" stroke=\"" + fill + "\" stroke-width=\"1.5\"/>";
@@ -711,8 +721,8 @@ std::string render_span(const LaneSpan& span, const Lanes& lanes, const std::vec
     const int lx = x + kSpanWidth / 2 + 4;
     const int ly = y + 12;
     out += "<text class=\"spanlbl\" x=\"" + num(lx) + "\" y=\"" + num(ly) +
-           "\" transform=\"rotate(90 " + num(lx) + " " + num(ly) + ")\">" + escape_html(span.label) +
-           "</text>";
+           "\" transform=\"rotate(90 " + num(lx) + " " + num(ly) + ")\">" +
+           escape_html(span.label) + "</text>";
   }
   return out + "</g>";
 }
@@ -796,8 +806,9 @@ std::string render_swimlanes(const RunResult& result, const Lanes& lanes, const 
       const auto known = colours.find(event.message_id);
       colour = known != colours.end()
                    ? known->second
-                   : colours.emplace(event.message_id, kMessageColours[colours.size() %
-                                                                       kMessageColours.size()])
+                   : colours
+                         .emplace(event.message_id,
+                                  kMessageColours[colours.size() % kMessageColours.size()])
                          .first->second;
     }
     out += render_row(event, envelope, lanes, p, y, step_number, event.time_ms != last_time_ms,
@@ -808,7 +819,8 @@ std::string render_swimlanes(const RunResult& result, const Lanes& lanes, const 
     out += render_gap(result, drawn.back() + 1, result.events.size() - 1, lanes,
                       kBodyPadding + static_cast<int>(slot_count - 1) * kRowHeight);
   }
-  for (const LaneSpan& span : lane_spans(result, lanes, drawn)) out += render_span(span, lanes, slots);
+  for (const LaneSpan& span : lane_spans(result, lanes, drawn))
+    out += render_span(span, lanes, slots);
   return out + "</svg>";
 }
 
@@ -874,8 +886,8 @@ std::string transfers_table(const RunResult& result) {
       counts += (counts.empty() ? "" : ", ") + std::to_string(count) + " " + state;
     }
     out += "<tr><td colspan=\"3\" class=\"more-rows\">and " +
-           std::to_string(result.transfers.size() - listed.size()) + " more: " +
-           escape_html(counts) + "</td></tr>";
+           std::to_string(result.transfers.size() - listed.size()) +
+           " more: " + escape_html(counts) + "</td></tr>";
   }
   return out + "</tbody></table></section>";
 }
@@ -1654,8 +1666,9 @@ std::string window_notice(const Window& window) {
 // How to read the diagram: what the colours and the bars on the lanes mean.
 std::string diagram_key() {
   const auto swatch = [](const char* fill, const char* what) {
-    return std::string("<span><svg width=\"14\" height=\"28\" aria-hidden=\"true\"><rect x=\"1\" "
-                       "y=\"1\" width=\"12\" height=\"26\" rx=\"4\" fill=\"") +
+    return std::string(
+               "<span><svg width=\"14\" height=\"28\" aria-hidden=\"true\"><rect x=\"1\" "
+               "y=\"1\" width=\"12\" height=\"26\" rx=\"4\" fill=\"") +
            fill + "\" fill-opacity=\"0.35\" stroke=\"" + fill + "\" stroke-width=\"1.5\"/></svg>" +
            what + "</span>";
   };
@@ -1664,7 +1677,9 @@ std::string diagram_key() {
     colours += std::string("<i style=\"background:") + kMessageColours[i] + "\"></i>";
   }
   return "<section class=\"key\"><h2>Reading the diagram</h2><div class=\"keys\">"
-         "<span><b class=\"chips\">" + colours + "</b>one colour per message id: a copy or a "
+         "<span><b class=\"chips\">" +
+         colours +
+         "</b>one colour per message id: a copy or a "
          "redelivery wears the colour of the message it repeats</span>" +
          swatch("#868e96", "an instance down, from its crash until its restart") +
          swatch("#f59f00", "an instance paused (a GC pause, a stalled disk)") +

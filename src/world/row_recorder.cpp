@@ -220,8 +220,7 @@ std::vector<RowChange> RowRecorder::diff_queues(Broker& broker) {
                        entry ? std::optional<std::vector<Cell>>(queue_row(*entry)) : std::nullopt);
     }
   }
-  std::sort(now.begin(), now.end(),
-            [](const auto& a, const auto& b) { return a.first < b.first; });
+  std::sort(now.begin(), now.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
   std::vector<RowChange> changes;
   for (auto& [key, row] : now) {
     const auto old_row = queues_.find(key);
