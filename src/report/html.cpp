@@ -1082,8 +1082,7 @@ line.a-lost{stroke:#e03131;stroke-dasharray:3 4}.lbl.a-lost{fill:#e03131;font-we
 .counters{display:flex;flex-wrap:wrap;gap:6px 24px;font-size:15px;color:var(--muted)}
 .counters b{color:var(--ink);font-size:18px}
 .money{margin:0 28px 16px;padding:12px 18px;background:#fff;border:1px solid var(--line);border-left:6px solid #2b8a3e;border-radius:10px;font-size:18px}
-.money b{margin-right:8px;color:#2b8a3e;text-transform:uppercase;letter-spacing:.05em;font-size:15px}
-.money.broke{border-left-color:#c92a2a;background:#fff5f5}.money.broke b{color:#c92a2a}
+.money.money-broke{border-left-color:#c92a2a;background:#fff5f5;color:#a51111;font-weight:600}
 .key,.legend{margin:0 28px 16px;padding:10px 18px;background:#fff;border:1px solid var(--line);border-radius:10px}
 .key h2,.legend h2{font-size:19px;margin:4px 0 8px}
 .keys{display:flex;flex-wrap:wrap;gap:8px 28px;font-size:15px}
@@ -1735,7 +1734,7 @@ std::string render_html(const RunResult& result) {
          "</section>\n";
   // The course (issue 12): what happened to the money, then the words the page uses.
   const bool correct = bank_verdict(result) == "bank correct";
-  out += std::string("<p class=\"money ") + (correct ? "ok" : "broke") + "\"><b>Money</b> " +
+  out += std::string("<p class=\"money ") + (correct ? "money-ok" : "money-broke") + "\">" +
          escape_html(money_sentence(result)) + "</p>\n" + diagram_key() + legend_html();
   out += "<footer>" + escape_html(verdict_line(result)) + " · drawn by inboxsim</footer>\n";
   out += "<script type=\"application/json\" id=\"run-data\">" + run_data_json(result, window) +
