@@ -1352,13 +1352,16 @@ constexpr const char* kScript = R"JS(
     if (r.top < band.top + 4 || r.bottom > band.bottom - 4) {
       diagram.scrollTop += r.top - band.top - (band.bottom - band.top - r.height) / 2;
     }
-    // Sideways: the arrow or the marker of the event, if it is out of the box.
+    // Sideways: the event's arrow or marker with its label, if part of it is out of the box;
+    // when the two do not fit, the arrow or marker wins.
     var mark = row.querySelector('line.arrow, circle.dot');
     if (mark) {
-      var m = mark.getBoundingClientRect(), left = box.left, right = box.left + diagram.clientWidth;
-      if (m.left < left + 90 || m.right > right - 8) {
-        diagram.scrollLeft += m.left - left - Math.max(90, (right - left - m.width) / 2);
-      }
+      var m = mark.getBoundingClientRect(), left = box.left + 8, right = box.left + diagram.clientWidth - 8;
+      var label = row.querySelector('text.lbl'), l = label ? label.getBoundingClientRect() : m;
+      var from = Math.min(m.left, l.left), to = Math.max(m.right, l.right);
+      if (to - from > right - left) { from = m.left; to = m.right; }
+      if (from < left) diagram.scrollLeft += from - left;
+      else if (to > right) diagram.scrollLeft += Math.min(to - right, from - left);
     }
   }
   // The bars on the lanes as far as the selected event: a crash's "down" bar grows row by row.
