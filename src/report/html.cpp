@@ -32,10 +32,12 @@ std::string escape_html(std::string_view text) {
 
 namespace {
 
-// Diagram geometry, in SVG user units. The SVG scales to the page width, so these fix
-// proportions rather than pixels.
-constexpr int kTimeColumnWidth = 84;
-constexpr int kLaneGap = 190;
+// Diagram geometry, in SVG user units, which are pixels: the report draws the SVG at its own
+// size. Five lanes (the story without a second instance) fit beside the panel at 1280 px.
+constexpr int kTimeColumnWidth = 70;
+constexpr int kLaneGap = 146;
+// A lane name longer than this is set a size smaller (12 px), so that it fits its box.
+constexpr size_t kLaneNameCharsMax = 16;
 constexpr int kHeaderHeight = 50;
 constexpr int kRowHeight = 30;
 constexpr int kBodyPadding = 8;
@@ -631,11 +633,12 @@ std::string render_lane_header(const Lanes& lanes) {
   out += svg_text(kTimeColumnWidth - 10, kHeaderHeight / 2 + 5, "end", "time", "time");
   for (int lane = 0; lane < lanes.count(); ++lane) {
     const std::string& name = lanes.names[static_cast<size_t>(lane)];
-    const int box_width = kLaneGap - 24;
+    const int box_width = kLaneGap - 10;
     out += "<rect class=\"lanebox\" x=\"" + num(lanes.x(lane) - box_width / 2) +
            "\" y=\"8\" width=\"" + num(box_width) + "\" height=\"" + num(kHeaderHeight - 16) +
            "\" rx=\"8\" fill=\"" + lane_colour(name) + "\"/>";
-    out += svg_text(lanes.x(lane), kHeaderHeight / 2 + 5, "middle", "lanename", name);
+    out += svg_text(lanes.x(lane), kHeaderHeight / 2 + 5, "middle",
+                    name.size() > kLaneNameCharsMax ? "lanename long" : "lanename", name);
   }
   return out + "</svg>";
 }
@@ -980,6 +983,7 @@ details.description .rest{display:inline}
 .counter{font-family:"DejaVu Sans Mono",monospace;font-size:14px;min-width:150px;color:#ced4da}
 .now{flex:1;min-width:0;font-family:"DejaVu Sans Mono",monospace;font-size:15px;white-space:nowrap;overflow:hidden;text-overflow:ellipsis;color:#ffe066}
 .stage{display:grid;grid-template-columns:minmax(0,1fr) 460px;gap:16px;padding:14px 28px}
+@media (max-width:1400px){.stage{grid-template-columns:minmax(0,1fr) 400px;gap:12px;padding:12px 18px}}
 body.wide-panel .stage{grid-template-columns:minmax(0,1fr) min(800px,58vw)}
 .wide-toggle{float:right;font:600 13px system-ui,sans-serif;letter-spacing:0;text-transform:none;padding:2px 8px;border:1px solid var(--line);border-radius:6px;background:#f1f3f5;color:var(--ink);cursor:pointer}
 body.wide-panel .wide-toggle{background:#ffd43b}
@@ -993,7 +997,7 @@ line.arrow.msg{stroke:var(--m);stroke-width:3}
 .stepping .span.future{opacity:.12}
 .band.b-gap{fill:#e9ecef;stroke:#ced4da;stroke-dasharray:4 3}.bandlbl.b-gap{fill:#495057;font-weight:600}
 svg text{font-family:system-ui,"DejaVu Sans",sans-serif;font-size:14px;fill:var(--ink)}
-.lanename{fill:#fff;font-weight:700;font-size:15px}
+.lanename{fill:#fff;font-weight:700;font-size:13px}.lanename.long{font-size:12px}
 .lane{stroke-width:1.5;stroke-dasharray:5 5;opacity:.5}
 .time{fill:#868e96;font-size:12px;font-family:"DejaVu Sans Mono",monospace}
 .hit{fill:transparent}
