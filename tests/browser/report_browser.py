@@ -182,6 +182,7 @@ def check_envelope(page, shots):
     if '"messageId"' not in box['body'] or not box['beside']:
         raise Failure('the AMQP properties are not beside the envelope body: %s' % box)
     if shots:
+        page.js("document.getElementById('panel').scrollTop = document.getElementById('live-envelope').offsetTop - 120")
         page.screenshot(os.path.join(shots, 'report-09-redelivery.png'))
     print('report_browser: ok: the redelivery shows %s beside its body' % ' · '.join(box['props'].split('\n')[:1]))
 
