@@ -407,3 +407,37 @@ TEST_CASE("the --json object of a run with 300,000 accounts and transfers is com
   CHECK((++key).key() == "a1");
   CHECK((++key).key() == "a10");
 }
+
+// A story of thousands of transfers: drawn in full its page weighed 130 MB and no browser opened
+// it. Past a few thousand events the page draws a window (the start, the end, the notable
+// events with their context), says so, and keeps each drawn event's trace number.
+TEST_CASE("a long run's page draws a window of its events and says so", "[report][html][large]") {
+  RunResult run = sample_run();
+  run.events.clear();
+  constexpr int kTransfers = 5000;
+  for (int i = 0; i < kTransfers; ++i) {
+    const std::string id = "m-" + std::to_string(i + 1);
+    run.events.push_back(step(i, "transfer t" + std::to_string(i + 1)));
+    run.events.push_back(
+        message(i, EventKind::publish, p::relay, p::broker, id, "Transfer.Requested"));
+    run.events.push_back(message(i, EventKind::deliver, p::broker, p::account_service, id,
+                                 "Transfer.Requested", i + 1));
+    run.events.push_back(
+        message(i, EventKind::ack, p::account_service, p::broker, id, "Transfer.Requested", i + 1));
+    if (i == kTransfers / 2) {
+      run.events.push_back(inside(i, EventKind::crash, p::account_service, "after_commit"));
+      run.events.push_back(inside(i + 1, EventKind::restart, p::account_service, "restarted"));
+    }
+  }
+  const std::string page = render_html(run);
+  CHECK(page == render_html(run));
+  CHECK(page.size() < 3'000'000);
+  CHECK(contains(page, "<b>A window of the run.</b> Of its 20002 events the diagram draws "));
+  CHECK(occurrences(page, "<g class=\"ev ") <= 3000);
+  CHECK(contains(page, "<g class=\"ev k-crash\""));
+  CHECK(contains(page, "<g class=\"span s-down\""));
+  CHECK(contains(page, "events not drawn (#"));
+  CHECK(contains(page, "\"total\":20002,\"number\":[0,1,2,"));
+  // A short run is drawn whole, with no notice.
+  CHECK_FALSE(contains(render_html(sample_run()), "window-notice"));
+}

@@ -100,6 +100,7 @@ void Broker::park(size_t queue, MessagePtr message, std::string reason) {
   touch(queue);
   parking.ready.push_back(
       Queued{std::move(message), next_position_++, 0, 0, false, std::move(reason)});
+  note_changed(queue, parking.ready.back().position);
   ++parked_totals_[parking.name];
 }
 
@@ -125,7 +126,9 @@ std::vector<MessagePtr> Broker::redrive(size_t queue) {
   while (!messages.empty()) {
     Queued& queued = messages.front();
     moved.push_back(queued.message);
+    note_changed(queue, queued.position);
     source.ready.push_back(Queued{std::move(queued.message), next_position_++, 0, 0, false, ""});
+    note_changed(parking.source, source.ready.back().position);
     messages.pop_front();
   }
   return moved;
@@ -149,33 +152,68 @@ std::vector<ParkedMessage> Broker::parked() const {
   return out;
 }
 
+QueueEntry Broker::entry_of(const Queue& queue, const Queued& queued, std::string_view state) {
+  QueueEntry entry;
+  entry.queue = queue.name;
+  entry.position = queued.position;
+  entry.state = state;
+  entry.message = queued.message;
+  entry.redelivered = queued.redelivered;
+  entry.delivery_count = queued.delivery_count;
+  entry.reason = queued.dead_letter_reason;
+  return entry;
+}
+
 std::vector<QueueEntry> Broker::contents() const {
   std::vector<QueueEntry> out;
-  const auto add = [&out](const Queue& queue, const Queued& queued, std::string_view state) {
-    QueueEntry entry;
-    entry.queue = queue.name;
-    entry.position = queued.position;
-    entry.state = state;
-    entry.message = queued.message;
-    entry.redelivered = queued.redelivered;
-    entry.delivery_count = queued.delivery_count;
-    entry.reason = queued.dead_letter_reason;
-    out.push_back(std::move(entry));
-  };
   for (size_t index = 0; index < queues_.size(); ++index) {
     const Queue& queue = queues_[index];
-    for (const Queued& queued : queue.returned) add(queue, queued, "returned");
-    for (const Queued& queued : queue.ready) add(queue, queued, "ready");
+    for (const Queued& queued : queue.returned) out.push_back(entry_of(queue, queued, "returned"));
+    for (const Queued& queued : queue.ready) out.push_back(entry_of(queue, queued, "ready"));
     for (const Consumer& consumer : consumers_) {
       if (consumer.queue != index) continue;
       for (const auto& [tag, queued] : consumer.unacked) {
-        add(queue, queued, "unacked");
+        out.push_back(entry_of(queue, queued, "unacked"));
         out.back().consumer = consumer.name;
         out.back().delivery_tag = tag;
       }
     }
   }
   return out;
+}
+
+std::vector<std::pair<size_t, uint64_t>> Broker::take_changed_entries() {
+  std::vector<std::pair<size_t, uint64_t>> changed = std::exchange(journal_, {});
+  std::sort(changed.begin(), changed.end());
+  changed.erase(std::unique(changed.begin(), changed.end()), changed.end());
+  return changed;
+}
+
+std::optional<QueueEntry> Broker::entry(size_t index, uint64_t position) const {
+  INBOXSIM_ASSERT(index < queues_.size());
+  const Queue& queue = queues_[index];
+  for (const Queued& queued : queue.returned) {
+    if (queued.position == position) return entry_of(queue, queued, "returned");
+  }
+  // `ready` is sorted by position: messages join at its end with a new, higher position, and
+  // a classic queue puts a returned one back at its place.
+  const auto ready = std::lower_bound(
+      queue.ready.begin(), queue.ready.end(), position,
+      [](const Queued& existing, uint64_t wanted) { return existing.position < wanted; });
+  if (ready != queue.ready.end() && ready->position == position) {
+    return entry_of(queue, *ready, "ready");
+  }
+  for (const Consumer& consumer : consumers_) {
+    if (consumer.queue != index) continue;
+    for (const auto& [tag, queued] : consumer.unacked) {
+      if (queued.position != position) continue;
+      QueueEntry entry = entry_of(queue, queued, "unacked");
+      entry.consumer = consumer.name;
+      entry.delivery_tag = tag;
+      return entry;
+    }
+  }
+  return std::nullopt;
 }
 
 size_t Broker::add_consumer(std::string_view name, size_t queue) {
@@ -212,6 +250,7 @@ size_t Broker::publish(const MessagePtr& message, std::string_view key, bool def
     if (!bound) continue;
     touch(static_cast<size_t>(&queue - queues_.data()));
     queue.ready.push_back(Queued{message, next_position_++, 0, 0, false, ""});
+    note_changed(static_cast<size_t>(&queue - queues_.data()), queue.ready.back().position);
     ++routed;
   }
   return routed;
@@ -282,10 +321,12 @@ void Broker::deliver(size_t consumer_index, std::vector<Delivery>& out, int64_t 
   Queued queued = std::move(source.front());
   source.pop_front();
   queued.delivered_ms = now_ms;
+  const uint64_t position = queued.position;
   const int64_t tag = consumer.next_tag++;
   ++queue.deliveries;
   out.push_back(as_delivery(queued, consumer_index, consumer.channel, tag));
   consumer.unacked.emplace(tag, std::move(queued));
+  note_changed(consumer.queue, position);
   // Back to the end of the line: a quorum queue's consumer only while it has room left, a
   // classic queue's until a delivery finds it full.
   if (!quorum_ || has_room(consumer)) {
@@ -316,6 +357,7 @@ std::optional<Broker::Queued> Broker::take_unacked(size_t consumer, uint64_t cha
   INBOXSIM_ASSERT(found != c.unacked.end());
   Queued queued = std::move(found->second);
   c.unacked.erase(found);
+  note_changed(c.queue, queued.position);
   join_line(consumer);
   return queued;
 }
@@ -357,6 +399,8 @@ void Broker::close_connection(size_t consumer, int64_t now_ms, std::string_view 
   c.in_line = false;
   std::map<int64_t, Queued> unacked;
   unacked.swap(c.unacked);
+  // All of them are off the channel before the first requeue is recorded.
+  for (const auto& [tag, queued] : unacked) note_changed(c.queue, queued.position);
   for (auto& [tag, queued] : unacked) {
     requeue(c, std::move(queued), now_ms, reason);
   }
@@ -406,14 +450,19 @@ void Broker::requeue(Consumer& consumer, Queued queued, int64_t now_ms, std::str
   record(EventKind::requeue, queued, queue.name, std::string(reason), now_ms);
   // A quorum queue serves returned messages first, in the order they came back (rabbit_fifo's
   // `returns`); a classic queue puts each back at its original position.
+  // The views' note comes after the move: the requeue event above is recorded while the
+  // message is off its consumer and not yet back (the recorder looks it up when it reads the
+  // notes).
+  const uint64_t position = queued.position;
   if (quorum_) {
     queue.returned.push_back(std::move(queued));
-    return;
+  } else {
+    const auto at = std::lower_bound(
+        queue.ready.begin(), queue.ready.end(), queued.position,
+        [](const Queued& existing, uint64_t wanted) { return existing.position < wanted; });
+    queue.ready.insert(at, std::move(queued));
   }
-  const auto at = std::lower_bound(
-      queue.ready.begin(), queue.ready.end(), queued.position,
-      [](const Queued& existing, uint64_t position) { return existing.position < position; });
-  queue.ready.insert(at, std::move(queued));
+  note_changed(consumer.queue, position);
 }
 
 void Broker::dead_letter(Queue& queue, const Queued& queued, std::string reason, int64_t now_ms) {

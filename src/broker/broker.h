@@ -127,6 +127,17 @@ class Broker {
   // ones in the order they wait, then each consumer's unacked ones by tag. The views read it
   // between events; the entries point into the broker and last until its next change.
   std::vector<QueueEntry> contents() const;
+  // The views' journal of queue rows, so that a recorder need not compare every queue after
+  // every event (which made a long story's report quadratic). Once kept, every change to a
+  // message's place in a queue notes (queue, position); take_changed_entries() returns the
+  // notes since the last call, sorted and without repeats, and clears them. Off by default:
+  // a run without a view pays one test per change.
+  void keep_changed_entries() { journal_kept_ = true; }
+  std::vector<std::pair<size_t, uint64_t>> take_changed_entries();
+  // The message at `position` of queue `queue` as contents() shows it, or nothing when it is
+  // no longer there. Costs a binary search of the ready messages, plus the returned and unacked
+  // ones (a few: bounded by the prefetch).
+  std::optional<QueueEntry> entry(size_t queue, uint64_t position) const;
   // Adds a consumer on a queue, connected; returns its index.
   size_t add_consumer(std::string_view name, size_t queue);
 
@@ -260,9 +271,15 @@ class Broker {
               int64_t now_ms);
 
   void touch(size_t queue) const { touched_ |= uint64_t{1} << (queue % 64); }
+  void note_changed(size_t queue, uint64_t position) {
+    if (journal_kept_) journal_.emplace_back(queue, position);
+  }
+  static QueueEntry entry_of(const Queue& queue, const Queued& queued, std::string_view state);
 
   std::function<void(TraceEvent)> record_;
   mutable uint64_t touched_ = 0;
+  bool journal_kept_ = false;
+  std::vector<std::pair<size_t, uint64_t>> journal_;  // (queue, position), since the last take
   int64_t prefetch_;
   int64_t delivery_limit_;
   bool quorum_;

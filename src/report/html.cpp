@@ -1,12 +1,15 @@
 #include "report/html.h"
 
 #include <algorithm>
+#include <array>
+#include <map>
 #include <nlohmann/json.hpp>
 
+#include "domain/messages.h"
 #include "domain/participants.h"
 #include "kernel/assert.h"
-#include "report/mermaid.h"
 #include "report/legend.h"
+#include "report/mermaid.h"
 #include "report/narrate.h"
 
 namespace inboxsim {
@@ -29,10 +32,12 @@ std::string escape_html(std::string_view text) {
 
 namespace {
 
-// Diagram geometry, in SVG user units. The SVG scales to the page width, so these fix
-// proportions rather than pixels.
-constexpr int kTimeColumnWidth = 84;
-constexpr int kLaneGap = 190;
+// Diagram geometry, in SVG user units, which are pixels: the report draws the SVG at its own
+// size. Five lanes (the story without a second instance) fit beside the panel at 1280 px.
+constexpr int kTimeColumnWidth = 70;
+constexpr int kLaneGap = 146;
+// A lane name longer than this is set a size smaller (12 px), so that it fits its box.
+constexpr size_t kLaneNameCharsMax = 16;
 constexpr int kHeaderHeight = 50;
 constexpr int kRowHeight = 30;
 constexpr int kBodyPadding = 8;
@@ -75,7 +80,9 @@ nlohmann::json change_json(const RowChange& change) {
 
 // The tables behind the run: their columns, the opening rows, and the changes of each event
 // that has any (by event index), so that the page replays them instead of storing copies.
-nlohmann::json rows_json(const RowHistory& rows) {
+// On a windowed page (`drawn` not every event) the opening rows are left out: each segment
+// carries its own.
+nlohmann::json rows_json(const RowHistory& rows, const std::vector<size_t>& drawn, bool complete) {
   nlohmann::json out = nlohmann::json::object();
   if (!rows.recorded) return out;
   nlohmann::json tables = nlohmann::json::array();
@@ -83,13 +90,17 @@ nlohmann::json rows_json(const RowHistory& rows) {
     tables.push_back(nlohmann::json::array({table.source, table.table, table.columns}));
   }
   nlohmann::json opening = nlohmann::json::array();
-  for (const RowChange& change : rows.opening) opening.push_back(change_json(change));
+  if (complete) {
+    for (const RowChange& change : rows.opening) opening.push_back(change_json(change));
+  }
+  // Keyed by the event's place among the drawn events (its trace index on a full page).
   nlohmann::json changes = nlohmann::json::object();
-  for (size_t i = 0; i < rows.by_event.size(); ++i) {
-    if (rows.by_event[i].empty()) continue;
+  for (size_t p = 0; p < drawn.size(); ++p) {
+    const size_t i = drawn[p];
+    if (i >= rows.by_event.size() || rows.by_event[i].empty()) continue;
     nlohmann::json list = nlohmann::json::array();
     for (const RowChange& change : rows.by_event[i]) list.push_back(change_json(change));
-    changes[std::to_string(i)] = std::move(list);
+    changes[std::to_string(p)] = std::move(list);
   }
   out["tables"] = std::move(tables);
   out["opening"] = std::move(opening);
@@ -107,30 +118,216 @@ nlohmann::json invariants_json(const RunResult& result) {
   return out;
 }
 
+// ---- which events the page draws ------------------------------------------------------------
+// A story of thousands of transfers has a hundred thousand events: drawn in full, its page
+// weighed 130 MB and no browser opened it. Past kDrawnEventsMax the page draws a window: the
+// first and last events, and the events around every notable one (a crash, a redelivery, a
+// dedupe hit, a violation ...), violations first; the rest are folded into grey bands that say
+// what they held, and the page says so above the diagram.
+constexpr size_t kDrawnEventsMax = 3000;
+constexpr size_t kWindowHeadEvents = 600;
+constexpr size_t kWindowTailEvents = 400;
+constexpr size_t kContextBeforeEvents = 12;
+constexpr size_t kContextAfterEvents = 24;
+
+// Routine events: what every transfer does when nothing goes wrong.
+bool is_routine(const TraceEvent& event) {
+  switch (event.kind) {
+    case EventKind::step:
+    case EventKind::request:
+    case EventKind::ack:
+    case EventKind::confirm:
+    case EventKind::effect:
+    case EventKind::saga:
+    case EventKind::dedupe_record:
+    case EventKind::notification:
+    case EventKind::cleanup: return true;
+    case EventKind::publish: return event.service != participant::operator_;
+    case EventKind::deliver: return !event.redelivered;
+    default: return false;
+  }
+}
+
+struct Window {
+  std::vector<size_t> drawn;  // trace indices, ascending
+  size_t total = 0;           // events in the trace
+  size_t notable = 0;         // notable events in the trace
+  size_t notable_drawn = 0;   // of which drawn
+  bool complete() const { return drawn.size() == total; }
+};
+
+// Marks [from, to) as drawn while the budget lasts; returns false when it ran out first.
+bool keep_range(std::vector<bool>& keep, size_t& kept, size_t from, size_t to) {
+  size_t wanted = 0;
+  for (size_t i = from; i < to; ++i) wanted += keep[i] ? size_t{0} : size_t{1};
+  if (kept + wanted > kDrawnEventsMax) return false;
+  for (size_t i = from; i < to; ++i) keep[i] = true;
+  kept += wanted;
+  return true;
+}
+
+Window choose_window(const std::vector<TraceEvent>& events) {
+  Window window;
+  window.total = events.size();
+  for (const TraceEvent& event : events)
+    window.notable += is_routine(event) ? size_t{0} : size_t{1};
+  if (events.size() <= kDrawnEventsMax) {
+    for (size_t i = 0; i < events.size(); ++i) window.drawn.push_back(i);
+    window.notable_drawn = window.notable;
+    return window;
+  }
+  std::vector<bool> keep(events.size(), false);
+  size_t kept = 0;
+  keep_range(keep, kept, 0, kWindowHeadEvents);
+  keep_range(keep, kept, events.size() - kWindowTailEvents, events.size());
+  // Violations first, then every other notable event, each with its context, in trace order.
+  for (const bool violations : {true, false}) {
+    for (size_t i = 0; i < events.size(); ++i) {
+      if (is_routine(events[i]) || (events[i].kind == EventKind::violation) != violations) continue;
+      const size_t from = i >= kContextBeforeEvents ? i - kContextBeforeEvents : 0;
+      keep_range(keep, kept, from, std::min(events.size(), i + kContextAfterEvents + 1));
+    }
+  }
+  for (size_t i = 0; i < events.size(); ++i) {
+    if (!keep[i]) continue;
+    window.drawn.push_back(i);
+    window.notable_drawn += is_routine(events[i]) ? size_t{0} : size_t{1};
+  }
+  return window;
+}
+
+// A run of consecutive drawn events: where it starts among the drawn ones.
+std::vector<size_t> segment_starts(const Window& window) {
+  std::vector<size_t> starts;
+  for (size_t p = 0; p < window.drawn.size(); ++p) {
+    if (p == 0 || window.drawn[p] != window.drawn[p - 1] + 1) starts.push_back(p);
+  }
+  return starts;
+}
+
+// What a windowed page needs to replay each segment on its own: the balances and the states of
+// the transfers it touches as they were before its first event, each table's row count then,
+// and (as opening inserts) the rows its events change as they were before.
+nlohmann::json segments_json(const RunResult& result, const Window& window) {
+  nlohmann::json out = nlohmann::json::array();
+  if (window.complete()) return out;
+  std::map<std::string, int64_t> balances = result.opening_balances;
+  std::map<std::string, std::string> sagas;
+  std::vector<int64_t> counts(result.rows.tables.size(), 0);
+  for (const RowChange& change : result.rows.opening) ++counts[change.table];
+  const auto count_changes = [&](size_t index) {
+    if (index >= result.rows.by_event.size()) return;
+    for (const RowChange& change : result.rows.by_event[index]) {
+      if (change.op == RowOp::insert) ++counts[change.table];
+      if (change.op == RowOp::remove) --counts[change.table];
+    }
+  };
+  size_t next = 0;  // the next trace index not yet replayed
+  const std::vector<size_t> starts = segment_starts(window);
+  for (size_t s = 0; s < starts.size(); ++s) {
+    const size_t first = window.drawn[starts[s]];
+    for (; next < first; ++next) {
+      const TraceEvent& event = result.events[next];
+      if (event.kind == EventKind::effect) balances[event.account] += event.amount;
+      if (event.kind == EventKind::request) sagas[event.transfer] = "REQUESTED";
+      if (event.kind == EventKind::saga) {
+        const size_t arrow = event.detail.rfind("->");
+        sagas[event.transfer] =
+            arrow == std::string::npos ? event.detail : event.detail.substr(arrow + 2);
+      }
+      count_changes(next);
+    }
+    const size_t end = s + 1 < starts.size() ? starts[s + 1] : window.drawn.size();
+    nlohmann::json touched_sagas = nlohmann::json::object();
+    std::map<std::pair<size_t, int64_t>, bool> seen_rows;
+    nlohmann::json opening = nlohmann::json::array();
+    // The first segment starts from the opening rows (the story's accounts), as a full page does.
+    if (first == 0) {
+      for (const RowChange& change : result.rows.opening) {
+        seen_rows.emplace(std::make_pair(change.table, change.key), true);
+        opening.push_back(change_json(change));
+      }
+    }
+    for (size_t p = starts[s]; p < end; ++p) {
+      const size_t index = window.drawn[p];
+      const TraceEvent& event = result.events[index];
+      if (!event.transfer.empty() && !touched_sagas.contains(event.transfer)) {
+        const auto found = sagas.find(event.transfer);
+        touched_sagas[event.transfer] = found == sagas.end() ? "—" : found->second;
+      }
+      if (index >= result.rows.by_event.size()) continue;
+      for (const RowChange& change : result.rows.by_event[index]) {
+        if (!seen_rows.emplace(std::make_pair(change.table, change.key), true).second) continue;
+        if (change.op == RowOp::insert) continue;  // not there before the segment
+        RowChange before = change;
+        before.op = RowOp::insert;
+        before.after = change.before;
+        before.before.clear();
+        opening.push_back(change_json(before));
+      }
+    }
+    out.push_back({{"at", starts[s]},
+                   {"balances", balances},
+                   {"sagas", touched_sagas},
+                   {"counts", counts},
+                   {"opening", std::move(opening)}});
+  }
+  return out;
+}
+
 // The events are embedded in their canonical trace form (the same bytes as --trace), so the
-// page shows exactly what the JSONL file holds.
-std::string run_data_json(const RunResult& result) {
+// page shows exactly what the JSONL file holds. A windowed page carries the drawn events only,
+// their trace numbers, and each segment's starting state.
+std::string run_data_json(const RunResult& result, const Window& window) {
   std::string events = "[";
   nlohmann::json texts = nlohmann::json::array();
-  for (size_t i = 0; i < result.events.size(); ++i) {
-    if (i > 0) events += ",";
-    events += trace_event_json(result.events[i]);
-    texts.push_back(describe_event(result.events[i]));
+  nlohmann::json numbers = nlohmann::json::array();
+  std::map<std::string, std::string> routing;
+  for (size_t p = 0; p < window.drawn.size(); ++p) {
+    const TraceEvent& event = result.events[window.drawn[p]];
+    if (p > 0) events += ",";
+    events += trace_event_json(event);
+    texts.push_back(describe_event(event));
+    numbers.push_back(window.drawn[p]);
+    if (!event.type.empty() && !event.message_id.empty()) {
+      if (const auto type = parse_message_type(event.type)) {
+        routing[std::string(event.type)] = std::string(routing_key(*type));
+      }
+    }
   }
   events += "]";
   nlohmann::json opening(result.opening_balances);
   nlohmann::json final_balances(result.balances);
   nlohmann::json transfers = nlohmann::json::array();
-  for (const auto& [id, state] : result.transfers) transfers.push_back(id);
+  if (window.complete()) {
+    for (const auto& [id, state] : result.transfers) transfers.push_back(id);
+  }
   nlohmann::json envelopes = nlohmann::json::object();
-  for (const auto& [id, body] : result.envelopes) envelopes[id] = nlohmann::json::parse(body);
+  for (const size_t index : window.drawn) {
+    const std::string& id = result.events[index].message_id;
+    if (id.empty() || envelopes.contains(id)) continue;
+    const auto found = result.envelopes.find(id);
+    if (found != result.envelopes.end()) envelopes[id] = nlohmann::json::parse(found->second);
+  }
+  nlohmann::json rows = rows_json(result.rows, window.drawn, window.complete());
   std::string out =
       "{\"events\":" + events + ",\"text\":" + texts.dump() + ",\"opening\":" + opening.dump() +
       ",\"final\":" + final_balances.dump() + ",\"transfers\":" + transfers.dump() +
       ",\"passed\":" + (result.passed ? "true" : "false") +
       ",\"invariants\":" + invariants_json(result).dump() + ",\"envelopes\":" + envelopes.dump() +
-      ",\"rows\":" + rows_json(result.rows).dump() + "}";
-  return script_safe_json(out);
+      ",\"routing\":" + nlohmann::json(routing).dump() + ",\"rows\":" + rows.dump();
+  if (!window.complete()) {
+    out += ",\"total\":" + std::to_string(window.total) + ",\"number\":" + numbers.dump() +
+           ",\"segments\":" + segments_json(result, window).dump();
+  }
+  return script_safe_json(out + "}");
+}
+
+Window full_window(const RunResult& result) {
+  Window all;
+  all.total = result.events.size();
+  for (size_t i = 0; i < result.events.size(); ++i) all.drawn.push_back(i);
+  return all;
 }
 
 // ---- the swimlane diagram ---------------------------------------------------------------------
@@ -266,15 +463,20 @@ std::string arrow_label(const ArrowStyle& style, const Lanes& lanes, int from, i
   return svg_text(centre, y, "middle", "lbl " + style.css_class, label);
 }
 
-std::string render_arrow(const TraceEvent& event, const Lanes& lanes, int y) {
+std::string render_arrow(const TraceEvent& event, const Lanes& lanes, int y,
+                         std::string_view message_colour) {
   const ArrowStyle style = arrow_style(event);
   const int from = lanes.x(std::max(0, lanes.index(event.service)));
   const int to = lanes.x(std::max(0, lanes.index(event.target)));
   const int mid_y = y + kRowHeight / 2;
   const bool lost = style.css_class == "a-lost";
-  std::string out = "<line class=\"arrow " + style.css_class + "\" x1=\"" + num(from) + "\" y1=\"" +
-                    num(mid_y + 6) + "\" x2=\"" + num(to) + "\" y2=\"" + num(mid_y + 6) +
-                    "\" marker-end=\"url(#" + (lost ? "cross" : "head") + ")\"/>";
+  // Every arrow of one message wears the message's colour, so that a copy or a redelivery
+  // looks like the message it repeats.
+  const std::string colour =
+      message_colour.empty() ? "" : " msg\" style=\"--m:" + std::string(message_colour);
+  std::string out = "<line class=\"arrow " + style.css_class + colour + "\" x1=\"" + num(from) +
+                    "\" y1=\"" + num(mid_y + 6) + "\" x2=\"" + num(to) + "\" y2=\"" +
+                    num(mid_y + 6) + "\" marker-end=\"url(#" + (lost ? "cross" : "head") + ")\"/>";
   out += arrow_label(style, lanes, from, to, mid_y + 1);
   return out;
 }
@@ -389,7 +591,8 @@ bool is_band(EventKind kind) {
 }
 
 std::string render_row(const TraceEvent& event, std::string_view envelope, const Lanes& lanes,
-                       size_t index, int y, int step_number, bool show_time) {
+                       size_t index, int y, int step_number, bool show_time,
+                       std::string_view message_colour) {
   std::string out = "<g class=\"ev k-" + std::string(event_kind_name(event.kind)) + "\" data-i=\"" +
                     std::to_string(index) + "\"><title>" + event_tooltip(event, envelope) +
                     "</title>";
@@ -402,7 +605,7 @@ std::string render_row(const TraceEvent& event, std::string_view envelope, const
   if (is_band(event.kind)) {
     out += render_band(event, lanes, y, step_number);
   } else if (is_message_event(event.kind)) {
-    out += render_arrow(event, lanes, y);
+    out += render_arrow(event, lanes, y, message_colour);
   } else {
     out += render_marker(event, lanes, y);
   }
@@ -411,56 +614,216 @@ std::string render_row(const TraceEvent& event, std::string_view envelope, const
 
 std::string svg_defs() {
   return "<defs>"
-         "<marker id=\"head\" viewBox=\"0 0 10 10\" refX=\"9\" refY=\"5\" markerWidth=\"7\" "
-         "markerHeight=\"7\" orient=\"auto-start-reverse\"><path d=\"M0,0 L10,5 L0,10 z\" "
+         "<marker id=\"head\" viewBox=\"0 0 10 10\" refX=\"9\" refY=\"5\" markerWidth=\"14\" "
+         "markerHeight=\"14\" markerUnits=\"userSpaceOnUse\" orient=\"auto-start-reverse\"><path "
+         "d=\"M0,0 L10,5 L0,10 z\" "
          "fill=\"context-stroke\"/></marker>"
-         "<marker id=\"cross\" viewBox=\"0 0 10 10\" refX=\"5\" refY=\"5\" markerWidth=\"9\" "
-         "markerHeight=\"9\"><path d=\"M1,1 L9,9 M9,1 L1,9\" stroke=\"#e03131\" "
+         "<marker id=\"cross\" viewBox=\"0 0 10 10\" refX=\"5\" refY=\"5\" markerWidth=\"18\" "
+         "markerHeight=\"18\" markerUnits=\"userSpaceOnUse\"><path d=\"M1,1 L9,9 M9,1 L1,9\" "
+         "stroke=\"#e03131\" "
          "stroke-width=\"2.2\"/></marker>"
          "</defs>";
 }
 
 // The lane headers are a separate SVG above the scrolling body, so that they stay in view.
 std::string render_lane_header(const Lanes& lanes) {
-  std::string out = "<svg id=\"lanes-head\" class=\"lanes-head\" viewBox=\"0 0 " +
-                    num(lanes.width()) + " " + num(kHeaderHeight) +
-                    "\" preserveAspectRatio=\"xMinYMin meet\">";
+  std::string out = "<svg id=\"lanes-head\" class=\"lanes-head\" width=\"" + num(lanes.width()) +
+                    "\" height=\"" + num(kHeaderHeight) + "\" viewBox=\"0 0 " + num(lanes.width()) +
+                    " " + num(kHeaderHeight) + "\" preserveAspectRatio=\"xMinYMin meet\">";
   out += svg_text(kTimeColumnWidth - 10, kHeaderHeight / 2 + 5, "end", "time", "time");
   for (int lane = 0; lane < lanes.count(); ++lane) {
     const std::string& name = lanes.names[static_cast<size_t>(lane)];
-    const int box_width = kLaneGap - 24;
+    const int box_width = kLaneGap - 10;
     out += "<rect class=\"lanebox\" x=\"" + num(lanes.x(lane) - box_width / 2) +
            "\" y=\"8\" width=\"" + num(box_width) + "\" height=\"" + num(kHeaderHeight - 16) +
            "\" rx=\"8\" fill=\"" + lane_colour(name) + "\"/>";
-    out += svg_text(lanes.x(lane), kHeaderHeight / 2 + 5, "middle", "lanename", name);
+    out += svg_text(lanes.x(lane), kHeaderHeight / 2 + 5, "middle",
+                    name.size() > kLaneNameCharsMax ? "lanename long" : "lanename", name);
   }
   return out + "</svg>";
 }
 
-std::string render_swimlanes(const RunResult& result, const Lanes& lanes) {
-  const int height = kBodyPadding * 2 + static_cast<int>(result.events.size()) * kRowHeight;
-  std::string out = "<svg id=\"swimlanes\" class=\"swimlanes\" viewBox=\"0 0 " +
-                    num(lanes.width()) + " " + num(height) + "\" role=\"img\" aria-label=\"" +
-                    "sequence diagram of the run\">" + svg_defs();
+// Message colours, in the order the messages first appear: colour-blind-safe neighbours apart,
+// none of them the red that marks a loss or a violation.
+constexpr std::array<const char*, 10> kMessageColours = {"#1971c2", "#2f9e44", "#e8590c", "#9c36b5",
+                                                         "#0c8599", "#d6336c", "#66a80f", "#4263eb",
+                                                         "#e67700", "#495057"};
+
+// A time span on one lane: an instance down after a crash until its restart, a pause until it
+// goes on, a handler waiting for a row lock that another holds until it gets it.
+struct LaneSpan {
+  int lane = 0;
+  size_t from = 0;  // drawn position of the event that opens it
+  size_t to = 0;    // drawn position of the event that closes it (the last row if none does)
+  std::string css_class;
+  std::string label;
+};
+
+std::vector<LaneSpan> lane_spans(const RunResult& result, const Lanes& lanes,
+                                 const std::vector<size_t>& drawn) {
+  std::vector<LaneSpan> spans;
+  // Open spans by (lane, kind): the index into `spans`.
+  std::map<std::pair<int, std::string>, size_t> open;
+  const auto close = [&](int lane, const std::string& kind, size_t p) {
+    const auto found = open.find({lane, kind});
+    if (found == open.end()) return;
+    spans[found->second].to = p;
+    open.erase(found);
+  };
+  for (size_t p = 0; p < drawn.size(); ++p) {
+    const TraceEvent& event = result.events[drawn[p]];
+    const int lane = lanes.index(event.service);
+    if (lane < 0) continue;
+    const auto start = [&](const std::string& kind, std::string label) {
+      if (open.count({lane, kind}) != 0) return;
+      open[{lane, kind}] = spans.size();
+      spans.push_back(LaneSpan{lane, p, drawn.size() - 1, "s-" + kind, std::move(label)});
+    };
+    switch (event.kind) {
+      case EventKind::crash:
+        close(lane, "pause", p);
+        close(lane, "lock", p);
+        start("down", "down");
+        break;
+      case EventKind::restart: close(lane, "down", p); break;
+      case EventKind::paused: start("pause", "paused"); break;
+      case EventKind::resumed: close(lane, "pause", p); break;
+      case EventKind::lock_wait: start("lock", "waits for a row lock"); break;
+      case EventKind::lock_granted: close(lane, "lock", p); break;
+      default: break;
+    }
+  }
+  return spans;
+}
+
+constexpr int kSpanWidth = 14;
+
+int row_middle(size_t slot) {
+  return kBodyPadding + static_cast<int>(slot) * kRowHeight + kRowHeight / 2;
+}
+
+// Drawn over the rows, without catching the pointer: the rows below stay clickable. The fill is
+// given as attributes too, so that the playground (its own style sheet) draws them alike.
+std::string render_span(const LaneSpan& span, const Lanes& lanes,
+                        const std::vector<size_t>& slots) {
+  const int x = lanes.x(span.lane) - kSpanWidth / 2;
+  const int y = row_middle(slots[span.from]);
+  const int height = std::max(kRowHeight / 2, row_middle(slots[span.to]) - y);
+  const char* fill = span.css_class == "s-down"    ? "#868e96"
+                     : span.css_class == "s-pause" ? "#f59f00"
+                                                   : "#7048e8";
+  std::string out = "<g class=\"span " + span.css_class + "\" data-a=\"" +
+                    std::to_string(span.from) + "\" data-b=\"" + std::to_string(span.to) +
+                    "\" pointer-events=\"none\">";
+  out += "<rect x=\"" + num(x) + "\" y=\"" + num(y) + "\" width=\"" + num(kSpanWidth) +
+         "\" height=\"" + num(height) + "\" rx=\"4\" fill=\"" + fill +
+         "\" fill-opacity=\"0.35\" stroke=\"" + fill + "\" stroke-width=\"1.5\"/>";
+  // The label runs down the bar when there is room for it.
+  const int label_room = label_chars(span.label) * 8 + 24;
+  if (height >= label_room) {
+    const int lx = x + kSpanWidth / 2 + 4;
+    const int ly = y + 12;
+    out += "<text class=\"spanlbl\" x=\"" + num(lx) + "\" y=\"" + num(ly) +
+           "\" transform=\"rotate(90 " + num(lx) + " " + num(ly) + ")\">" +
+           escape_html(span.label) + "</text>";
+  }
+  return out + "</g>";
+}
+
+// A band for the events a windowed page leaves out: how many, which span of the trace, and
+// the kinds they were.
+std::string render_gap(const RunResult& result, size_t first, size_t last, const Lanes& lanes,
+                       int y) {
+  std::map<std::string_view, size_t> kinds;
+  for (size_t i = first; i <= last; ++i) ++kinds[event_kind_name(result.events[i].kind)];
+  std::vector<std::pair<size_t, std::string_view>> by_count;
+  for (const auto& [kind, count] : kinds) by_count.emplace_back(count, kind);
+  std::stable_sort(by_count.begin(), by_count.end(),
+                   [](const auto& a, const auto& b) { return a.first > b.first; });
+  std::string what;
+  for (size_t k = 0; k < by_count.size() && k < 4; ++k) {
+    what += (k == 0 ? "" : ", ") + std::to_string(by_count[k].first) + " " +
+            std::string(by_count[k].second);
+  }
+  const std::string label = "⋯ " + std::to_string(last - first + 1) + " events not drawn (#" +
+                            std::to_string(first + 1) + "–#" + std::to_string(last + 1) + ", " +
+                            std::to_string(result.events[first].time_ms) + "–" +
+                            std::to_string(result.events[last].time_ms) + " ms): " + what;
+  const int room = (lanes.width() - kTimeColumnWidth - 12) * 9 / 10;
+  return "<g class=\"gap\"><rect class=\"band b-gap\" x=\"2\" y=\"" + num(y + 2) + "\" width=\"" +
+         num(lanes.width() - 4) + "\" height=\"" + num(kRowHeight - 4) +
+         "\" rx=\"5\" fill=\"#e9ecef\"/>" +
+         svg_text(kTimeColumnWidth + 6, y + kRowHeight / 2 + 5, "start", "bandlbl b-gap",
+                  fit_label(label, room)) +
+         "</g>\n";
+}
+
+std::string render_swimlanes(const RunResult& result, const Lanes& lanes, const Window& window) {
+  const std::vector<size_t>& drawn = window.drawn;
+  // Each drawn event's row slot: one more for every gap before it.
+  std::vector<size_t> slots(drawn.size());
+  size_t gaps = 0;
+  for (size_t p = 0; p < drawn.size(); ++p) {
+    const size_t previous_end = p == 0 ? 0 : drawn[p - 1] + 1;
+    if (drawn[p] > previous_end) ++gaps;
+    slots[p] = p + gaps;
+  }
+  const bool tail_gap = !drawn.empty() && drawn.back() + 1 < result.events.size();
+  const size_t slot_count = drawn.size() + gaps + (tail_gap ? 1 : 0);
+  const int height = kBodyPadding * 2 + static_cast<int>(slot_count) * kRowHeight;
+  // Drawn at its own size (one unit a pixel): text keeps its size whatever the lane count, and
+  // a wide diagram scrolls sideways.
+  std::string out = "<svg id=\"swimlanes\" class=\"swimlanes\" width=\"" + num(lanes.width()) +
+                    "\" height=\"" + num(height) + "\" viewBox=\"0 0 " + num(lanes.width()) + " " +
+                    num(height) + "\" role=\"img\" aria-label=\"" +
+                    "sequence diagram of the run\" data-row-height=\"" + num(kRowHeight) + "\">" +
+                    svg_defs();
   for (int lane = 0; lane < lanes.count(); ++lane) {
     out += "<line class=\"lane\" x1=\"" + num(lanes.x(lane)) + "\" y1=\"0\" x2=\"" +
            num(lanes.x(lane)) + "\" y2=\"" + num(height) + "\" stroke=\"" +
            lane_colour(lanes.names[static_cast<size_t>(lane)]) + "\"/>";
   }
+  std::map<std::string, std::string_view> colours;
   int step_number = 0;
+  size_t next_index = 0;  // for counting steps inside gaps
   int64_t last_time_ms = -1;
-  for (size_t i = 0; i < result.events.size(); ++i) {
+  for (size_t p = 0; p < drawn.size(); ++p) {
+    const size_t i = drawn[p];
+    for (; next_index < i; ++next_index) {
+      if (result.events[next_index].kind == EventKind::step) ++step_number;
+    }
+    if (p > 0 ? i > drawn[p - 1] + 1 : i > 0) {
+      out += render_gap(result, p == 0 ? 0 : drawn[p - 1] + 1, i - 1, lanes,
+                        kBodyPadding + static_cast<int>(slots[p] - 1) * kRowHeight);
+      last_time_ms = -1;
+    }
     const TraceEvent& event = result.events[i];
     if (event.kind == EventKind::step) ++step_number;
-    const int y = kBodyPadding + static_cast<int>(i) * kRowHeight;
+    next_index = i + 1;
+    const int y = kBodyPadding + static_cast<int>(slots[p]) * kRowHeight;
     std::string_view envelope;
+    std::string_view colour;
     if (is_message_event(event.kind) && !event.message_id.empty()) {
       const auto found = result.envelopes.find(event.message_id);
       if (found != result.envelopes.end()) envelope = found->second;
+      const auto known = colours.find(event.message_id);
+      colour = known != colours.end()
+                   ? known->second
+                   : colours
+                         .emplace(event.message_id,
+                                  kMessageColours[colours.size() % kMessageColours.size()])
+                         .first->second;
     }
-    out += render_row(event, envelope, lanes, i, y, step_number, event.time_ms != last_time_ms);
+    out += render_row(event, envelope, lanes, p, y, step_number, event.time_ms != last_time_ms,
+                      colour);
     last_time_ms = event.time_ms;
   }
+  if (tail_gap) {
+    out += render_gap(result, drawn.back() + 1, result.events.size() - 1, lanes,
+                      kBodyPadding + static_cast<int>(slot_count - 1) * kRowHeight);
+  }
+  for (const LaneSpan& span : lane_spans(result, lanes, drawn))
+    out += render_span(span, lanes, slots);
   return out + "</svg>";
 }
 
@@ -489,17 +852,45 @@ std::string balances_table(const RunResult& result) {
   return out + "</tbody></table></section>";
 }
 
+// A long story lists its first kTransfersListedMax transfers (open ones first) and counts the
+// rest by state: the page stays the same size whatever the story's length.
+constexpr size_t kTransfersListedMax = 100;
+
 std::string transfers_table(const RunResult& result) {
   std::string out =
       "<section class=\"card\"><h2>Transfers</h2><table><thead><tr><th>transfer</th>"
       "<th class=\"n\">amount</th><th>saga state</th></tr></thead><tbody>";
-  for (const auto& [id, state] : result.transfers) {
+  std::vector<std::pair<std::string, SagaState>> listed;
+  std::map<std::string, size_t> unlisted;
+  for (const bool open : {true, false}) {
+    for (const auto& [id, state] : result.transfers) {
+      if (is_terminal(state) == open) continue;
+      if (listed.size() < kTransfersListedMax) {
+        listed.emplace_back(id, state);
+      } else {
+        ++unlisted[std::string(saga_state_name(state))];
+      }
+    }
+  }
+  std::stable_sort(listed.begin(), listed.end(), [&](const auto& a, const auto& b) {
+    return result.transfers.size() <= kTransfersListedMax && a.first < b.first;
+  });
+  for (const auto& [id, state] : listed) {
     const auto amount = result.transfer_amounts.find(id);
     const std::string name(saga_state_name(state));
     out +=
         "<tr>" + cell(id) +
         cell(amount == result.transfer_amounts.end() ? "" : std::to_string(amount->second), "n") +
         cell(name, is_terminal(state) ? "state" : "state open") + "</tr>";
+  }
+  if (!unlisted.empty()) {
+    std::string counts;
+    for (const auto& [state, count] : unlisted) {
+      counts += (counts.empty() ? "" : ", ") + std::to_string(count) + " " + state;
+    }
+    out += "<tr><td colspan=\"3\" class=\"more-rows\">and " +
+           std::to_string(result.transfers.size() - listed.size()) +
+           " more: " + escape_html(counts) + "</td></tr>";
   }
   return out + "</tbody></table></section>";
 }
@@ -575,6 +966,12 @@ h1{font-size:28px;margin:0;line-height:1.2}
 .bank.ok{color:#2b8a3e;border-color:#2b8a3e}.bank.broke{color:#c92a2a;border-color:#c92a2a}
 .meta{color:var(--muted);margin:2px 0 6px;font-size:14px;font-family:"DejaVu Sans Mono",monospace}
 .description{margin:6px 0;max-width:1150px}
+details.description summary{cursor:pointer;list-style:none}
+details.description summary::-webkit-details-marker{display:none}
+.description .more::before{content:"more ▾";color:#1971c2;font-weight:700;font-size:15px;white-space:nowrap}
+details.description[open] .more::before{content:"less ▴"}
+details.description[open] .ellipsis{display:none}
+details.description .rest{display:inline}
 .lesson{margin:8px 0 4px;padding:8px 14px;background:#fff9db;border-left:5px solid #f59f00;max-width:1150px;border-radius:0 6px 6px 0}
 .lesson b{color:#a05a00;margin-right:6px}
 .controls{position:sticky;top:0;z-index:6;flex-wrap:wrap;display:flex;align-items:center;gap:8px;padding:8px 28px;background:#1f2430;color:#fff}
@@ -586,11 +983,21 @@ h1{font-size:28px;margin:0;line-height:1.2}
 .counter{font-family:"DejaVu Sans Mono",monospace;font-size:14px;min-width:150px;color:#ced4da}
 .now{flex:1;min-width:0;font-family:"DejaVu Sans Mono",monospace;font-size:15px;white-space:nowrap;overflow:hidden;text-overflow:ellipsis;color:#ffe066}
 .stage{display:grid;grid-template-columns:minmax(0,1fr) 460px;gap:16px;padding:14px 28px}
-.diagram{background:#fff;border:1px solid var(--line);border-radius:10px;align-self:start}
-.lanes-head{display:block;width:100%;border-bottom:1px solid var(--line);position:sticky;top:var(--bar,52px);z-index:4;background:#fff;border-radius:10px 10px 0 0}
-.swimlanes{display:block;width:100%}
+@media (max-width:1400px){.stage{grid-template-columns:minmax(0,1fr) 400px;gap:12px;padding:12px 18px}}
+body.wide-panel .stage{grid-template-columns:minmax(0,1fr) min(800px,58vw)}
+.wide-toggle{float:right;font:600 13px system-ui,sans-serif;letter-spacing:0;text-transform:none;padding:2px 8px;border:1px solid var(--line);border-radius:6px;background:#f1f3f5;color:var(--ink);cursor:pointer}
+body.wide-panel .wide-toggle{background:#ffd43b}
+.diagram{background:#fff;border:1px solid var(--line);border-radius:10px;align-self:start;overflow:auto;max-height:calc(100vh - var(--bar,52px) - 22px);min-width:0}
+.lanes-head{display:block;box-sizing:content-box;border-bottom:1px solid var(--line);position:sticky;top:0;z-index:4;background:#fff}
+.swimlanes{display:block}
+.window{margin:0;padding:8px 12px;background:#fff4e6;border-bottom:1px solid #ffd8a8;font-size:15px;position:sticky;left:0;max-width:min(100%,900px)}
+.window code{font-size:14px}
+line.arrow.msg{stroke:var(--m);stroke-width:3}
+.spanlbl{font-size:12px;font-weight:700;fill:#343a40}
+.stepping .span.future{opacity:.12}
+.band.b-gap{fill:#e9ecef;stroke:#ced4da;stroke-dasharray:4 3}.bandlbl.b-gap{fill:#495057;font-weight:600}
 svg text{font-family:system-ui,"DejaVu Sans",sans-serif;font-size:14px;fill:var(--ink)}
-.lanename{fill:#fff;font-weight:700;font-size:15px}
+.lanename{fill:#fff;font-weight:700;font-size:13px}.lanename.long{font-size:12px}
 .lane{stroke-width:1.5;stroke-dasharray:5 5;opacity:.5}
 .time{fill:#868e96;font-size:12px;font-family:"DejaVu Sans Mono",monospace}
 .hit{fill:transparent}
@@ -627,7 +1034,7 @@ line.a-lost{stroke:#e03131;stroke-dasharray:3 4}.lbl.a-lost{fill:#e03131;font-we
 .ev.cur .band{stroke:#f59f00;stroke-width:3}
 .panel{position:sticky;top:calc(var(--bar,52px) + 8px);max-height:calc(100vh - var(--bar,52px) - 16px);overflow-y:auto;align-self:start;background:#fff;border:1px solid var(--line);border-radius:10px;padding:8px 16px 10px}
 .panel h2{font-size:14px;margin:10px 0 4px;text-transform:uppercase;letter-spacing:.06em;color:var(--muted)}
-.panel h2 small{text-transform:none;letter-spacing:0;font-weight:400}
+.panel h2 small{text-transform:none;letter-spacing:0;font-weight:400;font-size:13px}
 .panel table{width:100%;border-collapse:collapse;font-size:17px}
 .panel td{padding:3px 6px;border-bottom:1px solid #f1f3f5}
 .panel td.n{text-align:right;font-family:"DejaVu Sans Mono",monospace}
@@ -635,13 +1042,23 @@ line.a-lost{stroke:#e03131;stroke-dasharray:3 4}.lbl.a-lost{fill:#e03131;font-we
 .panel .fields td{font-size:13px;font-family:"DejaVu Sans Mono",monospace;overflow-wrap:anywhere}
 .panel .fields td:first-child{color:var(--muted);white-space:nowrap;width:1%}
 .hint{font-size:12px;color:var(--muted);margin:10px 0 0}
-.envelope{font:12px/1.35 "DejaVu Sans Mono",monospace;background:#f8f9fa;border:1px solid var(--line);border-radius:6px;padding:6px 8px;margin:6px 0 0;white-space:pre-wrap;overflow-wrap:anywhere}
+.envelope{display:grid;grid-template-columns:minmax(0,1fr) minmax(0,1.25fr);gap:8px;font:12px/1.35 "DejaVu Sans Mono",monospace;background:#f8f9fa;border:1px solid var(--line);border-radius:6px;padding:6px 8px;margin:6px 0 0}
+.envelope[hidden]{display:none}
+.envelope .props{border-right:1px solid var(--line);padding-right:8px}
+.envelope .props b,.envelope .body b{display:block;font:700 12px system-ui,sans-serif;color:var(--muted);text-transform:uppercase;letter-spacing:.04em;margin-bottom:2px}
+.envelope .props div{overflow-wrap:anywhere}
+.envelope .props .k{color:var(--muted)}
+.envelope .props .v{font-weight:700}
+.envelope .props .v.yes{color:#d9480f}
+.envelope .body{margin:0;white-space:pre-wrap;overflow-wrap:anywhere;font:inherit}
 .badges{display:flex;flex-wrap:wrap;gap:4px}
 .badge{font:12px/1.2 "DejaVu Sans Mono",monospace;padding:3px 7px;border-radius:10px;background:#d3f9d8;color:#2b8a3e;border:1px solid #8ce99a}
 .badge.broken{background:#c92a2a;color:#fff;border-color:#a51111;font-weight:700}
 .badge.here{outline:3px solid #f59f00}
 .source{font-size:13px;font-weight:700;margin:10px 0 2px;color:#fff;padding:2px 8px;border-radius:5px}
 .dbt{margin:4px 0 8px;overflow-x:auto}
+.dbt.scrolls{box-shadow:inset -14px 0 10px -8px rgba(31,36,48,.35)}
+.dbt .cue{font:700 12px system-ui,sans-serif;color:#d9480f;margin-left:6px}
 .dbt .cap{font:12px "DejaVu Sans Mono",monospace;color:var(--muted)}
 .dbt .cap b{color:var(--ink)}
 .panel .dbt table{font:12px/1.3 "DejaVu Sans Mono",monospace;width:auto;min-width:100%}
@@ -668,8 +1085,19 @@ line.a-lost{stroke:#e03131;stroke-dasharray:3 4}.lbl.a-lost{fill:#e03131;font-we
 .wide{grid-column:1/-1}
 .counters{display:flex;flex-wrap:wrap;gap:6px 24px;font-size:15px;color:var(--muted)}
 .counters b{color:var(--ink);font-size:18px}
+.money{margin:0 28px 16px;padding:12px 18px;background:#fff;border:1px solid var(--line);border-left:6px solid #2b8a3e;border-radius:10px;font-size:18px}
+.money.money-broke{border-left-color:#c92a2a;background:#fff5f5;color:#a51111;font-weight:600}
+.key,.legend{margin:0 28px 16px;padding:10px 18px;background:#fff;border:1px solid var(--line);border-radius:10px}
+.key h2,.legend h2{font-size:19px;margin:4px 0 8px}
+.keys{display:flex;flex-wrap:wrap;gap:8px 28px;font-size:15px}
+.keys span{display:inline-flex;align-items:center;gap:8px}
+.chips i{display:inline-block;width:14px;height:14px;border-radius:50%;margin-right:2px}
+.legend dl{display:grid;grid-template-columns:max-content minmax(0,1fr);gap:4px 18px;margin:0;font-size:15px}
+.legend dt{font:700 14px "DejaVu Sans Mono",monospace;color:#1c3d6e;padding-top:2px}
+.legend dd{margin:0;color:var(--ink)}
+.more-rows{color:var(--muted);font-style:italic}
 footer{padding:0 28px 24px;color:var(--muted);font-size:13px;font-family:"DejaVu Sans Mono",monospace}
-@media print{.controls,.panel{display:none}.stage{grid-template-columns:1fr}.lanes-head{position:static}}
+@media print{.controls,.panel{display:none}.stage{grid-template-columns:1fr}.lanes-head{position:static}.diagram{max-height:none;overflow:visible}}
 )CSS";
 
 constexpr const char* kScript = R"JS(
@@ -682,9 +1110,25 @@ constexpr const char* kScript = R"JS(
   var events = data.events, count = events.length, cur = -1, timer = null;
   var byId = function (id) { return document.getElementById(id); };
   var svg = byId('swimlanes'), scrub = byId('scrub'), laneHead = byId('lanes-head');
-  var controls = byId('controls'), panel = byId('panel');
+  var controls = byId('controls'), panel = byId('panel'), diagram = byId('diagram');
   var rows = Array.prototype.slice.call(svg.querySelectorAll('g.ev'));
+  var spans = Array.prototype.slice.call(svg.querySelectorAll('g.span'));
   scrub.max = String(count - 1);
+  // A windowed page (a long run) draws some of the trace's events: `number` gives each drawn
+  // event's place in the trace, `segments` the state before each run of consecutive ones.
+  var numbers = data.number || null, total = data.total || count, segments = data.segments || null;
+  function numberOf(i) { return numbers ? numbers[i] : i; }
+  function positionOf(n) {
+    if (!numbers) return n;
+    for (var i = 0; i < count; i++) if (numbers[i] >= n) return i;
+    return count - 1;
+  }
+  function segmentOf(i) {
+    if (!segments) return null;
+    var found = segments[0];
+    segments.forEach(function (s) { if (s.at <= i) found = s; });
+    return found;
+  }
 
   function esc(text) {
     return String(text).replace(/[&<>"]/g, function (c) {
@@ -704,26 +1148,42 @@ constexpr const char* kScript = R"JS(
   // ---- the tables, replayed from the recorded changes ------------------------------------------
   var spec = data.rows.tables || [], opening = data.rows.opening || [],
       changes = data.rows.changes || {};
-  var tables = [], tablesAt = -1, touched = {};
+  var tables = [], tablesAt = -1, touched = {}, counts = [], tablesSegment = null;
   function apply(change, undo) {
     var rowsOf = tables[change[0]], key = change[2], op = change[1];
     if (undo) {
-      if (op === '+') { delete rowsOf[key]; } else { rowsOf[key] = change[4]; }
+      if (op === '+') { delete rowsOf[key]; counts[change[0]]--; } else {
+        if (op === '-') counts[change[0]]++;
+        rowsOf[key] = change[4];
+      }
     } else {
-      if (op === '-') { delete rowsOf[key]; } else { rowsOf[key] = change[3]; }
+      if (op === '-') { delete rowsOf[key]; counts[change[0]]--; } else {
+        if (op === '+') counts[change[0]]++;
+        rowsOf[key] = change[3];
+      }
     }
   }
-  function resetTables() {
+  // The tables before the first event of segment `seg` (the whole run on a full page).
+  function resetTables(seg) {
     tables = spec.map(function () { return {}; });
-    opening.forEach(function (c) { apply(c, false); touched[c[0]] = true; });
-    tablesAt = -1;
+    counts = spec.map(function () { return 0; });
+    (seg ? seg.opening : opening).forEach(function (c) { apply(c, false); touched[c[0]] = true; });
+    if (seg) counts = seg.counts.slice();
+    tablesSegment = seg;
+    tablesAt = seg ? seg.at - 1 : -1;
   }
   Object.keys(changes).forEach(function (i) {
     changes[i].forEach(function (c) { touched[c[0]] = true; });
   });
-  resetTables();
+  (segments || []).forEach(function (seg) {
+    seg.opening.forEach(function (c) { touched[c[0]] = true; });
+    seg.counts.forEach(function (n, t) { if (n > 0) touched[t] = true; });
+  });
+  resetTables(segmentOf(0));
   // Moves the replayed tables to "after event `upto`": forwards by applying, backwards by undoing.
   function tablesTo(upto) {
+    var seg = segmentOf(Math.max(upto, 0));
+    if (seg !== tablesSegment) resetTables(seg);
     while (tablesAt < upto) {
       tablesAt++;
       (changes[tablesAt] || []).forEach(function (c) { apply(c, false); });
@@ -754,8 +1214,10 @@ constexpr const char* kScript = R"JS(
     var used = columns.map(function (_, c) {
       return shown.some(function (r) { return r.values[c] !== null && r.values[c] !== ''; });
     });
-    var head = '<div class="cap"><b>' + esc(spec[index][1]) + '</b> · ' + Object.keys(present).length +
-               ' row' + (Object.keys(present).length === 1 ? '' : 's') + '</div>';
+    var n = counts[index], inView = Object.keys(present).length;
+    var head = '<div class="cap"><b>' + esc(spec[index][1]) + '</b> · ' + n + ' row' +
+               (n === 1 ? '' : 's') + (segments && inView < n ? ' (' + inView + ' shown: those these events touch)' : '') +
+               '</div>';
     if (!shown.length) return '<div class="dbt">' + head + '</div>';
     var html = '<div class="dbt">' + head + '<table><tr>' + columns.map(function (name, c) {
       return used[c] ? '<th>' + esc(name) + '</th>' : '';
@@ -788,15 +1250,28 @@ constexpr const char* kScript = R"JS(
     });
     if (idle.length) html += '<div class="untouched">empty all run: ' + esc(idle.join(', ')) + '</div>';
     byId('live-tables').innerHTML = html;
+    markScrollingTables();
+  }
+  // A table wider than the panel scrolls sideways: a shadow on its right edge and a word say so.
+  function markScrollingTables() {
+    Array.prototype.forEach.call(byId('live-tables').querySelectorAll('.dbt'), function (box) {
+      var scrolls = box.scrollWidth > box.clientWidth + 1;
+      box.classList.toggle('scrolls', scrolls);
+      var cap = box.querySelector('.cap');
+      if (scrolls && cap && !cap.querySelector('.cue')) {
+        cap.insertAdjacentHTML('beforeend', '<span class="cue">⇆ scroll sideways for more columns</span>');
+      }
+    });
   }
 
   // ---- balances, sagas, invariants ------------------------------------------------------------
   // Balances and saga states after event `upto`, replayed from the opening balances.
   function stateAt(upto) {
-    var state = {balances: Object.assign({}, data.opening), sagas: {},
-                 account: null, transfer: null};
-    data.transfers.forEach(function (id) { state.sagas[id] = '—'; });
-    for (var i = 0; i <= upto; i++) {
+    var seg = segmentOf(Math.max(upto, 0));
+    var state = {balances: Object.assign({}, seg ? seg.balances : data.opening),
+                 sagas: seg ? Object.assign({}, seg.sagas) : {}, account: null, transfer: null};
+    if (!seg) data.transfers.forEach(function (id) { state.sagas[id] = '—'; });
+    for (var i = seg ? seg.at : 0; i <= upto; i++) {
       var e = events[i];
       if (e.kind === 'effect') {
         state.balances[e.account] = (state.balances[e.account] || 0) + (e.amount || 0);
@@ -822,7 +1297,8 @@ constexpr const char* kScript = R"JS(
   function renderInvariants(upto) {
     byId('live-invariants').innerHTML = data.invariants.map(function (name) {
       var at = name in brokenAt ? brokenAt[name] : -1, broken = at >= 0 && at <= upto;
-      return '<span class="badge' + (broken ? ' broken' : '') + (at === upto ? ' here' : '') +
+      // The ring marks the event where it broke: never an invariant that holds.
+      return '<span class="badge' + (broken ? ' broken' : '') + (broken && at === upto ? ' here' : '') +
              '" title="' + esc(broken ? 'broken at event ' + (at + 1) : 'holds so far') + '">' +
              (broken ? '✖ ' : '✓ ') + esc(name) + '</span>';
     }).join('');
@@ -834,22 +1310,81 @@ constexpr const char* kScript = R"JS(
     byId('live-event').innerHTML = Object.keys(e).map(function (key) {
       return '<tr><td>' + esc(key) + '</td><td>' + esc(e[key]) + '</td></tr>';
     }).join('');
-    // The envelope in full: projectors and touch screens have no hover for the tooltip.
+    // The envelope in full (projectors and touch screens have no hover for the tooltip), beside
+    // the AMQP properties the broker carries with it, as RabbitMQ's management UI shows them.
     var body = e.message_id && data.envelopes[e.message_id];
     envelope.hidden = !body;
-    envelope.textContent = body ? 'envelope (message body)\n' + JSON.stringify(body, null, 2) : '';
+    byId('live-body').innerHTML = body ? '<b>body (envelope)</b>' + esc(JSON.stringify(body, null, 2)) : '';
+    byId('live-props').innerHTML = body ? propertiesHtml(e) : '';
+  }
+  function propertiesHtml(e) {
+    function prop(key, value, cls) {
+      return '<div><span class="k">' + esc(key) + ':</span> <span class="v' + (cls ? ' ' + cls : '') +
+             '">' + esc(value) + '</span></div>';
+    }
+    var html = '<b>AMQP properties</b>' + prop('message-id', e.message_id);
+    if (e.type) html += prop('type', e.type);
+    if (e.type && data.routing[e.type]) html += prop('routing-key', data.routing[e.type]);
+    html += prop('content-type', 'application/json');
+    if (e.kind === 'deliver' || e.tag) {
+      var holder = e.kind === 'deliver' ? e.to : e.service;
+      html += prop('delivery-tag', e.tag ? e.tag + (holder ? ' (' + holder + "'s channel)" : '') : '—');
+      html += prop('redelivered', e.redelivered ? 'true' : 'false', e.redelivered ? 'yes' : '');
+      // RabbitMQ adds the header only once a quorum queue has had the message back.
+      html += '<b>headers</b>' + prop('x-delivery-count', e.delivery_count ? e.delivery_count : '(absent)',
+                                         e.delivery_count ? 'yes' : '');
+    }
+    return html;
   }
 
   // ---- keeping the selection in view -----------------------------------------------------------
   // The rows are visible between the sticky lane header and the bottom of the window.
+  // The diagram scrolls in its own box (both ways: a wide one sideways), under its sticky
+  // lane header; the box itself is kept inside the window.
   function visibleBand() {
-    return {top: laneHead.getBoundingClientRect().bottom, bottom: window.innerHeight};
+    var box = diagram.getBoundingClientRect();
+    var bottom = Math.min(window.innerHeight, box.top + diagram.clientHeight);
+    return {top: Math.max(laneHead.getBoundingClientRect().bottom, controls.getBoundingClientRect().bottom),
+            bottom: bottom};
   }
   function reveal(row) {
+    var box = diagram.getBoundingClientRect();
+    if (box.top + diagram.clientHeight > window.innerHeight) {
+      window.scrollBy(0, box.top + diagram.clientHeight - window.innerHeight + 4);
+    }
     var r = row.getBoundingClientRect(), band = visibleBand();
     if (r.top < band.top + 4 || r.bottom > band.bottom - 4) {
-      window.scrollBy(0, r.top - band.top - (band.bottom - band.top - r.height) / 2);
+      diagram.scrollTop += r.top - band.top - (band.bottom - band.top - r.height) / 2;
     }
+    // Sideways: the event's arrow or marker with its label, if part of it is out of the box;
+    // when the two do not fit, the arrow or marker wins.
+    var mark = row.querySelector('line.arrow, circle.dot');
+    if (mark) {
+      var m = mark.getBoundingClientRect(), left = box.left + 8, right = box.left + diagram.clientWidth - 8;
+      var label = row.querySelector('text.lbl'), l = label ? label.getBoundingClientRect() : m;
+      var from = Math.min(m.left, l.left), to = Math.max(m.right, l.right);
+      if (to - from > right - left) { from = m.left; to = m.right; }
+      if (from < left) diagram.scrollLeft += from - left;
+      else if (to > right) diagram.scrollLeft += Math.min(to - right, from - left);
+    }
+  }
+  // The bars on the lanes as far as the selected event: a crash's "down" bar grows row by row.
+  function renderSpans() {
+    var rowHeight = Number(svg.getAttribute('data-row-height'));
+    spans.forEach(function (span) {
+      var a = Number(span.getAttribute('data-a')), b = Number(span.getAttribute('data-b'));
+      var rect = span.querySelector('rect');
+      if (!rect.hasAttribute('data-h')) rect.setAttribute('data-h', rect.getAttribute('height'));
+      span.classList.toggle('future', cur >= 0 && a > cur);
+      var full = Number(rect.getAttribute('data-h'));
+      var height = full;
+      if (cur >= a && cur < b) {
+        var y0 = Number(rect.getAttribute('y'));
+        var hit = rows[cur].querySelector('.hit');
+        height = Math.max(rowHeight / 2, Number(hit.getAttribute('y')) + rowHeight / 2 - y0);
+      }
+      rect.setAttribute('height', String(Math.min(full, height)));
+    });
   }
   // Brings the first highlighted table row into the panel's own scroll box.
   function revealChangedRow() {
@@ -872,13 +1407,14 @@ constexpr const char* kScript = R"JS(
     byId('bal-when').textContent = when;
     byId('inv-when').textContent = when;
     byId('counter').textContent =
-        cur < 0 ? count + ' events' : 'event ' + (cur + 1) + ' / ' + count;
+        cur < 0 ? total + ' events' : 'event ' + (numberOf(cur) + 1) + ' / ' + total;
     byId('now').textContent = cur < 0 ? 'press → or ▶ play to step through the run'
                                       : events[cur].t + ' ms  ' + data.text[cur];
     scrub.value = String(cur);
     showEvent(events[cur]);
     renderInvariants(cur);
     renderTables(cur);
+    renderSpans();
     if (scroll && cur >= 0) { reveal(rows[cur]); revealChangedRow(); }
   }
 
@@ -931,7 +1467,8 @@ constexpr const char* kScript = R"JS(
       ArrowLeft: function () { go(event.shiftKey ? stepBoundary(-1) : cur - 1); },
       Home: function () { go(-1); },
       End: function () { go(count - 1); },
-      v: function () { if (firstViolation >= 0) go(firstViolation); }
+      v: function () { if (firstViolation >= 0) go(firstViolation); },
+      w: function () { toggleWide(); }
     };
     if (event.key === ' ') { event.preventDefault(); play(); return; }
     if (!keys[event.key]) return;
@@ -939,6 +1476,13 @@ constexpr const char* kScript = R"JS(
     stop();
     keys[event.key]();
   });
+
+  function toggleWide() {
+    document.body.classList.toggle('wide-panel');
+    byId('b-wide').textContent = document.body.classList.contains('wide-panel') ? '⇔ narrower' : '⇔ wider';
+    markScrollingTables();
+  }
+  button('b-wide', toggleWide);
 
   // The sticky lane header sits under the controls bar, whatever height it wraps to.
   function measureBar() {
@@ -951,7 +1495,7 @@ constexpr const char* kScript = R"JS(
   // address changes after the page has loaded.
   function openFromAddress() {
     var wanted = /^#event-(\d+)$/.exec(window.location.hash);
-    if (wanted) { stop(); go(Number(wanted[1]) - 1); return true; }
+    if (wanted) { stop(); go(positionOf(Number(wanted[1]) - 1)); return true; }
     return false;
   }
   window.addEventListener('hashchange', openFromAddress);
@@ -1020,15 +1564,16 @@ constexpr const char* kScript = R"JS(
         check(badge.scrollWidth <= badge.clientWidth + 1, 'badge "' + badge.textContent + '" is cut');
       });
     }
-    var target = Math.max(1, Math.floor(count / 2));
+    var middle = Math.max(0, Math.floor(count / 2) - 1), target = numberOf(middle) + 1;
     window.addEventListener('hashchange', function () {
-      check(cur === target - 1, '#event-' + target + ' opened event ' + (cur + 1));
-      check(inView(target - 1), '#event-' + target + ' is out of view');
+      check(cur === middle, '#event-' + target + ' opened event ' + (numberOf(cur) + 1));
+      check(inView(middle), '#event-' + target + ' is out of view');
       failures = failures.concat(errors);
       var out = document.createElement('pre');
       out.id = 'selftest';
       out.textContent = (failures.length ? 'FAIL\n' + failures.join('\n') : 'PASS ' + count +
-                         ' events') + '\nopened at event ' + (opened + 1) + ' of ' + count;
+                         ' events') + '\nopened at event ' + (opened < 0 ? 0 : numberOf(opened) + 1) +
+                         ' of ' + total;
       document.body.setAttribute('data-selftest', failures.length ? 'fail' : 'pass');
       document.body.appendChild(out);
     }, {once: true});
@@ -1036,6 +1581,46 @@ constexpr const char* kScript = R"JS(
   }
 })();
 )JS";
+
+// The description's first sentence, the rest behind "more": on a projector's 720 lines the
+// diagram must show in the first view. A first sentence longer than kLeadCharsMax is cut at a
+// word, with an ellipsis that goes when the rest opens.
+constexpr size_t kLeadCharsMin = 40;
+constexpr size_t kLeadCharsMax = 190;
+
+std::string folded_description(const std::string& description) {
+  if (description.empty()) return {};
+  size_t cut = std::string::npos;
+  for (size_t i = kLeadCharsMin; i + 1 < description.size() && i < kLeadCharsMax; ++i) {
+    const char c = description[i];
+    if (c != '.' && c != '?' && c != '!') continue;
+    size_t after = i + 1;
+    if (description[after] == '\'' || description[after] == '"') ++after;
+    if (after < description.size() && description[after] == ' ') {
+      cut = after;
+      break;
+    }
+  }
+  bool mid_sentence = false;
+  if (cut == std::string::npos) {
+    if (description.size() <= kLeadCharsMax) {
+      return "<p class=\"description\">" + escape_html(description) + "</p>";
+    }
+    cut = description.rfind(' ', kLeadCharsMax);
+    if (cut == std::string::npos || cut < kLeadCharsMin) cut = kLeadCharsMax;
+    // Not inside a UTF-8 sequence.
+    while (cut > 0 && (static_cast<unsigned char>(description[cut]) & 0xC0) == 0x80) --cut;
+    mid_sentence = true;
+  }
+  if (cut >= description.size() - 1) {
+    return "<p class=\"description\">" + escape_html(description) + "</p>";
+  }
+  return "<details class=\"description\" id=\"description\"><summary><span class=\"lead\">" +
+         escape_html(description.substr(0, cut)) + "</span>" +
+         (mid_sentence ? "<span class=\"ellipsis\">…</span>" : "") +
+         " <span class=\"more\"></span></summary><span class=\"rest\">" +
+         escape_html(description.substr(cut)) + "</span></details>";
+}
 
 std::string page_header(const RunResult& result) {
   const std::string verdict = result.passed ? "PASS" : "FAIL";
@@ -1051,9 +1636,7 @@ std::string page_header(const RunResult& result) {
   out += "<p class=\"meta\">" + escape_html(result.name) + " · seed " +
          std::to_string(result.seed) +
          (result.trace_hash.empty() ? "" : " · trace " + escape_html(result.trace_hash)) + "</p>";
-  if (!result.description.empty()) {
-    out += "<p class=\"description\">" + escape_html(result.description) + "</p>";
-  }
+  out += folded_description(result.description);
   if (!result.lesson.empty()) {
     out += "<p class=\"lesson\"><b>Lesson</b> " + escape_html(result.lesson) + "</p>";
   }
@@ -1074,6 +1657,42 @@ std::string controls() {
          "<div id=\"now\" class=\"now\"></div></nav>";
 }
 
+// Said above the diagram when it draws a window of the run's events.
+std::string window_notice(const Window& window) {
+  if (window.complete()) return {};
+  return "<p class=\"window\" id=\"window-notice\"><b>A window of the run.</b> Of its " +
+         std::to_string(window.total) + " events the diagram draws " +
+         std::to_string(window.drawn.size()) + ": the first " + std::to_string(kWindowHeadEvents) +
+         ", the last " + std::to_string(kWindowTailEvents) + " and those around " +
+         std::to_string(window.notable_drawn) + " of " + std::to_string(window.notable) +
+         " notable ones (crash, redelivery, copy, dedupe, fault; violations first); grey bands "
+         "fold the rest. <code>--trace</code> writes them all.</p>";
+}
+
+// How to read the diagram: what the colours and the bars on the lanes mean.
+std::string diagram_key() {
+  const auto swatch = [](const char* fill, const char* what) {
+    return std::string(
+               "<span><svg width=\"14\" height=\"28\" aria-hidden=\"true\"><rect x=\"1\" "
+               "y=\"1\" width=\"12\" height=\"26\" rx=\"4\" fill=\"") +
+           fill + "\" fill-opacity=\"0.35\" stroke=\"" + fill + "\" stroke-width=\"1.5\"/></svg>" +
+           what + "</span>";
+  };
+  std::string colours;
+  for (size_t i = 0; i < 5; ++i) {
+    colours += std::string("<i style=\"background:") + kMessageColours[i] + "\"></i>";
+  }
+  return "<section class=\"key\"><h2>Reading the diagram</h2><div class=\"keys\">"
+         "<span><b class=\"chips\">" +
+         colours +
+         "</b>one colour per message id: a copy or a "
+         "redelivery wears the colour of the message it repeats</span>" +
+         swatch("#868e96", "an instance down, from its crash until its restart") +
+         swatch("#f59f00", "an instance paused (a GC pause, a stalled disk)") +
+         swatch("#7048e8", "a handler waiting for a row lock another handler holds") +
+         "</div></section>\n";
+}
+
 // The panel beside the diagram, in the order a learner reads it: did anything break, what
 // happened, what the tables hold now, then the balances and sagas in large type.
 std::string side_panel() {
@@ -1081,8 +1700,11 @@ std::string side_panel() {
          "<h2>Invariants <small id=\"inv-when\"></small></h2><div id=\"live-invariants\" "
          "class=\"badges\"></div>"
          "<h2>Event</h2><table id=\"live-event\" class=\"fields\"></table>"
-         "<pre id=\"live-envelope\" class=\"envelope\" hidden></pre>"
-         "<h2>Tables <small>after this event</small></h2><div id=\"live-tables\"></div>"
+         "<div id=\"live-envelope\" class=\"envelope\" hidden><div class=\"props\" "
+         "id=\"live-props\"></div><pre class=\"body\" id=\"live-body\"></pre></div>"
+         "<h2>Tables <small>after this event</small><button id=\"b-wide\" class=\"wide-toggle\" "
+         "title=\"give the panel more room (w)\">⇔ wider</button></h2>"
+         "<div id=\"live-tables\"></div>"
          "<h2>Balances <small id=\"bal-when\"></small></h2><table id=\"live-balances\"></table>"
          "<h2>Transfers</h2><table id=\"live-sagas\"></table>"
          "<p class=\"hint\">← → step · shift+← → jump a step · space play · v first violation · "
@@ -1091,15 +1713,19 @@ std::string side_panel() {
 
 }  // namespace
 
-std::string report_data_json(const RunResult& result) { return run_data_json(result); }
+// The playground replays every event of its (short) runs: no window.
+std::string report_data_json(const RunResult& result) {
+  return run_data_json(result, full_window(result));
+}
 
 std::string report_swimlanes(const RunResult& result) {
   const Lanes lanes{diagram_participants(result)};
-  return render_lane_header(lanes) + render_swimlanes(result, lanes);
+  return render_lane_header(lanes) + render_swimlanes(result, lanes, full_window(result));
 }
 
 std::string render_html(const RunResult& result) {
   const Lanes lanes{diagram_participants(result)};
+  const Window window = choose_window(result.events);
   std::string out =
       "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
       "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
@@ -1107,15 +1733,18 @@ std::string render_html(const RunResult& result) {
       escape_html(result.title.empty() ? result.name : result.title) +
       " · inboxsim</title><style>" + kStyle + "</style></head><body>\n";
   out += page_header(result) + controls();
-  out += "<main class=\"stage\"><div class=\"diagram\">" + render_lane_header(lanes) +
-         render_swimlanes(result, lanes) + "</div>" + side_panel() + "</main>\n";
+  out += "<main class=\"stage\" id=\"stage\"><div class=\"diagram\" id=\"diagram\">" +
+         window_notice(window) + render_lane_header(lanes) +
+         render_swimlanes(result, lanes, window) + "</div>" + side_panel() + "</main>\n";
   out += "<section class=\"results\">" + balances_table(result) + transfers_table(result) +
          invariants_table(result) + expectations_table(result) + counters_line(result) +
          "</section>\n";
   // The course (issue 12): what happened to the money, then the words the page uses.
-  out += "<p class=\"money\">" + escape_html(money_sentence(result)) + "</p>\n" + legend_html();
+  const bool correct = bank_verdict(result) == "bank correct";
+  out += std::string("<p class=\"money ") + (correct ? "money-ok" : "money-broke") + "\">" +
+         escape_html(money_sentence(result)) + "</p>\n" + diagram_key() + legend_html();
   out += "<footer>" + escape_html(verdict_line(result)) + " · drawn by inboxsim</footer>\n";
-  out += "<script type=\"application/json\" id=\"run-data\">" + run_data_json(result) +
+  out += "<script type=\"application/json\" id=\"run-data\">" + run_data_json(result, window) +
          "</script>\n<script>" + kScript + "</script>\n</body></html>\n";
   return out;
 }

@@ -6,6 +6,8 @@
 #include <sqlite3.h>
 
 #include <algorithm>
+#include <optional>
+#include <utility>
 
 #include "domain/message.h"
 #include "kernel/assert.h"
@@ -193,49 +195,55 @@ void RowRecorder::attribute(std::vector<RowChange>& changes, size_t events_befor
   }
 }
 
-// Compares every queue with how it was after the last event. A message's row is keyed by its
-// enqueue position, which it keeps while it moves between ready and unacked.
-std::vector<RowChange> RowRecorder::diff_queues(const Broker& broker) {
+// The queues' changes since the last call. A message's row is keyed by its enqueue position,
+// which it keeps while it moves between ready and unacked. The first call reads every queue
+// and starts the broker's journal; later calls look up only the rows the journal names, so
+// that a long story costs the same per event as a short one.
+std::vector<RowChange> RowRecorder::diff_queues(Broker& broker) {
   std::vector<size_t> queue_tables;
   for (size_t queue = 0; queue < broker.queue_count(); ++queue) {
     queue_tables.push_back(declare_table(kBrokerSource, broker.queue_name(queue), kQueueColumns));
   }
-  std::map<std::pair<size_t, uint64_t>, std::vector<Cell>> now;
-  for (const QueueEntry& entry : broker.contents()) {
-    const size_t queue = *broker.find_queue(entry.queue);
-    now[{queue_tables[queue], entry.position}] = queue_row(entry);
+  // (queue table index, position) -> the row now, or nothing when it has gone.
+  std::vector<std::pair<std::pair<size_t, uint64_t>, std::optional<std::vector<Cell>>>> now;
+  if (!journal_started_) {
+    journal_started_ = true;
+    broker.keep_changed_entries();
+    for (const QueueEntry& entry : broker.contents()) {
+      const size_t queue = *broker.find_queue(entry.queue);
+      now.emplace_back(std::make_pair(queue_tables[queue], entry.position), queue_row(entry));
+    }
+  } else {
+    for (const auto& [queue, position] : broker.take_changed_entries()) {
+      const std::optional<QueueEntry> entry = broker.entry(queue, position);
+      now.emplace_back(std::make_pair(queue_tables[queue], position),
+                       entry ? std::optional<std::vector<Cell>>(queue_row(*entry)) : std::nullopt);
+    }
   }
+  std::sort(now.begin(), now.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
   std::vector<RowChange> changes;
-  auto old_row = queues_.begin();
-  auto new_row = now.begin();
-  while (old_row != queues_.end() || new_row != now.end()) {
+  for (auto& [key, row] : now) {
+    const auto old_row = queues_.find(key);
+    if (old_row == queues_.end() && !row) continue;  // came and went between two events
     RowChange change;
-    if (new_row == now.end() || (old_row != queues_.end() && old_row->first < new_row->first)) {
-      change.op = RowOp::remove;
-      change.table = old_row->first.first;
-      change.key = static_cast<int64_t>(old_row->first.second);
-      change.before = old_row->second;
-      ++old_row;
-    } else if (old_row == queues_.end() || new_row->first < old_row->first) {
+    change.table = key.first;
+    change.key = static_cast<int64_t>(key.second);
+    if (old_row == queues_.end()) {
       change.op = RowOp::insert;
-      change.table = new_row->first.first;
-      change.key = static_cast<int64_t>(new_row->first.second);
-      change.after = new_row->second;
-      ++new_row;
+      change.after = *row;
+      queues_.emplace(key, std::move(*row));
+    } else if (!row) {
+      change.op = RowOp::remove;
+      change.before = std::move(old_row->second);
+      queues_.erase(old_row);
     } else {
-      const bool same = old_row->second == new_row->second;
+      if (old_row->second == *row) continue;
       change.op = RowOp::update;
-      change.table = new_row->first.first;
-      change.key = static_cast<int64_t>(new_row->first.second);
-      change.before = old_row->second;
-      change.after = new_row->second;
-      ++old_row;
-      ++new_row;
-      if (same) continue;
+      change.before = std::exchange(old_row->second, *row);
+      change.after = std::move(*row);
     }
     changes.push_back(std::move(change));
   }
-  queues_ = std::move(now);
   return changes;
 }
 
@@ -258,7 +266,7 @@ const std::string& queue_message_id(const RowChange& change) {
 
 }  // namespace
 
-void RowRecorder::before_event(const Broker& broker, const TraceEvent& next) {
+void RowRecorder::before_event(Broker& broker, const TraceEvent& next) {
   std::vector<RowChange> earlier;
   for (RowChange& change : diff_queues(broker)) {
     const bool own = settled_before_recorded(next.kind) && !next.message_id.empty() &&
@@ -299,7 +307,7 @@ void merge_reinserts(std::vector<RowChange>& changes) {
 
 }  // namespace
 
-RowHistory RowRecorder::finish(const Broker& broker) {
+RowHistory RowRecorder::finish(Broker& broker) {
   std::vector<RowChange> last = diff_queues(broker);
   attribute(last, events_);
   attribute(committed_, events_);

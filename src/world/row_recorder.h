@@ -54,12 +54,12 @@ class RowRecorder {
   void unwatch_all();
 
   // World::record calls these around recording one trace event.
-  void before_event(const Broker& broker, const TraceEvent& next);
+  void before_event(Broker& broker, const TraceEvent& next);
   void after_event();
   // World::committed: a commit that records no event of its own.
   void commit_without_events();
   // The run is over: the last queue changes, then the history.
-  RowHistory finish(const Broker& broker);
+  RowHistory finish(Broker& broker);
 
  private:
   struct Connection;
@@ -72,7 +72,7 @@ class RowRecorder {
                        std::vector<std::string> columns);
   void read_existing_rows(sqlite3* handle, const std::string& source);
   // The queues' changes since the last call.
-  std::vector<RowChange> diff_queues(const Broker& broker);
+  std::vector<RowChange> diff_queues(Broker& broker);
   // Hands `changes` to event `index` (or to the opening rows before the first event).
   void attribute(std::vector<RowChange>& changes, size_t events_before);
 
@@ -85,6 +85,7 @@ class RowRecorder {
   size_t events_ = 0;                 // events recorded so far
   // The queues as last seen: (queue table index, position) -> row.
   std::map<std::pair<size_t, uint64_t>, std::vector<Cell>> queues_;
+  bool journal_started_ = false;  // the broker keeps its journal of changed rows for us
 };
 
 }  // namespace inboxsim
