@@ -29,6 +29,7 @@
 #include "kernel/file_names.h"
 #include "kernel/text.h"
 #include "report/campaign_view.h"
+#include "report/glossary.h"
 #include "report/html.h"
 #include "report/json_output.h"
 #include "report/mermaid.h"
@@ -63,8 +64,13 @@ struct ListCommand {
   std::string directory;
 };
 
+struct GlossaryCommand {
+  std::vector<std::string> words;  // one term, possibly of several words ("crash point")
+};
+
 struct DemoCommand {
   std::vector<std::string> only;
+  std::string plan;
   std::string out_dir = "demo-out";
   std::string scenario_dir;
   std::string color = "auto";
@@ -249,18 +255,29 @@ int list_command(const ListCommand& command) {
   if (const std::optional<std::string> failed = scenario_files(directory, files)) {
     return bad_input(*failed);
   }
-  size_t width = 0;
   std::vector<Scenario> scenarios;
   for (const std::string& file : files) {
     ParseResult parsed = parse_scenario_file(file);
     if (parsed.error) return bad_input(parsed.error->message());
-    width = std::max(width, parsed.scenario->name.size());
     scenarios.push_back(std::move(*parsed.scenario));
   }
-  for (const Scenario& scenario : scenarios) {
-    std::cout << scenario.name << std::string(width + 2 - scenario.name.size(), ' ')
-              << printable(scenario.title) << "\n";
+  std::cout << library_list_text(scenarios);
+  return kExitOk;
+}
+
+int glossary_command(const GlossaryCommand& command) {
+  if (command.words.empty()) {
+    std::cout << glossary_text();
+    return kExitOk;
   }
+  std::string term;
+  for (const std::string& word : command.words) term += (term.empty() ? "" : " ") + word;
+  const GlossaryEntry* entry = find_glossary_entry(term);
+  if (entry == nullptr) {
+    return bad_input("glossary " + term + ": not a term of the glossary; expected one of: " +
+                     glossary_terms_text());
+  }
+  std::cout << glossary_entry_text(*entry);
   return kExitOk;
 }
 
@@ -399,7 +416,17 @@ int matrix_command(const MatrixCommand& command) {
 }
 
 int demo_command(const DemoCommand& command) {
+  if (command.plan == "list") {
+    if (!command.only.empty()) return bad_input("demo --plan list: expected no scenario names with it");
+    std::cout << plan_list_text();
+    return kExitOk;
+  }
+  if (!command.plan.empty() && !command.only.empty()) {
+    return bad_input("demo --plan " + command.plan + " " + command.only.front() +
+                     ": expected a plan or scenario names, not both");
+  }
   DemoOptions options;
+  options.plan = command.plan;
   if (auto failed =
           scenario_directory(command.scenario_dir, "--scenarios DIR", options.scenario_dir)) {
     return *failed;
@@ -514,6 +541,10 @@ CLI::App* add_demo_verb(CLI::App& app, DemoCommand& command) {
       "demo", "Run the teaching library in order, narrated, with an HTML report per scenario.");
   demo_app->add_option("NAME", command.only,
                        "Only the scenarios whose name starts with these (e.g. 04 09)");
+  demo_app->add_option("--plan", command.plan,
+                       "Run a plan for a class of a given length (the scenarios in order, in "
+                       "blocks, with the explore runs of lessons 50 and 52), e.g. 50min; list: "
+                       "the plans, their minutes and what they cover");
   demo_app->add_option("--out", command.out_dir, "Where the HTML reports go (default: demo-out)");
   demo_app->add_option("--scenarios", command.scenario_dir,
                        "The scenario folder (default: the library beside the binary, else "
@@ -525,6 +556,16 @@ CLI::App* add_demo_verb(CLI::App& app, DemoCommand& command) {
                        "Pause until Enter after each event of these kinds (event: every one)");
   demo_app->add_flag("--quiet", command.quiet, "Print only each scenario's verdict");
   return demo_app;
+}
+
+// Declares `glossary` and its term, filled into `command`.
+CLI::App* add_glossary_verb(CLI::App& app, GlossaryCommand& command) {
+  CLI::App* glossary_app = app.add_subcommand(
+      "glossary", "Explain the words the narration uses: tag, m-N, pass, crash point, ...");
+  glossary_app->add_option("TERM", command.words,
+                           "The term to explain (e.g. tag, \"crash point\"); every term when "
+                           "none");
+  return glossary_app;
 }
 
 // The help's layout, made for reading and for help2man, which turns `--help-all` into the man
@@ -615,6 +656,8 @@ int main_guarded(int argc, char** argv) {
   CLI::App* explore_app = add_explore_verb(app, explore);
   PlayCommand play;
   CLI::App* play_app = add_play_verb(app, play);
+  GlossaryCommand glossary;
+  CLI::App* glossary_app = add_glossary_verb(app, glossary);
   describe_program(app);
   try {
     app.parse(argc, argv);
@@ -647,6 +690,8 @@ int main_guarded(int argc, char** argv) {
     code = explore_command(explore);
   else if (app.got_subcommand(play_app))
     code = play_command(play);
+  else if (app.got_subcommand(glossary_app))
+    code = glossary_command(glossary);
   // Every write is checked: output that never arrived is a failure (`--json > /dev/full`).
   std::cout.flush();
   if (!std::cout) {
