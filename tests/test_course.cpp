@@ -222,8 +222,12 @@ TEST_CASE("the 50-minute plan fits 50 minutes and shows the explorer live", "[co
         "--faults 0 --set account.ledger_unique=false");
   CHECK(fifty.explores[1].broken);
   const Lesson& fifty_two = *find_lesson("52");
-  REQUIRE(fifty_two.explores.size() == 1);
-  CHECK(explore_flags_text(fifty_two.explores[0]) == "--faults 2 --fault-kinds duplicate");
+  REQUIRE(fifty_two.explores.size() == 2);
+  CHECK(explore_flags_text(fifty_two.explores[0]) == "--faults 1 --fault-kinds duplicate");
+  CHECK_FALSE(fifty_two.explores[0].broken);
+  CHECK(explore_flags_text(fifty_two.explores[1]) ==
+        "--faults 2 --fault-kinds duplicate --set account.ledger_unique=false");
+  CHECK(fifty_two.explores[1].broken);
   // Every plan's scenarios are lessons, and the full plan is the whole guide.
   for (const DemoPlan& each : demo_plans()) CHECK(plan_minutes(each) > 0);
   int64_t guide = 0;
@@ -273,7 +277,7 @@ TEST_CASE("the 50-minute plan runs its scenarios in order with the explore runs 
   }
   CHECK(contains(text, "$ inboxsim explore " + kLibrary + "50-explorer-proves-the-key.json --faults 0\n"));
   CHECK(contains(text, "BROKEN single_effect"));
-  CHECK(contains(text, "3 of 3 explore runs gave the verdict their lesson expects"));
+  CHECK(contains(text, "4 of 4 explore runs gave the verdict their lesson expects"));
   CHECK(contains(text, "In class: about " + std::to_string(plan_minutes(*find_plan("50min"))) +
                            " min."));
   CHECK(std::filesystem::exists(std::filesystem::path(options.out_dir) / "index.html"));

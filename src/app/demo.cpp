@@ -338,7 +338,10 @@ std::string run_live_explore(const Scenario& scenario, const ExploreRun& run,
     if (!error) write_counterexamples(cx_dir, result);
   }
   print_explore(out, result);
-  as_expected = result.complete && result.counterexamples.empty() == !run.broken;
+  // A search stops at the first violation it finds, so a broken verdict is final whether or not
+  // the search completed; a proof needs the whole search.
+  as_expected = run.broken ? !result.counterexamples.empty()
+                           : result.complete && result.counterexamples.empty();
   return "explore " + flags + ": " + std::string(exhaustive_verdict(result)) + ", " +
          std::to_string(result.states) + " states";
 }
