@@ -256,7 +256,7 @@ TEST_CASE("docs/scenarios.md states the plans' and the blocks' minutes as the co
 }
 
 TEST_CASE("the 50-minute plan runs its scenarios in order with the explore runs live",
-          "[course][plan][.slow]") {
+          "[.course_plan]") {
   DemoOptions options;
   options.scenario_dir = kLibrary;
   options.plan = "50min";
