@@ -8,9 +8,17 @@ namespace {
 
 // Lesson 50's two explore runs, as its description runs them: 1,580 states, about a second.
 std::vector<ExploreRun> explores_of_50() {
-  return {ExploreRun{0, "", {}, 1, false,
+  return {ExploreRun{0,
+                     "",
+                     {},
+                     1,
+                     false,
                      "PROVEN: every order of the two copies on two instances, and none breaks"},
-          ExploreRun{0, "", {"account.ledger_unique=false"}, 2, true,
+          ExploreRun{0,
+                     "",
+                     {"account.ledger_unique=false"},
+                     2,
+                     true,
                      "BROKEN without the key: the shortest order that debits alice twice, "
                      "written as a scenario `inboxsim run` replays"}};
 }
@@ -20,11 +28,19 @@ std::vector<ExploreRun> explores_of_50() {
 // (5,777 states, 3 s) and its description's counterexample with two (under a second); the
 // two-duplicate proof is the command docs/scenarios.md gives, to run before class.
 std::vector<ExploreRun> explores_of_52() {
-  return {ExploreRun{1, "duplicate", {}, 1, false,
+  return {ExploreRun{1,
+                     "duplicate",
+                     {},
+                     1,
+                     false,
                      "PROVEN up to one duplicate placed anywhere (two take 71,433 states, 30 s "
                      "or more: run `--faults 2` before class); a proof of this story and these "
                      "faults, not of another story or a crash"},
-          ExploreRun{2, "duplicate", {"account.ledger_unique=false"}, 1, true,
+          ExploreRun{2,
+                     "duplicate",
+                     {"account.ledger_unique=false"},
+                     1,
+                     true,
                      "BROKEN without the key: the broker delivers Transfer.Requested twice and "
                      "both copies debit, in 3 choices"}};
 }
@@ -184,8 +200,8 @@ std::string plan_list_text() {
               std::to_string(plan_block_minutes(block)) + " min):";
       for (const std::string_view number : block.numbers) {
         const Lesson* lesson = find_lesson(number);
-        text += " " + std::string(number) + " (" + std::to_string(lesson_minutes(*lesson)) + " min" +
-                (lesson->explores.empty() ? "" : ", with explore") + ")";
+        text += " " + std::string(number) + " (" + std::to_string(lesson_minutes(*lesson)) +
+                " min" + (lesson->explores.empty() ? "" : ", with explore") + ")";
       }
       text += "\n";
     }

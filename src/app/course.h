@@ -14,12 +14,12 @@ namespace inboxsim {
 
 // One `inboxsim explore` run a lesson shows live, after its scenario's narrated run.
 struct ExploreRun {
-  int64_t faults = 0;                // --faults K
-  std::string_view fault_kinds;      // --fault-kinds; empty: every explorable kind
+  int64_t faults = 0;                  // --faults K
+  std::string_view fault_kinds;        // --fault-kinds; empty: every explorable kind
   std::vector<std::string_view> sets;  // --set KEY=VALUE, in order
-  int64_t minutes = 0;               // in class, with the talk about its verdict
-  bool broken = false;               // the verdict the lesson expects: BROKEN, else PROVEN
-  std::string_view watch_for;        // what the class should see in the verdict
+  int64_t minutes = 0;                 // in class, with the talk about its verdict
+  bool broken = false;                 // the verdict the lesson expects: BROKEN, else PROVEN
+  std::string_view watch_for;          // what the class should see in the verdict
 };
 
 // One scenario of the library in the course: its number ("08" names 08-….json), the minutes

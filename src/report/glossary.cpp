@@ -265,12 +265,11 @@ void add_fault_terms(std::vector<GlossaryEntry>& out) {
        "money that has left one account and not yet reached the other: a transfer whose DEBIT "
        "is applied and whose CREDIT (or REFUND) is not yet",
        "29-late-duplicate-after-rejection (stuck in flight)"});
-  out.push_back(
-      {"quiescent",
-       {"quiescence", "run until quiescent"},
-       "nothing left to happen: no message on the way, no handler running, no outbox row "
-       "unsent, no timer due (\"run until quiescent\" runs until then)",
-       ""});
+  out.push_back({"quiescent",
+                 {"quiescence", "run until quiescent"},
+                 "nothing left to happen: no message on the way, no handler running, no outbox row "
+                 "unsent, no timer due (\"run until quiescent\" runs until then)",
+                 ""});
   out.push_back(
       {"↳",
        {"deciding line", "why-line"},
@@ -418,7 +417,8 @@ std::string glossary_html() {
   for (const GlossaryEntry& entry : glossary()) {
     html += "<dt id=\"" + glossary_anchor(entry) + "\">" + escape_html(entry.term) + "</dt><dd>" +
             escape_html(entry.meaning);
-    if (!entry.where.empty()) html += " <span class=\"see\">See: " + escape_html(entry.where) + "</span>";
+    if (!entry.where.empty())
+      html += " <span class=\"see\">See: " + escape_html(entry.where) + "</span>";
     html += "</dd>";
   }
   return html + "</dl></section>\n";
