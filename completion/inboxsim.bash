@@ -57,7 +57,7 @@ _inboxsim_option_value() {
     --operator) mapfile -t COMPREPLY < <(compgen -W "redrive none" -- "$cur") ;;
     --plan)  # the plans of the same binary (`demo --plan list`), and list itself
       local plans
-      plans=$("${COMP_WORDS[0]}" demo --plan list 2>/dev/null | sed -n -E 's/^([^ ]+)  .*/\1/p')
+      plans=$("${COMP_WORDS[0]:-inboxsim}" demo --plan list 2>/dev/null | sed -n -E 's/^([^ ]+)  .*/\1/p')
       mapfile -t COMPREPLY < <(compgen -W "$plans list" -- "$cur")
       ;;
     --reduction)

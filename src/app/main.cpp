@@ -473,7 +473,8 @@ CLI::App* add_run_verb(CLI::App& app, RunCommand& command) {
 
 // Declares `list` and its options, filled into `command`.
 CLI::App* add_list_verb(CLI::App& app, ListCommand& command) {
-  CLI::App* list_app = app.add_subcommand("list", "List the scenarios with their titles.");
+  CLI::App* list_app = app.add_subcommand(
+      "list", "List the scenarios in the guide's lesson blocks, with their minutes and titles.");
   list_app->add_option("DIR", command.directory,
                        "Scenario folder (default: the library beside the binary, else "
                        "./scenarios)");
