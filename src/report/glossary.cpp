@@ -62,8 +62,9 @@ void add_delivery_terms(std::vector<GlossaryEntry>& out) {
        {"nack (requeue)", "requeue", "basic.nack"},
        "the consumer tells the broker 'failed, give it back' (with requeue): the message goes "
        "back to its queue and is delivered again, marked redelivered. transfer-service's NestJS "
-       "handler nacks every failure; MassTransit moves a failed message to its _error queue "
-       "instead.",
+       "handler nacks every failure; MassTransit, once its retries are spent, moves a failed "
+       "message to its _error queue instead (only a send cancelled by its timeout is nacked, "
+       "scenario 57).",
        "40-poison-quorum-queue, 41-poison-classic-queue"});
   out.push_back(
       {"prefetch",
