@@ -7,7 +7,7 @@
 # Written by hand, so it can drift from the CLI: tests/completion_check.sh compares every list
 # here with `inboxsim --help` and `inboxsim VERB --help`, and fails on any difference.
 
-_inboxsim_verbs="run list fuzz matrix demo explore play"
+_inboxsim_verbs="run list fuzz matrix demo explore play glossary"
 _inboxsim_global_options="--help --version --help-all"
 _inboxsim_run_options="--help --seed --json --trace --html --mermaid --db-dir --quiet --verbose --step --step-on --show-rows
   --color --set"
@@ -17,10 +17,11 @@ _inboxsim_fuzz_options="$_inboxsim_campaign_options --transfers --rate --account
   --shrink --stop-after --require-coverage"
 _inboxsim_matrix_options="$_inboxsim_campaign_options --exhaustive --story --faults --fault-kinds
   --max-states --operator"
-_inboxsim_demo_options="--help --out --scenarios --color --step --step-on --quiet --verbose"
+_inboxsim_demo_options="--help --plan --out --scenarios --color --step --step-on --quiet --verbose"
 _inboxsim_explore_options="--help --faults --fault-kinds --max-states --jobs --set --continue
   --reduction --preemptions --operator --json --out"
 _inboxsim_play_options="--help --port --listen --open --scenarios --workers --queue"
+_inboxsim_glossary_options="--help"
 
 # Completes the value of option $1 into COMPREPLY; returns 1 when $1 takes no value.
 _inboxsim_option_value() {
@@ -54,6 +55,11 @@ _inboxsim_option_value() {
         duplicate lose_confirm publish_nack none" -- "${cur##*,}")
       ;;
     --operator) mapfile -t COMPREPLY < <(compgen -W "redrive none" -- "$cur") ;;
+    --plan)  # the plans of the same binary (`demo --plan list`), and list itself
+      local plans
+      plans=$("${COMP_WORDS[0]:-inboxsim}" demo --plan list 2>/dev/null | sed -n -E 's/^([^ ]+)  .*/\1/p')
+      mapfile -t COMPREPLY < <(compgen -W "$plans list" -- "$cur")
+      ;;
     --reduction)
       local chosen=""
       [[ $cur == *,* ]] && chosen="${cur%,*},"
@@ -78,7 +84,9 @@ _inboxsim_scenario_names() {
     [[ ${COMP_WORDS[i]} == --scenarios ]] && directory=${COMP_WORDS[i + 1]}
   done
   local names
-  names=$("${COMP_WORDS[0]}" list ${directory:+"$directory"} 2>/dev/null | cut -d ' ' -f 1)
+  # `list` heads each lesson block with a "# Lesson block" line: only the other lines name files.
+  names=$("${COMP_WORDS[0]}" list ${directory:+"$directory"} 2>/dev/null | grep -v '^#' |
+    cut -d ' ' -f 1)
   mapfile -t COMPREPLY < <(compgen -W "$names" -- "$cur")
 }
 
@@ -118,6 +126,11 @@ _inboxsim() {
       mapfile -t COMPREPLY < <(compgen -d -- "$cur")
       ;;
     demo) _inboxsim_scenario_names "$cur" ;;
+    glossary)  # the terms of one word (a term of several is typed in quotes)
+      local terms
+      terms=$("${COMP_WORDS[0]}" glossary 2>/dev/null | sed -n -E 's/^([^ ]+)( \(also:.*)?$/\1/p')
+      mapfile -t COMPREPLY < <(compgen -W "$terms" -- "$cur")
+      ;;
     play)  # a story of the library by name, or a scenario file
       compopt -o filenames 2>/dev/null
       _inboxsim_scenario_names "$cur"

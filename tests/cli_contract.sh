@@ -140,6 +140,37 @@ check "the demo index says what a break-it story breaks" \
 "$bin" demo 99 --quiet --out "$work/demo99" >/dev/null 2>"$work/err"
 check "demo with an unknown name exits 2" test $? -eq 2
 check "demo says which name matched nothing" grep -q "demo 99: expected the start of a scenario name" "$work/err"
+# demo --plan: the plans a class picks from, and the glossary of the narration's words.
+"$bin" demo --plan list >"$work/plans.txt"
+check "demo --plan list exits 0" test $? -eq 0
+check "demo --plan list lists the 50-minute plan with its minutes" \
+  grep -qE '^50min  (4[0-9]|50) min  ' "$work/plans.txt"
+check "and its blocks with their scenarios" grep -q '^  5\. .*50 (6 min, with explore)' "$work/plans.txt"
+"$bin" demo --plan 45min --out "$work/demo-plan" >/dev/null 2>"$work/err"
+check "an unknown plan exits 2" test $? -eq 2
+check "and lists the plans" grep -q "demo --plan 45min: expected a plan: 50min, full, or list" "$work/err"
+"$bin" demo --plan 50min 04 --out "$work/demo-plan" >/dev/null 2>"$work/err"
+check "a plan and scenario names together exit 2" test $? -eq 2
+"$bin" list >"$work/list.txt"
+check "list heads each lesson block with its minutes" \
+  grep -qE '^# Lesson block 1 of [0-9]+: The mechanics.* \([0-9]+ min\)$' "$work/list.txt"
+check "list gives each scenario its minutes" grep -qE '^01-happy-path +4 min +A transfer' "$work/list.txt"
+"$bin" glossary >"$work/glossary.txt"
+check "glossary exits 0" test $? -eq 0
+# An entry's first line is its term, then " (also: ...)" when it has other spellings.
+sed -n -E 's/^([^ ].*)$/\1/p' "$work/glossary.txt" | sed 's/ (also:.*//' >"$work/glossary-terms.txt"
+for term in tag m-N pass "crash point" prefetch "quorum queue" "classic queue" "_error queue" \
+  .dlq relay inbox outbox redelivered x-delivery-count; do
+  check "glossary lists $term" grep -qxF "$term" "$work/glossary-terms.txt"
+done
+"$bin" glossary tag >"$work/tag.txt"
+check "glossary tag explains the delivery tag" grep -q "the number RabbitMQ gives each delivery on one channel" "$work/tag.txt"
+check "glossary tag prints that term alone" test "$(grep -c '^[^ ]' "$work/tag.txt")" -eq 1
+"$bin" glossary crash point | grep -q "after_commit: committed, not yet acked"
+check "a term of two words is found" test $? -eq 0
+"$bin" glossary flux >/dev/null 2>"$work/err"
+check "an unknown term exits 2" test $? -eq 2
+check "and lists the terms" grep -q "glossary flux: not a term of the glossary; expected one of: tag, m-N," "$work/err"
 
 # A fuzz counterexample is a scenario like any other: it replays (exit 1 until the bug is fixed)
 # and every view renders it.

@@ -44,7 +44,7 @@ same() {  # same WHAT EXPECTED ACTUAL: equal, or the difference shown
 
 help=$("$bin" --help)
 verbs=$(help_verbs <<<"$help")
-check "inboxsim --help lists the seven verbs" test "$(wc -w <<<"$verbs")" -eq 7
+check "inboxsim --help lists the eight verbs" test "$(wc -w <<<"$verbs")" -eq 8
 expected=$({ echo "$verbs"; help_options <<<"$help"; } | sort)
 check "inboxsim <TAB> offers every verb and global option" \
   same "verbs and global options" "$expected" "$(complete_line "")"

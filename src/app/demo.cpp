@@ -5,8 +5,13 @@
 #include <fstream>
 #include <iostream>
 
+#include "app/cli_common.h"
+#include "app/explore_verb.h"
+#include "fuzz/explore.h"
+#include "kernel/assert.h"
 #include "kernel/file_names.h"
 #include "kernel/text.h"
+#include "report/explore_view.h"
 #include "report/html.h"
 #include "report/legend.h"
 #include "scenario/parse.h"
@@ -134,13 +139,32 @@ std::string broken_invariants(const RunResult& result) {
 
 }  // namespace
 
-std::string render_demo_index(const std::vector<RunResult>& results) {
-  std::string rows;
-  for (const RunResult& result : results) {
-    rows += "<tr><td class=\"verdict " + std::string(result.passed ? "pass" : "fail") + "\">" +
+std::string render_demo_index(const std::vector<DemoIndexRow>& rows) {
+  std::string body;
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const DemoIndexRow& row = rows[i];
+    if (i == 0 || row.block != rows[i - 1].block) {
+      int64_t minutes = 0;
+      for (size_t j = i; j < rows.size() && rows[j].block == row.block; ++j) {
+        minutes += rows[j].minutes;
+      }
+      body += "<tr class=\"block\"><th colspan=\"4\">" + escape_html(row.block) +
+              (minutes > 0 ? " <span class=\"min\">" + std::to_string(minutes) + " min</span>"
+                           : std::string()) +
+              "</th></tr>\n";
+    }
+    const RunResult& result = *row.result;
+    std::string explores;
+    for (const std::string& line : row.explores) {
+      explores += "<div class=\"explore\">" + escape_html(line) + "</div>";
+    }
+    body += "<tr><td class=\"verdict " + std::string(result.passed ? "pass" : "fail") + "\">" +
             (result.passed ? "PASS" : "FAIL") + "</td><td><a href=\"" +
             escape_html(safe_file_stem(result.name)) + ".html\">" + escape_html(result.name) +
-            "</a></td><td>" + escape_html(result.title) + broken_invariants(result) +
+            "</a>" +
+            (row.minutes > 0 ? "<div class=\"min\">" + std::to_string(row.minutes) + " min</div>"
+                             : std::string()) +
+            "</td><td>" + escape_html(result.title) + broken_invariants(result) + explores +
             "</td><td class=\"lesson\">" + escape_html(result.lesson) + "</td></tr>\n";
   }
   return "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
@@ -149,16 +173,21 @@ std::string render_demo_index(const std::vector<RunResult>& results) {
          "h1{margin-bottom:.2rem}p.sub{color:#52606d;margin-top:0}"
          "table{border-collapse:collapse;width:100%}td,th{padding:.55rem .7rem;"
          "border-bottom:1px solid #e4e7eb;text-align:left;vertical-align:top}"
-         "th{background:#f5f7fa}a{color:#2457a6;font-weight:600;text-decoration:none}"
+         "th{background:#f5f7fa}tr.block th{background:#e8eef7;font-size:1.05em}"
+         ".min{color:#52606d;font-weight:400;font-size:.9em}"
+         "a{color:#2457a6;font-weight:600;text-decoration:none}"
          ".verdict{font-weight:700}.pass{color:#207a3c}.fail{color:#b42318}"
-         ".lesson{color:#3e4c59;font-style:italic}"
+         ".lesson{color:#3e4c59;font-style:italic}.explore{font-family:monospace;"
+         "font-size:.9em;margin-top:.2rem}"
          ".broke{color:#b42318;font-size:.9em;margin-top:.2rem}</style></head><body>"
          "<h1>The idempotent consumer (inbox), watched</h1>"
          "<p class=\"sub\">Each scenario runs a small bank on an at-least-once broker. Open one "
          "to step through it event by event.</p><table><thead><tr><th></th><th>scenario</th>"
          "<th>what happens</th><th>the lesson</th></tr></thead><tbody>\n" +
-         rows + "</tbody></table></body></html>\n";
+         body + "</tbody></table></body></html>\n";
 }
+
+namespace {
 
 // Keeps the files whose stem starts with one of `prefixes`, in the order of the prefixes (the
 // teacher's order); all of them when there are none. Returns the first prefix that selects
@@ -182,98 +211,174 @@ std::optional<std::string> select_files(std::vector<std::string>& files,
   return std::nullopt;
 }
 
-const std::vector<LessonBlock>& lesson_blocks() {
-  // The teacher's guide's order (docs/scenarios.md, "Suggested order for a lesson"): keep the two
-  // in step.
-  static const std::vector<LessonBlock> blocks = {
-      {"The mechanics: the pattern before anything fails, and the business outcomes",
-       {"01", "02", "03"}},
-      {"Duplicates are normal: a lost ack, a lost confirm, a relay that dies, the seed's two "
-       "experiments",
-       {"08", "16", "43", "04", "05", "68"}},
-      {"Break it: delete a unique index, and ask why nothing broke", {"06", "07"}},
-      {"Crashes at every point, and why the dedupe record shares the transaction",
-       {"09", "10", "11", "60", "28", "45", "66", "67"}},
-      {"Why not something simpler: Redis, short windows, unstable ids, forgotten decisions",
-       {"12", "13", "14", "15", "63", "17", "29", "51"}},
-      {"Natural idempotency, order, compensations", {"18", "19", "44", "46"}},
-      {"A real-world bug: one dedupe key for two consumers", {"20", "21"}},
-      {"Defence in depth, and what to do when the last line catches a duplicate",
-       {"22", "23", "24", "25", "26", "27", "49"}},
-      {"Fault paths: retry, the send transport's retry, error queue, replay, poison messages",
-       {"39", "55", "56", "57", "37", "38", "47", "61", "62", "40", "53", "41", "42"}},
-      {"Two instances at once, where the unique keys earn their place, and a proof of it",
-       {"33", "34", "32", "59", "30", "31", "64", "65", "35", "54", "58", "36", "50", "52"}},
-      {"Beyond RabbitMQ: Kafka's exactly-once and the offset-commit window", {"48"}},
-  };
-  return blocks;
-}
-
-namespace {
-
+// One scenario of a demo, in the order it runs: its file, the block it is shown in (an index
+// into RunningOrder::blocks) and its lesson in the course, if the course has it.
 struct OrderedFile {
   std::string file;
-  size_t block = 0;  // index into lesson_blocks(); lesson_blocks().size() for the rest
+  size_t block = 0;
+  const Lesson* lesson = nullptr;
 };
 
-bool stem_has_number(const std::string& file, std::string_view number) {
+struct RunningOrder {
+  std::vector<std::string> blocks;  // titles, in order
+  std::vector<OrderedFile> files;
+};
+
+// The number a library file's stem starts with: "08" for 08-lost-ack.json, empty for none.
+std::string stem_number(const std::string& file) {
   const std::string stem = std::filesystem::path(file).stem().string();
-  return stem.size() > number.size() && stem.compare(0, number.size(), number) == 0 &&
-         stem[number.size()] == '-';
+  const size_t dash = stem.find('-');
+  return dash == std::string::npos ? std::string() : stem.substr(0, dash);
 }
 
-// Puts `files` in the guide's lesson order, each with its block; files no block names follow
-// in file-name order, as a last block.
-std::vector<OrderedFile> in_lesson_order(const std::vector<std::string>& files) {
-  std::vector<OrderedFile> ordered;
+const std::string* file_of_number(const std::vector<std::string>& files, std::string_view number) {
+  for (const std::string& file : files) {
+    if (stem_number(file) == number) return &file;
+  }
+  return nullptr;
+}
+
+// Puts `files` in the order of `plan`, each with its block; with `rest`, files the plan does
+// not name follow in file-name order, as a last block. Returns the first number the plan names
+// that no file has (the folder is not the library the plan was made for).
+std::optional<std::string> in_plan_order(const std::vector<std::string>& files,
+                                         const DemoPlan& plan, bool rest, RunningOrder& order) {
   std::vector<bool> placed(files.size(), false);
-  const auto& blocks = lesson_blocks();
-  for (size_t block = 0; block < blocks.size(); ++block) {
-    for (const std::string_view number : blocks[block].numbers) {
-      for (size_t i = 0; i < files.size(); ++i) {
-        if (placed[i] || !stem_has_number(files[i], number)) continue;
-        placed[i] = true;
-        ordered.push_back(OrderedFile{files[i], block});
+  for (const PlanBlock& block : plan.blocks) {
+    bool any = false;
+    for (const std::string_view number : block.numbers) {
+      const std::string* file = file_of_number(files, number);
+      if (file == nullptr) {
+        if (!rest) return std::string(number);
+        continue;  // the whole library of another folder: show what it has
       }
+      placed[static_cast<size_t>(file - files.data())] = true;
+      order.files.push_back(OrderedFile{*file, order.blocks.size(), find_lesson(number)});
+      any = true;
     }
+    if (any || !rest) order.blocks.emplace_back(block.title);
   }
+  if (!rest) return std::nullopt;
+  const size_t more = order.blocks.size();
   for (size_t i = 0; i < files.size(); ++i) {
-    if (!placed[i]) ordered.push_back(OrderedFile{files[i], blocks.size()});
+    if (placed[i]) continue;
+    if (order.blocks.size() == more) order.blocks.emplace_back("More stories");
+    order.files.push_back(OrderedFile{files[i], more, nullptr});
   }
-  return ordered;
+  return std::nullopt;
 }
 
 // `files` in the order given, each with the block of the guide that names it.
-std::vector<OrderedFile> in_given_order(const std::vector<std::string>& files) {
-  std::vector<OrderedFile> ordered;
-  const auto& blocks = lesson_blocks();
+RunningOrder in_given_order(const std::vector<std::string>& files) {
+  RunningOrder order;
+  const DemoPlan& guide = *find_plan("full");
+  for (const PlanBlock& block : guide.blocks) order.blocks.emplace_back(block.title);
+  order.blocks.emplace_back("More stories");
   for (const std::string& file : files) {
-    size_t block = blocks.size();
-    for (size_t b = 0; b < blocks.size() && block == blocks.size(); ++b) {
-      for (const std::string_view number : blocks[b].numbers) {
-        if (stem_has_number(file, number)) block = b;
-      }
+    const std::string number = stem_number(file);
+    size_t block = guide.blocks.size();
+    for (size_t b = 0; b < guide.blocks.size(); ++b) {
+      const auto& numbers = guide.blocks[b].numbers;
+      if (std::find(numbers.begin(), numbers.end(), number) != numbers.end()) block = b;
     }
-    ordered.push_back(OrderedFile{file, block});
+    order.files.push_back(OrderedFile{file, block, find_lesson(number)});
   }
-  return ordered;
+  return order;
 }
 
-void print_block_break(std::ostream& out, size_t block) {
-  const auto& blocks = lesson_blocks();
-  const std::string title =
-      block < blocks.size() ? std::string(blocks[block].title) : "More stories";
+int64_t minutes_of(const OrderedFile& file) {
+  return file.lesson == nullptr ? 0 : lesson_minutes(*file.lesson);
+}
+
+// The break before the scenarios from `first` on that share its block: its number, title and
+// the minutes of what the demo shows of it.
+void print_block_break(std::ostream& out, const RunningOrder& order, size_t first) {
+  const size_t block = order.files[first].block;
+  int64_t minutes = 0;
+  for (size_t i = first; i < order.files.size() && order.files[i].block == block; ++i) {
+    minutes += minutes_of(order.files[i]);
+  }
   const std::string rule(78, '=');
   out << "\n\n"
       << rule << "\n"
-      << (block < blocks.size() ? "Lesson block " + std::to_string(block + 1) + " of " +
-                                      std::to_string(blocks.size()) + ": "
-                                : std::string())
-      << printable(title) << "\n"
-      << rule << "\n";
+      << "Lesson block " << block + 1 << " of " << order.blocks.size() << ": "
+      << printable(order.blocks[block]);
+  if (minutes > 0) out << " (" << minutes << " min)";
+  out << "\n" << rule << "\n";
+}
+
+// Runs a lesson's explore run on `scenario` in-process, as `inboxsim explore FILE FLAGS` would,
+// prints its verdict and writes its counterexamples into `cx_dir`. Returns the index line, and
+// whether the verdict is the one the lesson expects, in `as_expected`.
+std::string run_live_explore(const Scenario& scenario, const ExploreRun& run,
+                             const std::string& cx_dir, bool talk, std::ostream& out,
+                             bool& as_expected) {
+  Scenario story = scenario;
+  std::vector<std::string> sets(run.sets.begin(), run.sets.end());
+  // The course's own flags: a set that does not apply is a bug in app/course.cpp.
+  INBOXSIM_ASSERT(!apply_sets(sets, story.config).has_value());
+  ExploreSettings settings;
+  settings.faults = run.faults;
+  settings.fault_kinds = explorable_fault_kinds();
+  if (!run.fault_kinds.empty()) {
+    settings.fault_kinds = {};
+    for (const std::string_view name : split_commas(run.fault_kinds)) {
+      const std::optional<FaultKind> kind = parse_fault_kind(name);
+      INBOXSIM_ASSERT(kind.has_value());
+      settings.fault_kinds[static_cast<size_t>(*kind)] = true;
+    }
+  }
+  const std::string flags = explore_flags_text(run);
+  if (talk) {
+    out << "\n$ inboxsim explore " << printable(scenario.file) << " " << flags
+        << "\n  watch for: " << run.watch_for << "\n";
+  }
+  ExploreResult result = explore(story, settings);
+  if (!result.counterexamples.empty()) {
+    std::error_code error;
+    std::filesystem::create_directories(cx_dir, error);
+    if (!error) write_counterexamples(cx_dir, result);
+  }
+  print_explore(out, result);
+  // A search stops at the first violation it finds, so a broken verdict is final whether or not
+  // the search completed; a proof needs the whole search.
+  as_expected = run.broken ? !result.counterexamples.empty()
+                           : result.complete && result.counterexamples.empty();
+  return "explore " + flags + ": " + std::string(exhaustive_verdict(result)) + ", " +
+         std::to_string(result.states) + " states";
 }
 
 }  // namespace
+
+std::string library_list_text(const std::vector<Scenario>& scenarios) {
+  std::vector<std::string> files;
+  for (const Scenario& scenario : scenarios) files.push_back(scenario.file);
+  RunningOrder order;
+  in_plan_order(files, *find_plan("full"), true, order);
+  size_t width = 0;
+  for (const Scenario& scenario : scenarios) width = std::max(width, scenario.name.size());
+  std::string text;
+  for (size_t i = 0; i < order.files.size(); ++i) {
+    const OrderedFile& file = order.files[i];
+    if (i == 0 || file.block != order.files[i - 1].block) {
+      int64_t minutes = 0;
+      for (size_t j = i; j < order.files.size() && order.files[j].block == file.block; ++j) {
+        minutes += minutes_of(order.files[j]);
+      }
+      text += "# Lesson block " + std::to_string(file.block + 1) + " of " +
+              std::to_string(order.blocks.size()) + ": " + order.blocks[file.block] +
+              (minutes > 0 ? " (" + std::to_string(minutes) + " min)" : std::string()) + "\n";
+    }
+    const auto found = std::find_if(scenarios.begin(), scenarios.end(),
+                                    [&](const Scenario& s) { return s.file == file.file; });
+    INBOXSIM_ASSERT(found != scenarios.end());
+    const int64_t minutes = minutes_of(file);
+    text += pad(found->name, width + 2) +
+            pad(minutes > 0 ? std::to_string(minutes) + " min" : std::string(), 8) +
+            printable(found->title) + "\n";
+  }
+  return text;
+}
 
 int run_demo(const DemoOptions& options, std::ostream& out, std::ostream& err) {
   std::vector<std::string> files = scenario_files(options.scenario_dir);
@@ -282,16 +387,31 @@ int run_demo(const DemoOptions& options, std::ostream& out, std::ostream& err) {
         << ": expected a directory of scenario files\n";
     return 2;
   }
-  if (const auto unknown = select_files(files, options.only)) {
+  RunningOrder order;
+  if (!options.plan.empty()) {
+    const DemoPlan* plan = find_plan(options.plan);
+    if (plan == nullptr) {
+      err << "inboxsim: demo --plan " << printable(options.plan) << ": expected a plan: "
+          << plan_names_text() << ", or list (see `inboxsim demo --plan list`)\n";
+      return 2;
+    }
+    if (const auto missing = in_plan_order(files, *plan, false, order)) {
+      err << "inboxsim: demo --plan " << plan->name << ": expected scenario " << *missing
+          << "-… in " << printable(options.scenario_dir) << " (the plan is made for the "
+          << "teaching library)\n";
+      return 2;
+    }
+  } else if (const auto unknown = select_files(files, options.only)) {
     err << "inboxsim: demo " << printable(*unknown) << ": expected the start of a scenario name in "
         << options.scenario_dir << " (see `inboxsim list`)\n";
     return 2;
+  } else if (options.only.empty()) {
+    in_plan_order(files, *find_plan("full"), true, order);
+  } else {
+    order = in_given_order(files);  // the scenarios a teacher names, in the order named
   }
-  // The library in the guide's order; the scenarios a teacher names, in the order named.
-  const std::vector<OrderedFile> ordered =
-      options.only.empty() ? in_lesson_order(files) : in_given_order(files);
   std::vector<Scenario> scenarios;
-  for (const OrderedFile& file : ordered) {
+  for (const OrderedFile& file : order.files) {
     ParseResult parsed = parse_scenario_file(file.file);
     if (parsed.error) {
       err << "inboxsim: " << printable(parsed.error->message()) << "\n";
@@ -313,32 +433,57 @@ int run_demo(const DemoOptions& options, std::ostream& out, std::ostream& err) {
     out << "The words the narration uses:\n" << printable(legend_text("  "));
   }
   std::vector<RunResult> results;
+  results.reserve(scenarios.size());
+  std::vector<DemoIndexRow> rows;
+  size_t explores = 0;
+  size_t explores_as_expected = 0;
+  const std::string cx_dir = (std::filesystem::path(options.out_dir) / "counterexamples").string();
   for (size_t i = 0; i < scenarios.size(); ++i) {
     const Scenario& scenario = scenarios[i];
-    if (talk && (i == 0 || ordered[i].block != ordered[i - 1].block)) {
-      print_block_break(out, ordered[i].block);
+    const OrderedFile& file = order.files[i];
+    if (talk && (i == 0 || file.block != order.files[i - 1].block)) {
+      print_block_break(out, order, i);
     }
-    RunResult result = narrated_run(scenario, run, out);
+    results.push_back(narrated_run(scenario, run, out));
+    const RunResult& result = results.back();
+    DemoIndexRow row{&result, order.blocks[file.block], minutes_of(file), {}};
+    if (file.lesson != nullptr) {
+      for (const ExploreRun& explore_run : file.lesson->explores) {
+        bool as_expected = false;
+        row.explores.push_back(
+            run_live_explore(scenario, explore_run, cx_dir, talk, out, as_expected));
+        ++explores;
+        explores_as_expected += as_expected ? 1 : 0;
+      }
+    }
+    rows.push_back(std::move(row));
     const std::filesystem::path page =
         std::filesystem::path(options.out_dir) / (safe_file_stem(result.name) + ".html");
     if (!write_text(page, render_html(result))) {
       err << "inboxsim: cannot write " << printable(page.string()) << "\n";
       return 2;
     }
-    results.push_back(std::move(result));
   }
   const std::filesystem::path index = std::filesystem::path(options.out_dir) / "index.html";
-  if (!write_text(index, render_demo_index(results))) {
+  if (!write_text(index, render_demo_index(rows))) {
     err << "inboxsim: cannot write " << printable(index.string()) << "\n";
     return 2;
   }
   const auto passed =
       std::count_if(results.begin(), results.end(), [](const RunResult& r) { return r.passed; });
-  out << "\n"
-      << passed << " of " << results.size() << " scenarios met their expectations.\n"
-      << "Reports: " << std::filesystem::absolute(index).string()
+  int64_t minutes = 0;
+  for (const OrderedFile& file : order.files) minutes += minutes_of(file);
+  out << "\n" << passed << " of " << results.size() << " scenarios met their expectations";
+  if (explores > 0) {
+    out << "; " << explores_as_expected << " of " << explores
+        << " explore runs gave the verdict their lesson expects";
+  }
+  out << ".\n";
+  if (minutes > 0) out << "In class: about " << minutes << " min.\n";
+  out << "Reports: " << std::filesystem::absolute(index).string()
       << " (one page per scenario, linked from there)\n";
-  return passed == static_cast<long>(results.size()) ? 0 : 1;
+  const bool all = passed == static_cast<long>(results.size()) && explores_as_expected == explores;
+  return all ? 0 : 1;
 }
 
 }  // namespace inboxsim

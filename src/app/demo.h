@@ -11,6 +11,7 @@
 #include <string_view>
 #include <vector>
 
+#include "app/course.h"
 #include "domain/result.h"
 #include "domain/scenario.h"
 #include "kernel/trace.h"
@@ -59,26 +60,38 @@ struct DemoOptions {
   // Run only the scenarios whose name starts with one of these (e.g. "04", "09-crash"), in the
   // order given; all of them, in the guide's lesson order, when empty.
   std::vector<std::string> only;
+  // Run this plan of app/course.h (`demo --plan 50min`) instead; not with `only`.
+  std::string plan;
   std::string out_dir = "demo-out";
   NarratedRunOptions run;
 };
 
-// One block of a lesson: a title and the scenario numbers it shows, in the order to show them.
-struct LessonBlock {
-  std::string_view title;
-  std::vector<std::string_view> numbers;  // "08" names the file 08-….json
-};
-
-// Returns the blocks of the teacher's guide, in class order.
-const std::vector<LessonBlock>& lesson_blocks();
-
-// Runs every scenario of the library in the guide's lesson order (files no block names last),
-// after a legend of the terms the narration uses and with a break between blocks, narrated, writes DIR/NAME.html for
-// each and DIR/index.html linking them, and says where they are. Returns the exit code: 0 when
-// every scenario met its expectations, 1 otherwise, 2 when the library cannot be read.
+// Runs the library's scenarios, narrated, in the guide's lesson order (files no block names
+// last), or those of `only` in the order given, or a plan's: after a legend of the terms the
+// narration uses, with a break naming each block and its minutes, and each lesson's explore
+// runs (app/course.h) live after its scenario. Writes DIR/NAME.html for each scenario and
+// DIR/index.html linking them, the explore runs' counterexamples under DIR/counterexamples, and
+// says where they are. Returns the exit code: 0 when every scenario met its expectations and
+// every explore run gave the verdict its lesson expects, 1 otherwise, 2 when the library cannot
+// be read or the plan names a scenario it does not have.
 int run_demo(const DemoOptions& options, std::ostream& out, std::ostream& err);
 
-// Returns the self-contained index page of a demo.
-std::string render_demo_index(const std::vector<RunResult>& results);
+// Returns `inboxsim list` of `scenarios` (parsed from one folder): a "# Lesson block N of M:
+// TITLE (K min)" line before each block of the guide, then one "NAME  K min  TITLE" line per
+// scenario, in the guide's order; files no block names last, under "More stories".
+std::string library_list_text(const std::vector<Scenario>& scenarios);
+
+// One row of a demo's index page: a scenario's result, the block it was shown in, its minutes
+// in class, and its explore runs' verdicts ("explore --faults 0: proven, 1580 states").
+struct DemoIndexRow {
+  const RunResult* result = nullptr;
+  std::string block;
+  int64_t minutes = 0;
+  std::vector<std::string> explores;
+};
+
+// Returns the self-contained index page of a demo: the rows under a heading per block, with
+// the block's minutes and each scenario's.
+std::string render_demo_index(const std::vector<DemoIndexRow>& rows);
 
 }  // namespace inboxsim

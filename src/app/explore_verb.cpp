@@ -93,33 +93,6 @@ class Progress {
   int64_t max_states_;
 };
 
-// Writes each counterexample and checks that `inboxsim run` replays it to the same violation.
-// Returns false when one cannot be written.
-bool write_counterexamples(const std::string& dir, ExploreResult& result) {
-  bool ok = true;
-  for (ExploreCounterexample& cx : result.counterexamples) {
-    const std::string text = scenario_to_json(cx.scenario).dump(2) + "\n";
-    const std::filesystem::path path =
-        std::filesystem::path(dir) / (safe_file_stem(cx.scenario.name) + ".json");
-    if (!write_file(path.string(), text)) {
-      ok = false;
-      continue;
-    }
-    cx.path = path.string();
-    // The file as a user meets it: parsed back and run. Not reproducing is a bug of ours.
-    const ParseResult parsed = parse_scenario_text(text, cx.path);
-    INBOXSIM_ASSERT(parsed.scenario.has_value());
-    RunOptions options;
-    options.keep_trace = false;
-    const RunResult replay = run_scenario(*parsed.scenario, options);
-    const bool reproduced =
-        std::any_of(replay.violations.begin(), replay.violations.end(),
-                    [&](const Violation& violation) { return violation.invariant == cx.invariant; });
-    INBOXSIM_ASSERT(reproduced);
-  }
-  return ok;
-}
-
 // Writes each reached goal's witness and checks that `inboxsim run` replays it to the goal (a
 // broken invariant's witness is its counterexample, written already). Returns false when one
 // cannot be written.
@@ -175,6 +148,31 @@ std::optional<int> load_story(const std::string& file, const std::vector<std::st
 }
 
 }  // namespace
+
+bool write_counterexamples(const std::string& dir, ExploreResult& result) {
+  bool ok = true;
+  for (ExploreCounterexample& cx : result.counterexamples) {
+    const std::string text = scenario_to_json(cx.scenario).dump(2) + "\n";
+    const std::filesystem::path path =
+        std::filesystem::path(dir) / (safe_file_stem(cx.scenario.name) + ".json");
+    if (!write_file(path.string(), text)) {
+      ok = false;
+      continue;
+    }
+    cx.path = path.string();
+    // The file as a user meets it: parsed back and run. Not reproducing is a bug of ours.
+    const ParseResult parsed = parse_scenario_text(text, cx.path);
+    INBOXSIM_ASSERT(parsed.scenario.has_value());
+    RunOptions options;
+    options.keep_trace = false;
+    const RunResult replay = run_scenario(*parsed.scenario, options);
+    const bool reproduced =
+        std::any_of(replay.violations.begin(), replay.violations.end(),
+                    [&](const Violation& violation) { return violation.invariant == cx.invariant; });
+    INBOXSIM_ASSERT(reproduced);
+  }
+  return ok;
+}
 
 CLI::App* add_explore_verb(CLI::App& app, ExploreCommand& command) {
   CLI::App* verb = app.add_subcommand(

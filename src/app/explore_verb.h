@@ -24,6 +24,12 @@ struct ExploreCommand {
   int64_t preemptions = -1;  // --preemptions P; -1: no bound
 };
 
+struct ExploreResult;
+
+// Writes each counterexample of `result` into `dir` (its path set in it) and checks that
+// `inboxsim run` replays it to the same violation. Returns false when one cannot be written.
+bool write_counterexamples(const std::string& dir, ExploreResult& result);
+
 // Declares `explore` and its options, filled into `command`.
 CLI::App* add_explore_verb(CLI::App& app, ExploreCommand& command);
 

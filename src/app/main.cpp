@@ -29,6 +29,7 @@
 #include "kernel/file_names.h"
 #include "kernel/text.h"
 #include "report/campaign_view.h"
+#include "report/glossary.h"
 #include "report/html.h"
 #include "report/json_output.h"
 #include "report/mermaid.h"
@@ -64,8 +65,13 @@ struct ListCommand {
   std::string directory;
 };
 
+struct GlossaryCommand {
+  std::vector<std::string> words;  // one term, possibly of several words ("crash point")
+};
+
 struct DemoCommand {
   std::vector<std::string> only;
+  std::string plan;
   std::string out_dir = "demo-out";
   std::string scenario_dir;
   std::string color = "auto";
@@ -255,18 +261,29 @@ int list_command(const ListCommand& command) {
   if (const std::optional<std::string> failed = scenario_files(directory, files)) {
     return bad_input(*failed);
   }
-  size_t width = 0;
   std::vector<Scenario> scenarios;
   for (const std::string& file : files) {
     ParseResult parsed = parse_scenario_file(file);
     if (parsed.error) return bad_input(parsed.error->message());
-    width = std::max(width, parsed.scenario->name.size());
     scenarios.push_back(std::move(*parsed.scenario));
   }
-  for (const Scenario& scenario : scenarios) {
-    std::cout << scenario.name << std::string(width + 2 - scenario.name.size(), ' ')
-              << printable(scenario.title) << "\n";
+  std::cout << library_list_text(scenarios);
+  return kExitOk;
+}
+
+int glossary_command(const GlossaryCommand& command) {
+  if (command.words.empty()) {
+    std::cout << glossary_text();
+    return kExitOk;
   }
+  std::string term;
+  for (const std::string& word : command.words) term += (term.empty() ? "" : " ") + word;
+  const GlossaryEntry* entry = find_glossary_entry(term);
+  if (entry == nullptr) {
+    return bad_input("glossary " + term + ": not a term of the glossary; expected one of: " +
+                     glossary_terms_text());
+  }
+  std::cout << glossary_entry_text(*entry);
   return kExitOk;
 }
 
@@ -405,7 +422,17 @@ int matrix_command(const MatrixCommand& command) {
 }
 
 int demo_command(const DemoCommand& command) {
+  if (command.plan == "list") {
+    if (!command.only.empty()) return bad_input("demo --plan list: expected no scenario names with it");
+    std::cout << plan_list_text();
+    return kExitOk;
+  }
+  if (!command.plan.empty() && !command.only.empty()) {
+    return bad_input("demo --plan " + command.plan + " " + command.only.front() +
+                     ": expected a plan or scenario names, not both");
+  }
   DemoOptions options;
+  options.plan = command.plan;
   if (auto failed =
           scenario_directory(command.scenario_dir, "--scenarios DIR", options.scenario_dir)) {
     return *failed;
@@ -459,7 +486,8 @@ CLI::App* add_run_verb(CLI::App& app, RunCommand& command) {
 
 // Declares `list` and its options, filled into `command`.
 CLI::App* add_list_verb(CLI::App& app, ListCommand& command) {
-  CLI::App* list_app = app.add_subcommand("list", "List the scenarios with their titles.");
+  CLI::App* list_app = app.add_subcommand(
+      "list", "List the scenarios in the guide's lesson blocks, with their minutes and titles.");
   list_app->add_option("DIR", command.directory,
                        "Scenario folder (default: the library beside the binary, else "
                        "./scenarios)");
@@ -527,6 +555,10 @@ CLI::App* add_demo_verb(CLI::App& app, DemoCommand& command) {
       "demo", "Run the teaching library in order, narrated, with an HTML report per scenario.");
   demo_app->add_option("NAME", command.only,
                        "Only the scenarios whose name starts with these (e.g. 04 09)");
+  demo_app->add_option("--plan", command.plan,
+                       "Run a plan for a class of a given length (the scenarios in order, in "
+                       "blocks, with the explore runs of lessons 50 and 52), e.g. 50min; list: "
+                       "the plans, their minutes and what they cover");
   demo_app->add_option("--out", command.out_dir, "Where the HTML reports go (default: demo-out)");
   demo_app->add_option("--scenarios", command.scenario_dir,
                        "The scenario folder (default: the library beside the binary, else "
@@ -540,6 +572,16 @@ CLI::App* add_demo_verb(CLI::App& app, DemoCommand& command) {
   demo_app->add_flag("--verbose", command.verbose,
                      "Print every line of each narration (no identical repeats collapsed)");
   return demo_app;
+}
+
+// Declares `glossary` and its term, filled into `command`.
+CLI::App* add_glossary_verb(CLI::App& app, GlossaryCommand& command) {
+  CLI::App* glossary_app = app.add_subcommand(
+      "glossary", "Explain the words the narration uses: tag, m-N, pass, crash point, ...");
+  glossary_app->add_option("TERM", command.words,
+                           "The term to explain (e.g. tag, \"crash point\"); every term when "
+                           "none");
+  return glossary_app;
 }
 
 // The help's layout, made for reading and for help2man, which turns `--help-all` into the man
@@ -630,6 +672,8 @@ int main_guarded(int argc, char** argv) {
   CLI::App* explore_app = add_explore_verb(app, explore);
   PlayCommand play;
   CLI::App* play_app = add_play_verb(app, play);
+  GlossaryCommand glossary;
+  CLI::App* glossary_app = add_glossary_verb(app, glossary);
   describe_program(app);
   try {
     app.parse(argc, argv);
@@ -662,6 +706,8 @@ int main_guarded(int argc, char** argv) {
     code = explore_command(explore);
   else if (app.got_subcommand(play_app))
     code = play_command(play);
+  else if (app.got_subcommand(glossary_app))
+    code = glossary_command(glossary);
   // Every write is checked: output that never arrived is a failure (`--json > /dev/full`).
   std::cout.flush();
   if (!std::cout) {

@@ -10,6 +10,19 @@ namespace {
 constexpr std::array<std::string_view, kCrashPointCount> kCrashPointNames = {
     "before_tx",    "after_precheck",    "after_dedupe",  "after_effect",
     "after_commit", "after_outbox_send", "after_publish", "after_mark"};
+// In CrashPoint's order, as the names are.
+constexpr std::array<std::string_view, kCrashPointCount> kCrashPointMeanings = {
+    "a consumer got the delivery and has written nothing yet",
+    "after a lookup and before the write that depends on it (Marten's pre-check, the seen-set's "
+    "check, MassTransit's pass 1 before its commit)",
+    "the dedupe step ran (MassTransit: the inbox row is committed, the consumer has not run)",
+    "the business change and its outbox rows are written, not yet committed: a crash here rolls "
+    "them all back",
+    "committed, not yet acked: the broker still holds the message and will deliver it again",
+    "account-service: an outbox message was sent, the pass that records it has not committed",
+    "transfer-service's relay: a row was published, not yet marked sent",
+    "account.inbox or transfer.dedupe external-*: the external seen-set was marked, apart from "
+    "the database's transaction"};
 constexpr std::array<CrashPoint, 7> kAccountCrashPoints = {
     CrashPoint::before_tx,    CrashPoint::after_precheck, CrashPoint::after_dedupe,
     CrashPoint::after_effect, CrashPoint::after_commit,   CrashPoint::after_outbox_send,
@@ -38,6 +51,10 @@ std::span<const CrashPoint> pause_points_of(ServiceId service) {
 }
 
 std::string_view crash_point_name(CrashPoint point) { return name_of(kCrashPointNames, point); }
+
+std::string_view crash_point_meaning(CrashPoint point) {
+  return name_of(kCrashPointMeanings, point);
+}
 
 std::optional<CrashPoint> parse_crash_point(std::string_view name) {
   return parse_name<CrashPoint>(kCrashPointNames, name);

@@ -44,6 +44,8 @@ class CrashPointSet {
 };
 
 std::string_view crash_point_name(CrashPoint point);
+// Returns where `point` is, in a student's words (the glossary prints one line per point).
+std::string_view crash_point_meaning(CrashPoint point);
 std::optional<CrashPoint> parse_crash_point(std::string_view name);
 
 enum class ServiceId : uint8_t { account, transfer };

@@ -4,6 +4,7 @@
 #include <array>
 
 #include "kernel/assert.h"
+#include "report/glossary.h"
 #include "report/html.h"
 
 namespace inboxsim {
@@ -31,30 +32,29 @@ constexpr std::array<std::string_view, kInvariantCount> kInvariantMeanings = {
 };
 static_assert(kInvariantMeanings.size() == kInvariantCount);
 
+// The glossary's words every narration needs beside the invariants; the rest are a
+// `inboxsim glossary` away (the legend's last line says so).
+constexpr std::array<std::string_view, 4> kGlossaryWords = {"in flight", "quiescent",
+                                                            "dedupe hit", "redelivered"};
+
 std::vector<LegendTerm> make_terms() {
   std::vector<LegendTerm> terms;
   for (size_t i = 0; i < kInvariantCount; ++i) {
     const auto invariant = static_cast<Invariant>(i);
     terms.push_back(LegendTerm{invariant_name(invariant), invariant_meaning(invariant)});
   }
-  terms.push_back(LegendTerm{
-      "in flight",
-      "money that has left one account and not yet reached the other: a transfer whose DEBIT "
-      "is applied and whose CREDIT (or REFUND) is not yet"});
-  terms.push_back(LegendTerm{
-      "quiescent",
-      "nothing left to happen: no message on the way, no handler running, no outbox row "
-      "unsent, no timer due (\"run until quiescent\" runs until then)"});
-  terms.push_back(LegendTerm{
-      "dedupe hit",
-      "a delivery that a dedupe mechanism (inbox, processed_messages, seen-set, ledger key "
-      "with ledger_conflict = ack) acked without running the business change again"});
-  terms.push_back(LegendTerm{
-      "redelivered",
-      "the broker hands out a message it handed out before (a nack, a closed connection); a "
-      "copy published again is a new message and is not marked redelivered"});
+  // The other words are the glossary's (report/glossary.h), said in its words.
+  for (const std::string_view word : kGlossaryWords) {
+    const GlossaryEntry* entry = find_glossary_entry(word);
+    INBOXSIM_ASSERT(entry != nullptr);
+    terms.push_back(LegendTerm{entry->term, entry->meaning});
+  }
   return terms;
 }
+
+constexpr std::string_view kMoreWords =
+    "other words (tag, m-N, pass, crash point, prefetch, quorum queue, _error, .dlq, relay, "
+    "...): inboxsim glossary, or inboxsim glossary TERM";
 
 }  // namespace
 
@@ -81,7 +81,7 @@ std::string legend_text(std::string_view indent,
     name.append(width - name.size(), ' ');
     text += std::string(indent) + name + "  " + std::string(term.meaning) + "\n";
   }
-  return text;
+  return text + std::string(indent) + std::string(kMoreWords) + "\n";
 }
 
 std::string legend_html() {

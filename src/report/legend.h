@@ -22,12 +22,14 @@ struct LegendTerm {
 std::string_view invariant_meaning(Invariant invariant);
 
 // Returns every term of the legend: the eight invariants in their report order, then
-// "in flight", "quiescent", "dedupe hit" and "redelivered".
+// "in flight", "quiescent", "dedupe hit" and "redelivered", as the glossary (report/glossary.h)
+// words them.
 const std::vector<LegendTerm>& legend_terms();
 
 // Returns the legend as plain text, one "term  meaning" line per term, each line starting with
 // `indent`. With `applies` (a run's invariant_applies), an invariant that does not apply to the
 // run (notified, without notifications) is left out, as the run's invariant list leaves it out.
+// A last line sends the reader to `inboxsim glossary` for the other words.
 std::string legend_text(std::string_view indent,
                         const std::array<bool, kInvariantCount>* applies = nullptr);
 
