@@ -172,7 +172,7 @@ TEST_CASE("explore decides end-state goals: reached with an order run replays, o
   CHECK(outcome(wrong, 0).failed());
 }
 
-TEST_CASE("an expected break does not end the search; the others still stop it", "[goals][explore]") {
+TEST_CASE("an expected break does not end the search, and the others still stop it", "[goals][explore]") {
   // Lesson 50 with the ledger key off: with no inbox either, both copies debit alice in every
   // order, and the money one of them took is destroyed.
   Scenario scenario = library_scenario("50-explorer-proves-the-key.json");

@@ -247,3 +247,52 @@ TEST_CASE("lessons say what is true now, never the project's history", "[lessons
     }
   }
 }
+
+TEST_CASE("a checkpoint asks its question right after its event, before the answer", "[lessons]") {
+  const Scenario scenario = library_scenario("09-crash-after-commit.json");
+  REQUIRE(scenario.checkpoints.size() == 1);
+  const std::string text = narrated(scenario);
+  const size_t question = text.find("❓ transfer-service committed its handling");
+  REQUIRE(question != std::string::npos);
+  // After the redelivery of Account.Debited, before processed_messages refuses it.
+  const size_t redelivery = text.rfind("deliver Account.Debited t1", question);
+  REQUIRE(redelivery != std::string::npos);
+  CHECK(contains(text.substr(redelivery, question - redelivery), "REDELIVERED"));
+  const size_t answer = text.find("processed_messages", question);
+  CHECK(answer != std::string::npos);
+  CHECK(count_of(text, "❓") == 1);
+  // Quiet: no question.
+  NarratedRunOptions quiet;
+  quiet.narrator.quiet = true;
+  std::ostringstream out;
+  narrated_run(scenario, quiet, out);
+  CHECK_FALSE(contains(out.str(), "❓"));
+}
+
+TEST_CASE("checkpoints are written back as read, and a bad one says where", "[lessons]") {
+  const std::string story = R"({"accounts": {"alice": 100, "bob": 0},
+    "steps": [{"transfer": {"id": "t1", "from": "alice", "to": "bob", "amount": 10}}],
+    "checkpoints": [)";
+  const Scenario parsed = parse_ok(
+      story + R"({"after": {"kind": "dedupe_hit", "transfer": "t1", "occurrence": 2},
+                  "question": "Which defence caught it?"}]})");
+  REQUIRE(parsed.checkpoints.size() == 1);
+  CHECK(parsed.checkpoints[0].kind == EventKind::dedupe_hit);
+  CHECK(parsed.checkpoints[0].match.occurrence == 2);
+  CHECK(scenario_to_json(parsed)["checkpoints"].dump() ==
+        R"([{"after":{"kind":"dedupe_hit","transfer":"t1","occurrence":2},"question":"Which defence caught it?"}])");
+  const auto error_of = [&](const std::string& checkpoint) {
+    const ParseResult result = parse_scenario_text(story + checkpoint + "]}", "x.json");
+    REQUIRE(result.error);
+    return result.error->message();
+  };
+  CHECK_THAT(error_of(R"({"after": {"kind": "arrive"}, "question": "?"})"),
+             Catch::Contains("/checkpoints/0/after/kind") && Catch::Contains("deliver"));
+  CHECK_THAT(error_of(R"({"after": {"kind": "deliver", "transfer": "t9"}, "question": "?"})"),
+             Catch::Contains("/checkpoints/0/after/transfer"));
+  CHECK_THAT(error_of(R"({"after": {"kind": "deliver"}, "question": ""})"),
+             Catch::Contains("/checkpoints/0/question"));
+  CHECK_THAT(error_of(R"({"after": {"kind": "deliver"}, "ask": "?"})"),
+             Catch::Contains("/checkpoints/0/ask"));
+  CHECK_THAT(error_of(R"({"question": "?"})"), Catch::Contains("/checkpoints/0/after"));
+}

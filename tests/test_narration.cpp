@@ -79,7 +79,7 @@ TEST_CASE("the focus narration collapses scenario 41's loop into one line with i
   CHECK(nine.text == narrate_file("09-crash-after-commit.json", true).text);
 }
 
-TEST_CASE("--verbose prints every event of the trace, each on its own numbered line",
+TEST_CASE("run --verbose prints every event of the trace, each on its own numbered line",
           "[narrate][focus]") {
   const Narration verbose = narrate_file("41-poison-classic-queue.json", true);
   CHECK_FALSE(contains(verbose.text, "more identical"));
@@ -177,7 +177,7 @@ TEST_CASE("an ack that reaches the broker after other lines says when it was sen
   CHECK(line_with(nine.lines, "#13    account-service  inbox: m-1 marked delivered") < ack);
 }
 
-TEST_CASE("--show-rows prints each row under the line that names its table", "[narrate][focus]") {
+TEST_CASE("run --show-rows prints each row under the line that names its table", "[narrate][focus]") {
   const Narration rows = narrate_file("09-crash-after-commit.json", false, true);
   const std::vector<std::string>& lines = rows.lines;
   const std::string indent(18, ' ');

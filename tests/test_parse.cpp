@@ -436,7 +436,7 @@ TEST_CASE("errors name the pointer and what was expected", "[parse][errors]") {
       {R"({"accounts": {"alice": 10}, "seed": -1})", "/seed", "expected an integer from 0 to"},
       {R"({"accounts": {"alice": 10}, "titel": "x"})", "/titel",
        "expected one of the keys name, title, description, lesson, seed, config, accounts, "
-       "steps, expect, schedule (unknown key)"},
+       "steps, expect, schedule, checkpoints (unknown key)"},
       {R"({"accounts": {"alice": 10}, "schedule": {"choices": [0, -1]}})", "/schedule/choices/1",
        "expected an integer from 0 to 65535"},
       {R"({"accounts": {"alice": 10}, "schedule": {"choices": [], "fault_kinds": ["pause"]}})",

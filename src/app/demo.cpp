@@ -43,6 +43,14 @@ std::optional<std::string> parse_event_stops(std::string_view text, EventStops& 
   }
 }
 
+bool checkpoint_selects(const Checkpoint& checkpoint, const TraceEvent& event) {
+  if (event.kind != checkpoint.kind) return false;
+  if (checkpoint.match.type && event.type != message_type_name(*checkpoint.match.type)) {
+    return false;
+  }
+  return checkpoint.match.transfer.empty() || event.transfer == checkpoint.match.transfer;
+}
+
 RunResult narrated_run(const Scenario& scenario, const NarratedRunOptions& options,
                        std::ostream& out) {
   Narrator narrator(out, options.narrator);
@@ -61,8 +69,29 @@ RunResult narrated_run(const Scenario& scenario, const NarratedRunOptions& optio
       out << "\n== " << printable(scenario.name) << ": " << printable(scenario.title) << "\n";
       if (!scenario.description.empty()) out << printable(scenario.description) << "\n";
     }
-    run_options.listener = [&narrator, &options, &out](const TraceEvent& event) {
+    run_options.listener = [&narrator, &options, &out, &scenario,
+                            asked = std::vector<int64_t>(scenario.checkpoints.size(), 0)](
+                               const TraceEvent& event) mutable {
       narrator.on_event(event);
+      // A checkpoint's question comes right after its event, before the events that answer
+      // it; a run that steps waits there.
+      bool question = false;
+      for (size_t i = 0; i < scenario.checkpoints.size(); ++i) {
+        const Checkpoint& checkpoint = scenario.checkpoints[i];
+        if (!checkpoint_selects(checkpoint, event) || ++asked[i] != checkpoint.match.occurrence) {
+          continue;
+        }
+        narrator.flush();
+        if (!options.narrator.quiet) out << "  ❓ " << printable(checkpoint.question) << "\n";
+        question = true;
+      }
+      if (question && !options.narrator.quiet &&
+          (options.pause_after_step || options.pause_on.any())) {
+        out << "  [Enter] the answer" << std::flush;
+        std::string line;
+        std::getline(std::cin, line);
+        return;
+      }
       if (!options.pause_on.at(event.kind)) return;
       narrator.flush();
       out << "  [Enter] next " << (options.pause_on.every_event ? "event" : "stop") << std::flush;
@@ -319,6 +348,7 @@ std::string run_live_explore(const Scenario& scenario, const ExploreRun& run,
   INBOXSIM_ASSERT(!apply_sets(sets, story.config).has_value());
   ExploreSettings settings;
   settings.faults = run.faults;
+  settings.goals = story.expect.goals;
   settings.fault_kinds = explorable_fault_kinds();
   if (!run.fault_kinds.empty()) {
     settings.fault_kinds = {};
@@ -343,7 +373,7 @@ std::string run_live_explore(const Scenario& scenario, const ExploreRun& run,
   // A search stops at the first violation it finds, so a broken verdict is final whether or not
   // the search completed; a proof needs the whole search.
   as_expected = run.broken ? !result.counterexamples.empty()
-                           : result.complete && result.counterexamples.empty();
+                           : result.complete && !explore_failed(result);
   return "explore " + flags + ": " + std::string(exhaustive_verdict(result)) + ", " +
          std::to_string(result.states) + " states";
 }

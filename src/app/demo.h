@@ -51,7 +51,12 @@ struct NarratedRunOptions {
   std::function<void(size_t steps_done, size_t steps_total)> on_step;
 };
 
+// Whether `event` is one `checkpoint` counts towards its occurrence: its kind, and the message
+// type and transfer its match names.
+bool checkpoint_selects(const Checkpoint& checkpoint, const TraceEvent& event);
+
 // Runs one scenario, narrating it to `out` as it happens when asked to; returns the result.
+// A checkpoint's question is printed after its event (and waited on when stepping).
 RunResult narrated_run(const Scenario& scenario, const NarratedRunOptions& options,
                        std::ostream& out);
 

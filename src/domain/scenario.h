@@ -18,6 +18,7 @@
 #include "domain/crash.h"
 #include "domain/message.h"
 #include "domain/messages.h"
+#include "kernel/trace.h"
 
 namespace inboxsim {
 
@@ -237,6 +238,15 @@ FaultKinds explorable_fault_kinds();
 // The kinds set in `kinds`, in enum order, joined by `separator` ("none" when there are none).
 std::string fault_kinds_text(const FaultKinds& kinds, std::string_view separator = ", ");
 
+// A question put to the class at a moment of the run (docs/contract.md §6): right after the
+// `match.occurrence`-th event of `kind` that `match` selects, the narration asks it, and a run
+// that steps (--step, --step-on) waits there, before the events that answer it.
+struct Checkpoint {
+  EventKind kind = EventKind::deliver;
+  Match match;
+  std::string question;
+};
+
 struct Scenario {
   std::string file;  // where it was read from, for messages
   std::string name;
@@ -249,6 +259,7 @@ struct Scenario {
   std::vector<Step> steps;
   Expect expect;
   std::optional<Schedule> schedule;
+  std::vector<Checkpoint> checkpoints;
 };
 
 }  // namespace inboxsim

@@ -868,9 +868,64 @@ Expect parse_expect(const Node& node, const Context& context) {
 
 // ---- The whole file -----------------------------------------------------------------------------
 
-constexpr std::array<std::string_view, 10> kTopKeys = {
-    "name",     "title", "description", "lesson", "seed",    "config",
-    "accounts", "steps", "expect",      "schedule"};
+constexpr std::array<std::string_view, 11> kTopKeys = {
+    "name",  "title",  "description", "lesson",  "seed",       "config",
+    "accounts", "steps", "expect",   "schedule", "checkpoints"};
+
+// ---- Checkpoints --------------------------------------------------------------------------------
+
+constexpr std::array<std::string_view, 2> kCheckpointKeys = {"after", "question"};
+constexpr std::array<std::string_view, 4> kCheckpointMatchKeys = {"kind", "type", "transfer",
+                                                                  "occurrence"};
+constexpr size_t kCheckpointsMax = 64;
+constexpr size_t kQuestionBytesMax = 1000;
+
+// {"after": {"kind": KIND, "type"?, "transfer"?, "occurrence"?}, "question": TEXT}
+Checkpoint parse_checkpoint(const Node& node, const Context& context) {
+  as_object(node, "a checkpoint: {\"after\": {\"kind\": ..., \"type\": ..., \"transfer\": "
+                  "...}, \"question\": ...}");
+  check_keys(node, kCheckpointKeys, "unknown key");
+  Checkpoint checkpoint;
+  const Node after = field(node, "after");
+  as_object(after, "an object with keys kind, type, transfer, occurrence");
+  check_keys(after, kCheckpointMatchKeys, "unknown key");
+  std::string kinds;  // every one: join() would cut the list
+  for (size_t i = 0; i < kEventKindCount; ++i) {
+    kinds += (i > 0 ? ", " : "") + std::string(event_kind_name(static_cast<EventKind>(i)));
+  }
+  checkpoint.kind = as_choice(field(after, "kind"), parse_event_kind, kinds);
+  if (const Node type = field(after, "type"); type.value != nullptr) {
+    checkpoint.match.type =
+        as_choice(type, parse_message_type, enum_names(kMessageTypeCount, message_type_name));
+  }
+  if (const Node transfer = field(after, "transfer"); transfer.value != nullptr) {
+    checkpoint.match.transfer = as_declared_transfer(transfer, context);
+  }
+  if (const Node occurrence = field(after, "occurrence"); occurrence.value != nullptr) {
+    checkpoint.match.occurrence = as_integer(occurrence, 1, kOccurrenceMax);
+  }
+  const Node question = field(node, "question");
+  checkpoint.question = as_string(question, "the question to put to the class (a string)");
+  if (checkpoint.question.empty() || checkpoint.question.size() > kQuestionBytesMax ||
+      has_control_characters(checkpoint.question)) {
+    expect_failed(question, "a question of 1 to " + std::to_string(kQuestionBytesMax) +
+                                " bytes without control characters");
+  }
+  return checkpoint;
+}
+
+std::vector<Checkpoint> parse_checkpoints(const Node& node, const Context& context) {
+  if (!node.value->is_array()) expect_failed(node, "an array of checkpoints");
+  if (node.value->size() > kCheckpointsMax) {
+    expect_failed(node, "at most " + std::to_string(kCheckpointsMax) + " checkpoints");
+  }
+  std::vector<Checkpoint> checkpoints;
+  for (size_t i = 0; i < node.value->size(); ++i) {
+    checkpoints.push_back(
+        parse_checkpoint(Node{&(*node.value)[i], child_pointer(node.pointer, i)}, context));
+  }
+  return checkpoints;
+}
 
 constexpr std::array<std::string_view, 6> kScheduleKeys = {"faults",   "fault_kinds", "choices",
                                                            "stepwise", "clock",       "actions"};
@@ -995,6 +1050,9 @@ Scenario parse_root(const json& root, const std::string& file_label) {
       fail(refusal->pointer, "expected " + refusal->expected +
                                  " (this file has a schedule without \"clock\": true)");
     }
+  }
+  if (const Node checkpoints = field(node, "checkpoints"); checkpoints.value != nullptr) {
+    scenario.checkpoints = parse_checkpoints(checkpoints, context);
   }
   scenario.accounts = std::move(context.accounts);
   return scenario;

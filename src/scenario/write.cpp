@@ -208,6 +208,17 @@ ordered_json scenario_to_json(const Scenario& scenario) {
     if (scenario.schedule->clocked) schedule["clock"] = true;
     if (!scenario.schedule->actions.empty()) schedule["actions"] = actions_to_json(*scenario.schedule);
   }
+  if (!scenario.checkpoints.empty()) {
+    ordered_json& checkpoints = out["checkpoints"] = ordered_json::array();
+    for (const Checkpoint& checkpoint : scenario.checkpoints) {
+      ordered_json after = ordered_json::object();
+      after["kind"] = event_kind_name(checkpoint.kind);
+      if (checkpoint.match.type) after["type"] = message_type_name(*checkpoint.match.type);
+      if (!checkpoint.match.transfer.empty()) after["transfer"] = checkpoint.match.transfer;
+      if (checkpoint.match.occurrence != 1) after["occurrence"] = checkpoint.match.occurrence;
+      checkpoints.push_back({{"after", std::move(after)}, {"question", checkpoint.question}});
+    }
+  }
   return out;
 }
 
