@@ -440,8 +440,14 @@ check "run --step-on crash,dedupe_hit pauses once per crash and per dedupe hit" 
 check "and the pause comes right after the crash's line" \
   bash -c "grep -m1 -A1 CRASH '$work/stops.txt' | sed -n 2p | grep -q '^  .Enter. next stop'"
 yes '' | "$bin" run "$crashed" --step-on event --color never --trace "$work/stops.jsonl" >"$work/every.txt"
+# One pause per event; at the scenario's checkpoint the pause waits for its answer instead.
 check "run --step-on event pauses at every event of the trace" \
-  test "$(grep -c '\[Enter\] next event' "$work/every.txt")" -eq "$(wc -l <"$work/stops.jsonl")"
+  test "$(grep -c '\[Enter\] \(next event\|the answer\)' "$work/every.txt")" -eq "$(wc -l <"$work/stops.jsonl")"
+check "and 09's checkpoint asks its question once, and waits for the answer" \
+  test "$(grep -c '\[Enter\] the answer' "$work/every.txt")" -eq 1
+yes '' | "$bin" run "$crashed" --step --color never >"$work/stepped.txt"
+check "run --step waits at the checkpoint too, after its question" \
+  bash -c "grep -A1 '❓' '$work/stepped.txt' | sed -n 2p | grep -q '^  .Enter. the answer'"
 "$bin" run "$crashed" --step-on crash,bogus >/dev/null 2>"$work/err" </dev/null
 check "run --step-on with an unknown kind exits 2" test $? -eq 2
 check "and names it and the kinds there are" grep -q 'unknown event kind "bogus": expected event (every event) or event kinds, comma-separated: step, request' "$work/err"
