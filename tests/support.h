@@ -12,6 +12,8 @@
 #include <system_error>
 
 #include "scenario/parse.h"
+#include "scenario/runner.h"
+#include "scenario/write.h"
 
 namespace inboxsim::testing {
 
@@ -38,6 +40,18 @@ inline Scenario parse_ok(const std::string& text, const std::string& label = "te
   ParseResult parsed = parse_scenario_text(text, label);
   if (parsed.error) FAIL(parsed.error->message());
   return std::move(*parsed.scenario);
+}
+
+// A scenario as a user meets a file the tool wrote (a counterexample, a goal's witness):
+// written, parsed back, run. It must parse, with its schedule.
+inline RunResult replay_written(const Scenario& scenario) {
+  const std::string text = scenario_to_json(scenario).dump(2);
+  ParseResult parsed = parse_scenario_text(text, "written.json");
+  REQUIRE(parsed.scenario.has_value());
+  REQUIRE(parsed.scenario->schedule.has_value());
+  RunOptions options;
+  options.keep_trace = false;
+  return run_scenario(*parsed.scenario, options);
 }
 
 // A directory of its own under the system's temporary directory, removed when it goes.

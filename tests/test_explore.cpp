@@ -34,15 +34,7 @@ bool breaks(const ExploreResult& result, Invariant invariant) {
 }
 
 // The counterexample as a user meets it: written, parsed back, run.
-RunResult replay(const ExploreCounterexample& cx) {
-  const std::string text = scenario_to_json(cx.scenario).dump(2);
-  ParseResult parsed = parse_scenario_text(text, "counterexample.json");
-  REQUIRE(parsed.scenario.has_value());
-  REQUIRE(parsed.scenario->schedule.has_value());
-  RunOptions options;
-  options.keep_trace = false;
-  return run_scenario(*parsed.scenario, options);
-}
+RunResult replay(const ExploreCounterexample& cx) { return testing::replay_written(cx.scenario); }
 
 TEST_CASE("explore proves the rejected transfer for every order of its events", "[explore]") {
   const Scenario scenario = library_scenario("02-insufficient-funds.json");

@@ -49,13 +49,7 @@ const ExploreGoal& outcome(const ExploreResult& result, size_t index) {
 
 // The witness as a user meets it: written, parsed back, run; it must reach its goal.
 bool witness_reaches(const ExploreGoal& goal) {
-  const std::string text = scenario_to_json(goal.witness).dump(2);
-  ParseResult parsed = parse_scenario_text(text, "witness.json");
-  REQUIRE(parsed.scenario.has_value());
-  REQUIRE(parsed.scenario->schedule.has_value());
-  RunOptions options;
-  options.keep_trace = false;
-  const RunResult run = run_scenario(*parsed.scenario, options);
+  const RunResult run = testing::replay_written(goal.witness);
   return goal_reached(goal.goal, run.violations, run.coverage, &run);
 }
 

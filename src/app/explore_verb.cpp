@@ -93,6 +93,23 @@ class Progress {
   int64_t max_states_;
 };
 
+// Writes `scenario` into `dir` as NAME.json (its path into `path`) and runs the file as a user
+// meets it: parsed back and replayed. Nothing when it cannot be written. A file that does not
+// parse back is a bug of ours.
+std::optional<RunResult> write_and_replay(const std::string& dir, const Scenario& scenario,
+                                          std::string& path) {
+  const std::string text = scenario_to_json(scenario).dump(2) + "\n";
+  const std::filesystem::path file =
+      std::filesystem::path(dir) / (safe_file_stem(scenario.name) + ".json");
+  if (!write_file(file.string(), text)) return std::nullopt;
+  path = file.string();
+  const ParseResult parsed = parse_scenario_text(text, path);
+  INBOXSIM_ASSERT(parsed.scenario.has_value());
+  RunOptions options;
+  options.keep_trace = false;
+  return run_scenario(*parsed.scenario, options);
+}
+
 // Writes each reached goal's witness and checks that `inboxsim run` replays it to the goal (a
 // broken invariant's witness is its counterexample, written already). Returns false when one
 // cannot be written.
@@ -106,20 +123,12 @@ bool write_goal_witnesses(const std::string& dir, ExploreResult& result) {
       }
       continue;
     }
-    const std::string text = scenario_to_json(goal.witness).dump(2) + "\n";
-    const std::filesystem::path path =
-        std::filesystem::path(dir) / (safe_file_stem(goal.witness.name) + ".json");
-    if (!write_file(path.string(), text)) {
+    const std::optional<RunResult> replay = write_and_replay(dir, goal.witness, goal.path);
+    if (!replay) {
       ok = false;
       continue;
     }
-    goal.path = path.string();
-    const ParseResult parsed = parse_scenario_text(text, goal.path);
-    INBOXSIM_ASSERT(parsed.scenario.has_value());
-    RunOptions options;
-    options.keep_trace = false;
-    const RunResult replay = run_scenario(*parsed.scenario, options);
-    INBOXSIM_ASSERT(goal_reached(goal.goal, replay.violations, replay.coverage, &replay));
+    INBOXSIM_ASSERT(goal_reached(goal.goal, replay->violations, replay->coverage, &*replay));
   }
   return ok;
 }
@@ -152,22 +161,13 @@ std::optional<int> load_story(const std::string& file, const std::vector<std::st
 bool write_counterexamples(const std::string& dir, ExploreResult& result) {
   bool ok = true;
   for (ExploreCounterexample& cx : result.counterexamples) {
-    const std::string text = scenario_to_json(cx.scenario).dump(2) + "\n";
-    const std::filesystem::path path =
-        std::filesystem::path(dir) / (safe_file_stem(cx.scenario.name) + ".json");
-    if (!write_file(path.string(), text)) {
+    const std::optional<RunResult> replay = write_and_replay(dir, cx.scenario, cx.path);
+    if (!replay) {
       ok = false;
       continue;
     }
-    cx.path = path.string();
-    // The file as a user meets it: parsed back and run. Not reproducing is a bug of ours.
-    const ParseResult parsed = parse_scenario_text(text, cx.path);
-    INBOXSIM_ASSERT(parsed.scenario.has_value());
-    RunOptions options;
-    options.keep_trace = false;
-    const RunResult replay = run_scenario(*parsed.scenario, options);
     const bool reproduced =
-        std::any_of(replay.violations.begin(), replay.violations.end(),
+        std::any_of(replay->violations.begin(), replay->violations.end(),
                     [&](const Violation& violation) { return violation.invariant == cx.invariant; });
     INBOXSIM_ASSERT(reproduced);
   }
