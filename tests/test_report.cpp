@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "domain/participants.h"
+#include "report/glossary.h"
 #include "report/html.h"
 #include "report/json_output.h"
 #include "report/mermaid.h"
@@ -333,6 +334,15 @@ TEST_CASE("html is self-contained", "[report][html]") {
   CHECK_FALSE(contains(page, "<link"));
   CHECK_FALSE(contains(page, "@import"));
   CHECK(contains(page, "<svg id=\"swimlanes\""));
+}
+
+TEST_CASE("html carries the glossary, folded, each term with its anchor", "[report][html]") {
+  const std::string page = render_html(sample_run());
+  CHECK(contains(page, "<details class=\"glossary\"><summary>Glossary"));
+  const GlossaryEntry* tag = find_glossary_entry("tag");
+  REQUIRE(tag != nullptr);
+  CHECK(contains(page, "<dt id=\"" + glossary_anchor(*tag) + "\">"));
+  CHECK(contains(page, glossary_html()));
 }
 
 TEST_CASE("html shows the story and embeds every event", "[report][html]") {

@@ -414,7 +414,9 @@ std::string glossary_anchor(const GlossaryEntry& entry) {
 }
 
 std::string glossary_html() {
-  std::string html = "<section class=\"glossary\"><h2>Glossary</h2><dl>";
+  std::string html =
+      "<details class=\"glossary\"><summary>Glossary: the words of the narration and of this "
+      "page (tag, m-N, MassTransit's passes, crash points, …)</summary><dl>";
   for (const GlossaryEntry& entry : glossary()) {
     html += "<dt id=\"" + glossary_anchor(entry) + "\">" + escape_html(entry.term) + "</dt><dd>" +
             escape_html(entry.meaning);
@@ -422,7 +424,7 @@ std::string glossary_html() {
       html += " <span class=\"see\">See: " + escape_html(entry.where) + "</span>";
     html += "</dd>";
   }
-  return html + "</dl></section>\n";
+  return html + "</dl></details>\n";
 }
 
 }  // namespace inboxsim

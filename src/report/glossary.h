@@ -42,7 +42,7 @@ std::string glossary_text();
 // character that is not a letter or a digit as "-" ("glossary-m-n", "glossary-x-delivery-count").
 std::string glossary_anchor(const GlossaryEntry& entry);
 
-// Returns the glossary as an HTML fragment, escaped: a <section class="glossary"> with a <dl>,
+// Returns the glossary as an HTML fragment, escaped: a folded <details class="glossary"> with a <dl>,
 // each <dt> carrying id="glossary_anchor(entry)" so a page can link a word to its meaning.
 std::string glossary_html();
 

@@ -8,6 +8,7 @@
 #include "domain/messages.h"
 #include "domain/participants.h"
 #include "kernel/assert.h"
+#include "report/glossary.h"
 #include "report/legend.h"
 #include "report/mermaid.h"
 #include "report/narrate.h"
@@ -1087,8 +1088,13 @@ line.a-lost{stroke:#e03131;stroke-dasharray:3 4}.lbl.a-lost{fill:#e03131;font-we
 .counters b{color:var(--ink);font-size:18px}
 .money{margin:0 28px 16px;padding:12px 18px;background:#fff;border:1px solid var(--line);border-left:6px solid #2b8a3e;border-radius:10px;font-size:18px}
 .money.money-broke{border-left-color:#c92a2a;background:#fff5f5;color:#a51111;font-weight:600}
-.key,.legend{margin:0 28px 16px;padding:10px 18px;background:#fff;border:1px solid var(--line);border-radius:10px}
-.key h2,.legend h2{font-size:19px;margin:4px 0 8px}
+.key,.legend,.glossary{margin:0 28px 16px;padding:10px 18px;background:#fff;border:1px solid var(--line);border-radius:10px}
+.key h2,.legend h2,.glossary h2{font-size:19px;margin:4px 0 8px}
+.glossary summary{cursor:pointer;font-size:17px;font-weight:700;color:#1c3d6e}
+.glossary dl{display:grid;grid-template-columns:max-content minmax(0,1fr);gap:4px 18px;margin:8px 0 0;font-size:15px}
+.glossary dt{font:700 14px "DejaVu Sans Mono",monospace;color:#1c3d6e;padding-top:2px}
+.glossary dd{margin:0;color:var(--ink)}
+.glossary .see{color:#52606d;font-size:13px}
 .keys{display:flex;flex-wrap:wrap;gap:8px 28px;font-size:15px}
 .keys span{display:inline-flex;align-items:center;gap:8px}
 .chips i{display:inline-block;width:14px;height:14px;border-radius:50%;margin-right:2px}
@@ -1742,7 +1748,8 @@ std::string render_html(const RunResult& result) {
   // The course (issue 12): what happened to the money, then the words the page uses.
   const bool correct = bank_verdict(result) == "bank correct";
   out += std::string("<p class=\"money ") + (correct ? "money-ok" : "money-broke") + "\">" +
-         escape_html(money_sentence(result)) + "</p>\n" + diagram_key() + legend_html();
+         escape_html(money_sentence(result)) + "</p>\n" + diagram_key() + legend_html() +
+         glossary_html();
   out += "<footer>" + escape_html(verdict_line(result)) + " · drawn by inboxsim</footer>\n";
   out += "<script type=\"application/json\" id=\"run-data\">" + run_data_json(result, window) +
          "</script>\n<script>" + kScript + "</script>\n</body></html>\n";
