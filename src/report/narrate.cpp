@@ -834,12 +834,12 @@ void Narrator::track_delivery(const TraceEvent& event) {
       return;
     case EventKind::connection_closed: {
       const std::string consumer(event.service);
-      const auto [channel, inserted] = channels_.emplace(consumer, 1);
-      ++channel->second;
+      // (No structured binding: clang 14 cannot capture one in the lambda below.)
+      const int64_t now = ++channels_.emplace(consumer, 1).first->second;
       // What is still open on a channel before the one that just closed can never be settled
       // (a zombie acks on the one that closed): forgotten, so the map stays small.
       std::erase_if(deliveries_, [&](const auto& open) {
-        return std::get<0>(open.first) == consumer && open.second.channel < channel->second - 1;
+        return std::get<0>(open.first) == consumer && open.second.channel < now - 1;
       });
       return;
     }
