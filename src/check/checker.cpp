@@ -15,19 +15,6 @@ std::string money(int64_t amount) { return std::to_string(amount); }
 
 }  // namespace
 
-bool is_legal_transition(std::optional<SagaState> from, SagaState to) {
-  if (!from) return to == SagaState::requested;
-  switch (*from) {
-    case SagaState::requested: return to == SagaState::debited || to == SagaState::rejected;
-    case SagaState::debited: return to == SagaState::completed || to == SagaState::compensating;
-    case SagaState::compensating: return to == SagaState::failed;
-    case SagaState::completed:
-    case SagaState::rejected:
-    case SagaState::failed: return false;
-  }
-  return false;
-}
-
 Checker::Checker(const std::map<std::string, AccountSpec>& accounts, bool notifications_enabled,
                  bool emails_enabled)
     : notifications_enabled_(notifications_enabled), emails_enabled_(emails_enabled) {

@@ -139,7 +139,4 @@ class Checker {
   std::vector<Violation> violations_;
 };
 
-// True if the saga may move from `from` (empty: creation) to `to`.
-bool is_legal_transition(std::optional<SagaState> from, SagaState to);
-
 }  // namespace inboxsim

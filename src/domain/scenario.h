@@ -18,6 +18,7 @@
 #include "domain/crash.h"
 #include "domain/message.h"
 #include "domain/messages.h"
+#include "domain/saga.h"
 #include "kernel/trace.h"
 
 namespace inboxsim {
@@ -149,16 +150,6 @@ enum class Invariant : uint8_t {
 inline constexpr size_t kInvariantCount = 9;
 std::string_view invariant_name(Invariant invariant);
 std::optional<Invariant> parse_invariant(std::string_view name);
-
-// Saga states (docs/contract.md §1, contract).
-enum class SagaState : uint8_t { requested, debited, completed, rejected, compensating, failed };
-inline constexpr size_t kSagaStateCount = 6;
-std::string_view saga_state_name(SagaState state);
-std::optional<SagaState> parse_saga_state(std::string_view name);
-inline bool is_terminal(SagaState state) {
-  return state == SagaState::completed || state == SagaState::rejected ||
-         state == SagaState::failed;
-}
 
 // Ledger entry types.
 enum class EntryType : uint8_t { debit, credit, refund };

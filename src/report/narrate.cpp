@@ -259,10 +259,12 @@ std::string_view line_style(const TraceEvent& event) {
   }
 }
 
-// Whether a saga change "FROM->TO" emits a command: only the edges into DEBITED
-// (CreditRequested) and COMPENSATING (RefundRequested) do.
+// Whether a saga change "FROM->TO" sends a command (the saga's graph, domain/saga.h).
 bool edge_sends_command(std::string_view change) {
-  return change.ends_with("->DEBITED") || change.ends_with("->COMPENSATING");
+  const size_t arrow = change.find("->");
+  if (arrow == std::string_view::npos) return false;
+  const std::optional<SagaState> to = parse_saga_state(change.substr(arrow + 2));
+  return to && saga_sends_entering(*to).has_value();
 }
 
 constexpr std::string_view kSagaTransaction =

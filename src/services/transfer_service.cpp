@@ -39,40 +39,6 @@ void create_tables(SQLite::Database& db, const Config& config) {
   }
 }
 
-// One edge of the saga (docs/contract.md §1): in `from`, event `on` leads to `to` and emits `emit`.
-struct SagaEdge {
-  SagaState from;
-  MessageType on;
-  SagaState to;
-  std::optional<MessageType> emit;
-};
-
-constexpr SagaEdge kSagaEdges[] = {
-    {SagaState::requested, MessageType::account_debited, SagaState::debited,
-     MessageType::credit_requested},
-    {SagaState::requested, MessageType::debit_rejected, SagaState::rejected, std::nullopt},
-    {SagaState::debited, MessageType::account_credited, SagaState::completed, std::nullopt},
-    {SagaState::debited, MessageType::credit_rejected, SagaState::compensating,
-     MessageType::refund_requested},
-    {SagaState::compensating, MessageType::account_refunded, SagaState::failed, std::nullopt},
-};
-
-const SagaEdge* find_edge(SagaState from, MessageType on) {
-  for (const SagaEdge& edge : kSagaEdges) {
-    if (edge.from == from && edge.on == on) return &edge;
-  }
-  return nullptr;
-}
-
-// Without the state machine, an event is applied whatever the state: the edge it would take
-// from its proper source state.
-const SagaEdge* edge_for_event(MessageType on) {
-  for (const SagaEdge& edge : kSagaEdges) {
-    if (edge.on == on) return &edge;
-  }
-  return nullptr;
-}
-
 }  // namespace
 
 struct TransferService::Statements {
@@ -373,8 +339,8 @@ void TransferService::apply_saga_event(const Message& message) {
     }
   }
   INBOXSIM_ASSERT(state.has_value());
-  const SagaEdge* edge = config_.transfer_state_machine ? find_edge(*state, message.type)
-                                                        : edge_for_event(message.type);
+  const SagaEdge* edge = config_.transfer_state_machine ? find_saga_edge(*state, message.type)
+                                                        : saga_edge_for_event(message.type);
   if (edge == nullptr) {
     TraceEvent event =
         event_about(EventKind::illegal_transition, host_.now_ms(), host_.names().service, message);
