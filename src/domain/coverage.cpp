@@ -40,6 +40,7 @@ constexpr std::array<std::string_view, kProbeCount> kProbeNames = {
     "operator.redrive",
     "retention.cleanup",
 };
+static_assert(names_every(kProbeNames, Probe::retention_cleanup));
 
 // The count names the last probe, and every probe has a name (std::array would pad a short
 // list with empty ones).

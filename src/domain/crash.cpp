@@ -10,6 +10,7 @@ namespace {
 constexpr std::array<std::string_view, kCrashPointCount> kCrashPointNames = {
     "before_tx",    "after_precheck",    "after_dedupe",  "after_effect",
     "after_commit", "after_outbox_send", "after_publish", "after_mark"};
+static_assert(names_every(kCrashPointNames, CrashPoint::after_mark));
 // In CrashPoint's order, as the names are.
 constexpr std::array<std::string_view, kCrashPointCount> kCrashPointMeanings = {
     "a consumer got the delivery and has written nothing yet",
@@ -23,6 +24,7 @@ constexpr std::array<std::string_view, kCrashPointCount> kCrashPointMeanings = {
     "transfer-service's relay: a row was published, not yet marked sent",
     "account.inbox or transfer.dedupe external-*: the external seen-set was marked, apart from "
     "the database's transaction"};
+static_assert(names_every(kCrashPointMeanings, CrashPoint::after_mark));
 constexpr std::array<CrashPoint, 7> kAccountCrashPoints = {
     CrashPoint::before_tx,    CrashPoint::after_precheck, CrashPoint::after_dedupe,
     CrashPoint::after_effect, CrashPoint::after_commit,   CrashPoint::after_outbox_send,

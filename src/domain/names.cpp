@@ -16,27 +16,34 @@ namespace {
 constexpr std::array<std::string_view, kFaultKindCount> kFaultKindNames = {
     "crash",        "drop_ack", "drop_connection", "nack",        "duplicate",
     "lose_confirm", "delay",    "pause",           "publish_nack"};
+static_assert(names_every(kFaultKindNames, FaultKind::publish_nack));
 
 constexpr std::array<std::string_view, kCopySourceCount> kCopySourceNames = {"operator", "broker",
                                                                              "network"};
+static_assert(names_every(kCopySourceNames, CopySource::network));
 
 constexpr std::array<std::string_view, kFailureCauseCount> kFailureCauseNames = {"transient",
                                                                                  "poison"};
+static_assert(names_every(kFailureCauseNames, FailureCause::poison));
 
 constexpr size_t kIndexNameCount = 3;
 constexpr std::array<std::string_view, kIndexNameCount> kIndexNames = {
     "transfer.processed_messages", "account.ledger", "account.inbox_state"};
+static_assert(names_every(kIndexNames, IndexName::account_inbox_state));
 
 constexpr std::array<std::string_view, kInvariantCount> kInvariantNames = {
     "conservation", "ledger_balance", "single_effect", "saga_ledger", "legal_transitions",
     "no_overdraft", "notified",       "termination",   "emailed"};
+static_assert(names_every(kInvariantNames, Invariant::emailed));
 
 constexpr std::array<std::string_view, kSagaStateCount> kSagaStateNames = {
     "REQUESTED", "DEBITED", "COMPLETED", "REJECTED", "COMPENSATING", "FAILED"};
+static_assert(names_every(kSagaStateNames, SagaState::failed));
 
 constexpr size_t kEntryTypeCount = 3;
 constexpr std::array<std::string_view, kEntryTypeCount> kEntryTypeNames = {"DEBIT", "CREDIT",
                                                                            "REFUND"};
+static_assert(names_every(kEntryTypeNames, EntryType::refund));
 
 }  // namespace
 

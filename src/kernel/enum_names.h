@@ -10,6 +10,19 @@
 
 namespace inboxsim {
 
+// Whether a name table names every value of its enum, `last` being the enum's last value: the
+// table is one longer than `last` and no entry is empty (an initializer shorter than the table
+// leaves the rest empty). Every name table is held to it by a static_assert beside it, so an
+// enum value added without its name does not compile.
+template <typename Enum, size_t N>
+constexpr bool names_every(const std::array<std::string_view, N>& names, Enum last) {
+  if (static_cast<size_t>(last) + 1 != N) return false;
+  for (const std::string_view name : names) {
+    if (name.empty()) return false;
+  }
+  return true;
+}
+
 // Returns the name of `value` in `names`.
 // REQUIRES: value indexes `names`.
 template <typename Enum, size_t N>

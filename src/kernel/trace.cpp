@@ -49,6 +49,7 @@ constexpr std::array<std::string_view, kEventKindCount> kEventKindNames = {"step
                                                                            "redrive",
                                                                            "dropped",
                                                                            "index_restored"};
+static_assert(names_every(kEventKindNames, EventKind::index_restored));
 
 }  // namespace
 
