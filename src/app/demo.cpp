@@ -11,6 +11,7 @@
 #include "kernel/assert.h"
 #include "kernel/file_names.h"
 #include "kernel/text.h"
+#include "report/description.h"
 #include "report/explore_view.h"
 #include "report/html.h"
 #include "report/legend.h"
@@ -44,12 +45,27 @@ std::optional<std::string> parse_event_stops(std::string_view text, EventStops& 
 }
 
 bool checkpoint_selects(const Checkpoint& checkpoint, const TraceEvent& event) {
-  if (event.kind != checkpoint.kind) return false;
-  if (checkpoint.match.type && event.type != message_type_name(*checkpoint.match.type)) {
-    return false;
-  }
-  return checkpoint.match.transfer.empty() || event.transfer == checkpoint.match.transfer;
+  return event_selected(checkpoint.kind, checkpoint.match, event);
 }
+
+namespace {
+
+// The story's header: its title, then its description, one paragraph or its three parts.
+void print_story_header(const Scenario& scenario, std::ostream& out) {
+  out << "\n== " << printable(scenario.name) << ": " << printable(scenario.title) << "\n";
+  if (!scenario.description.empty()) out << printable(scenario.description) << "\n";
+  if (scenario.schedule && !scenario.schedule->clocked) {
+    out << "(An explored order: it has no clock, so every event happens at 0 s; the #N give the "
+           "order.)\n";
+  }
+  const DescriptionParts parts = shown_parts(scenario);
+  if (parts.empty()) return;
+  out << "Setup: " << printable(parts.setup) << "\n"
+      << "Watch for: " << printable(parts.watch_for) << " (marked 👁 below)\n"
+      << "Why: " << printable(parts.why) << "\n";
+}
+
+}  // namespace
 
 RunResult narrated_run(const Scenario& scenario, const NarratedRunOptions& options,
                        std::ostream& out) {
@@ -65,14 +81,23 @@ RunResult narrated_run(const Scenario& scenario, const NarratedRunOptions& optio
     narrator.set_opening_balances(opening);
     narrator.set_config(scenario.config);
     narrator.set_steps(scenario.steps);
-    if (!options.narrator.quiet) {
-      out << "\n== " << printable(scenario.name) << ": " << printable(scenario.title) << "\n";
-      if (!scenario.description.empty()) out << printable(scenario.description) << "\n";
-    }
+    if (!options.narrator.quiet) print_story_header(scenario, out);
     run_options.listener = [&narrator, &options, &out, &scenario,
-                            asked = std::vector<int64_t>(scenario.checkpoints.size(), 0)](
-                               const TraceEvent& event) mutable {
+                            asked = std::vector<int64_t>(scenario.checkpoints.size(), 0),
+                            watch = SelectorCounter(shown_parts(scenario).watch_for_event),
+                            watching = !shown_parts(scenario).empty(),
+                            number = int64_t{0}](const TraceEvent& event) mutable {
       narrator.on_event(event);
+      ++number;
+      // The description's "watch for" is marked at its event, with the number the HTML
+      // report's #event-N has.
+      if (watching && watch.on_event(event)) {
+        narrator.flush();
+        if (!options.narrator.quiet) {
+          out << "  👁 #" << number << " watch for: "
+              << printable(shown_parts(scenario).watch_for) << "\n";
+        }
+      }
       // A checkpoint's question comes right after its event, before the events that answer
       // it; a run that steps waits there.
       bool question = false;
