@@ -583,3 +583,20 @@ TEST_CASE("50's written counterexample says why it is all at 0 s and where its p
   // A story with a clock says nothing of the kind.
   CHECK_FALSE(contains(narrated(scenario), "An explored order"));
 }
+
+TEST_CASE("the demo's index links each watch for to its event in the scenario's report",
+          "[lessons][course]") {
+  const Scenario scenario = library_scenario("09-crash-after-commit.json");
+  RunOptions options;
+  options.keep_trace = true;
+  const RunResult result = run_scenario(scenario, options);
+  const std::optional<size_t> event =
+      selected_event(scenario.description_parts.watch_for_event, result.events);
+  REQUIRE(event.has_value());
+  DemoIndexRow row;
+  row.result = &result;
+  row.block = "Crashes";
+  const std::string index = render_demo_index({row});
+  CHECK(contains(index, "href=\"09-crash-after-commit.html#event-" + std::to_string(*event + 1) +
+                            "\">👁 " + escape_html(scenario.description_parts.watch_for)));
+}

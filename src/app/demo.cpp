@@ -208,6 +208,15 @@ std::string render_demo_index(const std::vector<DemoIndexRow>& rows) {
               "</th></tr>\n";
     }
     const RunResult& result = *row.result;
+    // The moment to watch, as a link straight to it in the scenario's report.
+    std::string watch;
+    if (const std::optional<size_t> event =
+            selected_event(result.description_parts.watch_for_event, result.events);
+        event && !result.description_parts.empty()) {
+      watch = "<div class=\"watch\"><a href=\"" + escape_html(safe_file_stem(result.name)) +
+              ".html#event-" + std::to_string(*event + 1) + "\">👁 " +
+              escape_html(result.description_parts.watch_for) + "</a></div>";
+    }
     std::string explores;
     for (const std::string& line : row.explores) {
       explores += "<div class=\"explore\">" + escape_html(line) + "</div>";
@@ -218,7 +227,7 @@ std::string render_demo_index(const std::vector<DemoIndexRow>& rows) {
             "</a>" +
             (row.minutes > 0 ? "<div class=\"min\">" + std::to_string(row.minutes) + " min</div>"
                              : std::string()) +
-            "</td><td>" + escape_html(result.title) + broken_invariants(result) + explores +
+            "</td><td>" + escape_html(result.title) + broken_invariants(result) + watch + explores +
             "</td><td class=\"lesson\">" + escape_html(result.lesson) + "</td></tr>\n";
   }
   return "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
@@ -231,7 +240,7 @@ std::string render_demo_index(const std::vector<DemoIndexRow>& rows) {
          ".min{color:#52606d;font-weight:400;font-size:.9em}"
          "a{color:#2457a6;font-weight:600;text-decoration:none}"
          ".verdict{font-weight:700}.pass{color:#207a3c}.fail{color:#b42318}"
-         ".lesson{color:#3e4c59;font-style:italic}.explore{font-family:monospace;"
+         ".lesson{color:#3e4c59;font-style:italic}.watch{font-size:14px;margin-top:2px}.explore{font-family:monospace;"
          "font-size:.9em;margin-top:.2rem}"
          ".broke{color:#b42318;font-size:.9em;margin-top:.2rem}</style></head><body>"
          "<h1>The idempotent consumer (inbox), watched</h1>"
