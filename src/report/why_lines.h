@@ -4,7 +4,8 @@
 // consumer's pause in the consumer's prefetch buffer, and a copy of a decided transfer's
 // Transfer.Requested that reaches the ledger key (or, without the record of the decision, is
 // judged against today's balance). The Narrator feeds it every event in order; what it keeps is
-// one entry per (instance, message), per paused instance and per debited transfer.
+// one entry per (instance, message), per message id, per paused instance and per debited transfer,
+// so it grows with the run's messages, as the Narrator's record of the relay's first ids does.
 #pragma once
 
 #include <cstdint>
