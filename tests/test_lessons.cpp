@@ -3,10 +3,15 @@
 // (or the line a student reads it from) fails here. The lines are matched by their words, not
 // their times or layout, which the narration is free to change.
 #include <catch2/catch.hpp>
+#include <regex>
+#include <set>
 #include <sstream>
 #include <string>
 
 #include "app/demo.h"
+#include "fuzz/explore.h"
+#include "report/description.h"
+#include "report/html.h"
 #include "scenario/parse.h"
 #include "scenario/runner.h"
 #include "scenario/write.h"
@@ -50,11 +55,34 @@ std::string lines_with(const std::string& text, const std::string& part) {
   return out;
 }
 
+// The description as a student reads it, whichever form it has.
+std::string described(const Scenario& scenario) {
+  return description_paragraph(scenario.description, shown_parts(scenario));
+}
+
+// The narration's line of event `number` ("#12 "), or empty.
+std::string line_of_event(const std::string& text, int64_t number) {
+  const std::string mark = "#" + std::to_string(number) + " ";
+  std::istringstream in(text);
+  std::string line;
+  while (std::getline(in, line)) {
+    if (contains(line, mark) && !contains(line, "👁")) return line;
+  }
+  return {};
+}
+
+size_t words_in(const std::string& text) {
+  std::istringstream in(text);
+  size_t count = 0;
+  for (std::string word; in >> word;) ++count;
+  return count;
+}
+
 }  // namespace
 
 TEST_CASE("50: the copy the story says the broker made is narrated as the broker's", "[lessons]") {
   const Scenario scenario = library_scenario("50-explorer-proves-the-key.json");
-  REQUIRE(contains(scenario.description, "the broker duplicates it"));
+  REQUIRE(contains(described(scenario), "the broker duplicates it"));
   const std::string text = narrated(scenario);
   INFO(lines_with(text, "publish Transfer.Requested"));
   CHECK(contains(text, "broker → broker  publish Transfer.Requested t1 (m-1)"));
@@ -167,8 +195,8 @@ TEST_CASE(
   const std::string resend =
       "already consumed but its outbox not delivered: re-sending the stored messages";
   CHECK(contains(text, resend));
-  CHECK(contains(scenario.description, "consumed but its outbox not delivered"));
-  CHECK_FALSE(contains(scenario.description, "consumed and delivered"));
+  CHECK(contains(described(scenario), "consumed but its outbox not delivered"));
+  CHECK_FALSE(contains(described(scenario), "consumed and delivered"));
 }
 
 TEST_CASE("05: the seed's exercise 2 is a publish by hand, and the inbox catches the same id",
@@ -210,7 +238,7 @@ TEST_CASE("42: the nacked publish reached no queue, so account-service sees it o
   CHECK(count_of(text, "deliver Transfer.Requested t1") == 1);
   CHECK(result.sends.at(MessageType::transfer_requested) == 2);
   // The claim holds for a message bound to one queue; the description says what a fan-out does.
-  CHECK(contains(scenario.description, "x-overflow: reject-publish"));
+  CHECK(contains(described(scenario), "x-overflow: reject-publish"));
 }
 
 TEST_CASE("31: a Marten story names the Marten inbox's key, never MassTransit's inbox_state",
@@ -220,7 +248,7 @@ TEST_CASE("31: a Marten story names the Marten inbox's key, never MassTransit's 
   CHECK_FALSE(contains(text, "inbox_state"));
   CHECK(contains(text, "INDEX DROPPED  inbox_documents' primary key (message_id)"));
   // The stream key refuses only an append that states the version it expects.
-  CHECK(contains(scenario.description, "carries no expected version"));
+  CHECK(contains(described(scenario), "carries no expected version"));
 }
 
 TEST_CASE("36: both instances' checks print 'not marked' before either marks (check-then-add)",
@@ -240,7 +268,7 @@ TEST_CASE("lessons say what is true now, never the project's history", "[lessons
   for (const std::string& file : library_files()) {
     INFO(file);
     const Scenario scenario = library_scenario(file);
-    for (const std::string& text : {scenario.description, scenario.lesson, scenario.title}) {
+    for (const std::string& text : {described(scenario), scenario.lesson, scenario.title}) {
       for (const char* history : {"used to", "until this was fixed", "Changed in", "changed how"}) {
         CHECK_FALSE(contains(text, history));
       }
@@ -295,4 +323,280 @@ TEST_CASE("checkpoints are written back as read, and a bad one says where", "[le
   CHECK_THAT(error_of(R"({"after": {"kind": "deliver"}, "ask": "?"})"),
              Catch::Contains("/checkpoints/0/ask"));
   CHECK_THAT(error_of(R"({"question": "?"})"), Catch::Contains("/checkpoints/0/after"));
+}
+
+// ---- Descriptions in three parts (issue 27, item 8) ----------------------------------------------
+
+// TODO(lead): 36, 69 and 70 were being rewritten by another helper while the library's
+// descriptions were split; take them out of this set once theirs have the three parts too.
+const std::set<std::string> kDescriptionsNotYetSplit = {"36", "69", "70"};
+
+TEST_CASE("every library scenario has a setup, a watch for and a why, short enough to read out",
+          "[lessons]") {
+  constexpr size_t kPartWordsMax = 100;
+  size_t split = 0;
+  for (const std::string& file : library_files()) {
+    if (kDescriptionsNotYetSplit.count(file.substr(0, 2)) > 0) continue;
+    INFO(file);
+    const Scenario scenario = library_scenario(file);
+    CHECK(scenario.description.empty());
+    const DescriptionParts parts = shown_parts(scenario);
+    CHECK_FALSE(parts.setup.empty());
+    CHECK_FALSE(parts.watch_for.empty());
+    CHECK_FALSE(parts.why.empty());
+    CHECK(words_in(parts.setup) <= kPartWordsMax);
+    CHECK(words_in(parts.watch_for) <= kPartWordsMax / 3);
+    CHECK(words_in(parts.why) <= kPartWordsMax);
+    ++split;
+  }
+  CHECK(split >= 60);
+}
+
+TEST_CASE("every library scenario's watch for names an event of its own run", "[lessons]") {
+  for (const std::string& file : library_files()) {
+    if (kDescriptionsNotYetSplit.count(file.substr(0, 2)) > 0) continue;
+    INFO(file);
+    const Scenario scenario = library_scenario(file);
+    RunOptions options;
+    options.keep_trace = true;
+    const RunResult result = run_scenario(scenario, options);
+    const std::optional<size_t> index =
+        selected_event(shown_parts(scenario).watch_for_event, result.events);
+    CHECK(index.has_value());
+  }
+}
+
+TEST_CASE("the narration marks the watch for at its event, with the number the report links to",
+          "[lessons]") {
+  const Scenario scenario = library_scenario("04-two-identical-deliveries.json");
+  RunResult result;
+  const std::string text = narrated(scenario, &result);
+  // The header reads the three parts out.
+  CHECK(contains(text, "Setup: " + scenario.description_parts.setup));
+  CHECK(contains(text, "Watch for: " + scenario.description_parts.watch_for));
+  CHECK(contains(text, "Why: " + scenario.description_parts.why));
+  // The dedupe hit of the second Account.Debited is the event, and its line is the one above.
+  RunOptions options;
+  options.keep_trace = true;
+  const RunResult traced = run_scenario(scenario, options);
+  const std::optional<size_t> index =
+      selected_event(scenario.description_parts.watch_for_event, traced.events);
+  REQUIRE(index.has_value());
+  CHECK(traced.events[*index].kind == EventKind::dedupe_hit);
+  const int64_t number = static_cast<int64_t>(*index) + 1;
+  const std::string mark = "👁 #" + std::to_string(number) + " watch for: ";
+  const size_t at = text.find(mark);
+  REQUIRE(at != std::string::npos);
+  CHECK(count_of(text, "👁 #") == 1);
+  const std::string event_line = line_of_event(text, number);
+  CHECK(contains(event_line, "duplicate key m-2"));
+  CHECK(text.find(event_line) < at);
+  // The HTML report links the same text to the same event.
+  const std::string html = render_html(traced);
+  CHECK(contains(html, "href=\"#event-" + std::to_string(number) + "\""));
+  CHECK(contains(html, escape_html(scenario.description_parts.watch_for)));
+  // Quiet: no mark.
+  NarratedRunOptions quiet;
+  quiet.narrator.quiet = true;
+  std::ostringstream out;
+  narrated_run(scenario, quiet, out);
+  CHECK_FALSE(contains(out.str(), "👁"));
+}
+
+TEST_CASE("a description in three parts is written back as read, and a bad one says where",
+          "[lessons]") {
+  const std::string story = R"({"accounts": {"alice": 100, "bob": 0},
+    "steps": [{"transfer": {"id": "t1", "from": "alice", "to": "bob", "amount": 10}}])";
+  const std::string parts =
+      R"(, "setup": "Alice pays.", "watch_for": {"event": {"kind": "saga", "transfer": "t1",
+      "occurrence": 2}, "text": "the saga moving on"}, "why": "Nothing goes wrong.")";
+  const Scenario parsed = parse_ok(story + parts + "}");
+  CHECK(parsed.description.empty());
+  CHECK(parsed.description_parts.setup == "Alice pays.");
+  CHECK(parsed.description_parts.watch_for == "the saga moving on");
+  CHECK(parsed.description_parts.watch_for_event.kind == EventKind::saga);
+  CHECK(parsed.description_parts.watch_for_event.match.transfer == "t1");
+  CHECK(parsed.description_parts.watch_for_event.match.occurrence == 2);
+  CHECK(parsed.description_parts.why == "Nothing goes wrong.");
+  const auto written = scenario_to_json(parsed);
+  CHECK(written["setup"] == "Alice pays.");
+  CHECK(written["watch_for"].dump() ==
+        R"({"event":{"kind":"saga","transfer":"t1","occurrence":2},"text":"the saga moving on"})");
+  CHECK(written["why"] == "Nothing goes wrong.");
+  CHECK_FALSE(written.contains("description"));
+  const Scenario again = parse_ok(written.dump());
+  CHECK(again.description_parts.watch_for_event == parsed.description_parts.watch_for_event);
+  // A program that sets the paragraph (explore's counterexamples) replaces the whole description.
+  Scenario rewritten = parsed;
+  rewritten.description = "Found by explore.";
+  const auto counterexample = scenario_to_json(rewritten);
+  CHECK(counterexample["description"] == "Found by explore.");
+  CHECK_FALSE(counterexample.contains("setup"));
+  CHECK_FALSE(counterexample.contains("watch_for"));
+  CHECK(parse_ok(counterexample.dump()).description_parts.empty());
+  // The paragraph still reads as before.
+  CHECK(parse_ok(story + R"(, "description": "One paragraph."})").description == "One paragraph.");
+  const auto error_of = [&](const std::string& text) {
+    const ParseResult result = parse_scenario_text(story + text + "}", "x.json");
+    REQUIRE(result.error);
+    return result.error->message();
+  };
+  CHECK_THAT(error_of(parts + R"(, "description": "And a paragraph.")"),
+             Catch::Contains("/description") && Catch::Contains("not both"));
+  CHECK_THAT(error_of(R"(, "setup": "Alice pays.", "watch_for": {"event": {"kind": "saga"},
+                        "text": "x"})"),
+             Catch::Contains("/why") && Catch::Contains("together"));
+  CHECK_THAT(error_of(R"(, "setup": "a", "why": "b", "watch_for": {"event": {"kind": "arrive"},
+                        "text": "x"})"),
+             Catch::Contains("/watch_for/event/kind") && Catch::Contains("dedupe_hit"));
+  CHECK_THAT(error_of(R"(, "setup": "a", "why": "b", "watch_for": {"event": {"kind": "saga",
+                        "transfer": "t9"}, "text": "x"})"),
+             Catch::Contains("/watch_for/event/transfer"));
+  CHECK_THAT(error_of(R"(, "setup": "a", "why": "b", "watch_for": {"event": {"kind": "saga"},
+                        "txt": "x"})"),
+             Catch::Contains("/watch_for/txt"));
+  CHECK_THAT(error_of(R"(, "setup": "", "why": "b", "watch_for": {"event": {"kind": "saga"},
+                        "text": "x"})"),
+             Catch::Contains("/setup"));
+  CHECK_THAT(error_of(R"(, "setup": "a", "why": "b", "watch_for": "the saga")"),
+             Catch::Contains("/watch_for"));
+}
+
+// ---- Why-lines (issue 27, item 3): every dedupe, skip or lock decision says why --------------------
+
+TEST_CASE("30: the credit that waited behind #1's pause says it sat in #1's prefetch", "[lessons]") {
+  const std::string text = narrated(library_scenario("30-marten-backstop.json"));
+  INFO(lines_with(text, "m-3"));
+  CHECK(contains(text, "↳ m-3 was published at 0.038 s, while account-service#1 was paused, and "
+                       "the broker gave it to that instance"));
+  // The backstop's own decision names its key on its line.
+  CHECK(contains(text, "the document's primary key rejected it (the backstop)"));
+}
+
+TEST_CASE("32: each lock wait says why, the second one as a later pass of the same delivery",
+          "[lessons]") {
+  const std::string text = narrated(library_scenario("32-masstransit-row-lock.json"));
+  INFO(lines_with(text, "lock"));
+  CHECK(count_of(text, "↳ the row stays locked until the holder's transaction ends: before that "
+                       "account-service#2 cannot read whether m-1 was consumed") == 1);
+  CHECK(contains(text, "↳ account-service#1 is not done with m-1: MassTransit's inbox works in "
+                       "passes, each a transaction of its own that first locks the inbox row "
+                       "again"));
+  CHECK(contains(text, "↳ account-service#2 is not done with m-1"));
+  // One why-line per wait.
+  CHECK(count_of(text, "waits for the row lock") ==
+        count_of(text, "↳ the row stays locked") + count_of(text, "is not done with m-1"));
+}
+
+TEST_CASE("51: the late copy of a debited transfer says why it is not judged against the balance",
+          "[lessons]") {
+  const Scenario scenario = library_scenario("51-late-duplicate-after-debit.json");
+  const std::string text = narrated(scenario);
+  INFO(lines_with(text, "↳"));
+  CHECK(contains(text, "↳ t1 already has a DEBIT (#10): a decided transfer is not judged again "
+                       "against bob's balance now (3157, short of 4743); with "
+                       "account.remember_rejections the copy is a second debit, which the ledger "
+                       "key (transfer_id, DEBIT) refuses"));
+  // Without the record of the decision, the copy is judged against today's balance, and says so.
+  Scenario what_if = scenario;
+  what_if.config.account_remember_rejections = false;
+  const std::string broken = narrated(what_if);
+  INFO(lines_with(broken, "↳"));
+  CHECK(contains(broken, "↳ t1 already has a DEBIT (#10), but nothing tells this handler so: "
+                         "judged against bob's balance as it is now, the copy is refused"));
+}
+
+// ---- The HTML report draws each source of a copy (issue 27, item 4) ------------------------------
+
+TEST_CASE("the HTML report draws a broker's or the network's copy as its own labelled arrow",
+          "[lessons][html]") {
+  const std::string base = R"({"accounts": {"alice": 10000, "bob": 0}, "steps": [
+      {"transfer": {"id": "t1", "from": "alice", "to": "bob", "amount": 2500}},
+      {"fault": {"kind": "duplicate", "match": {"type": "Transfer.Requested", "transfer": "t1"})";
+  RunOptions options;
+  options.keep_trace = true;
+  const auto html_of = [&](const std::string& by) {
+    return render_html(run_scenario(parse_ok(base + by + "}}]}"), options));
+  };
+  // The broker copies a message it holds: a loop on its own lane, not an arrow of no length.
+  const std::string broker = html_of(R"(, "by": "broker")");
+  CHECK(contains(broker, "broker COPY Transfer.Requested t1 (m-1, same id)"));
+  CHECK(contains(broker, "<path class=\"arrow a-copy"));
+  const std::regex zero_length(R"re(<line class="arrow[^"]*" x1="(\d+)" y1="\d+" x2="\1")re");
+  CHECK_FALSE(std::regex_search(broker, zero_length));
+  // The network's copy comes from its own lane.
+  const std::string network = html_of(R"(, "by": "network")");
+  CHECK(contains(network, "network COPY Transfer.Requested t1 (m-1, same id)"));
+  CHECK(contains(network, "<line class=\"arrow a-copy"));
+  CHECK_FALSE(std::regex_search(network, zero_length));
+  // The operator's copy keeps its label.
+  const std::string by_hand = html_of("");
+  CHECK(contains(by_hand, "publish COPY Transfer.Requested t1 (m-1)"));
+  CHECK_FALSE(contains(by_hand, "class=\"arrow a-copy"));
+}
+
+// ---- A Marten story names the Marten inbox's key wherever a step names the index (item 5) ------
+
+TEST_CASE("the index account.inbox_state is named as the story's inbox has it", "[lessons]") {
+  Config marten;
+  marten.account_inbox = AccountInbox::marten;
+  const Config masstransit;
+  Step drop;
+  drop.kind = StepKind::drop_index;
+  drop.index = IndexName::account_inbox_state;
+  Step restore = drop;
+  restore.kind = StepKind::restore_index;
+  // The playground labels its moves and its index buttons with these.
+  CHECK(contains(describe_step_in(drop, marten), "inbox_documents.message_id"));
+  CHECK_FALSE(contains(describe_step_in(drop, marten), "inbox_state"));
+  CHECK(contains(describe_step_in(restore, marten), "restore index"));
+  CHECK(contains(describe_step_in(restore, marten), "inbox_documents.message_id"));
+  CHECK(describe_step_in(drop, masstransit) == "drop index account.inbox_state");
+  CHECK(contains(index_words(IndexName::account_inbox_state, marten), "inbox_documents"));
+  CHECK(index_words(IndexName::account_inbox_state, masstransit) == "account.inbox_state");
+  CHECK(index_words(IndexName::account_ledger, marten) == "account.ledger");
+}
+
+// ---- 50's counterexample, replayed (issue 27): its times and its extra publishes explained ------
+
+TEST_CASE("50's written counterexample says why it is all at 0 s and where its publishes come from",
+          "[lessons][explore]") {
+  Scenario scenario = library_scenario("50-explorer-proves-the-key.json");
+  scenario.config.account_ledger_unique = false;
+  ExploreSettings settings;
+  settings.faults = 0;
+  const ExploreResult result = explore(scenario, settings);
+  REQUIRE_FALSE(result.counterexamples.empty());
+  const Scenario& cx = result.counterexamples.front().scenario;
+  // The explored story's own description is replaced, and the file says what a reader needs.
+  CHECK_FALSE(cx.description.empty());
+  CHECK(contains(cx.description, "An exploration has no clock"));
+  CHECK(contains(cx.description, "every event of the replay happens at 0 s"));
+  CHECK(contains(cx.description, "the relay publishes again a row whose confirm it lost"));
+  CHECK(contains(cx.description, "each publish both rows"));
+  // Written and read back, it is one paragraph and its narration says it has no clock.
+  const Scenario written = parse_ok(scenario_to_json(cx).dump());
+  CHECK(written.description_parts.empty());
+  const std::string text = narrated(written);
+  CHECK(contains(text, "(An explored order: it has no clock, so every event happens at 0 s"));
+  CHECK_FALSE(contains(text, "👁"));
+  // A story with a clock says nothing of the kind.
+  CHECK_FALSE(contains(narrated(scenario), "An explored order"));
+}
+
+TEST_CASE("the demo's index links each watch for to its event in the scenario's report",
+          "[lessons][course]") {
+  const Scenario scenario = library_scenario("09-crash-after-commit.json");
+  RunOptions options;
+  options.keep_trace = true;
+  const RunResult result = run_scenario(scenario, options);
+  const std::optional<size_t> event =
+      selected_event(scenario.description_parts.watch_for_event, result.events);
+  REQUIRE(event.has_value());
+  DemoIndexRow row;
+  row.result = &result;
+  row.block = "Crashes";
+  const std::string index = render_demo_index({row});
+  CHECK(contains(index, "href=\"09-crash-after-commit.html#event-" + std::to_string(*event + 1) +
+                            "\">👁 " + escape_html(scenario.description_parts.watch_for)));
 }

@@ -82,6 +82,10 @@ void check_same_scenario(const Scenario& a, const Scenario& b) {
   CHECK(a.name == b.name);
   CHECK(a.title == b.title);
   CHECK(a.description == b.description);
+  CHECK(a.description_parts.setup == b.description_parts.setup);
+  CHECK(a.description_parts.watch_for == b.description_parts.watch_for);
+  CHECK(a.description_parts.watch_for_event == b.description_parts.watch_for_event);
+  CHECK(a.description_parts.why == b.description_parts.why);
   CHECK(a.lesson == b.lesson);
   CHECK(a.seed == b.seed);
   CHECK(config_to_json(a.config) == config_to_json(b.config));
@@ -435,8 +439,8 @@ TEST_CASE("errors name the pointer and what was expected", "[parse][errors]") {
        "expected an integer from 1 to 9007199254740992 (got 9007199254740993)"},
       {R"({"accounts": {"alice": 10}, "seed": -1})", "/seed", "expected an integer from 0 to"},
       {R"({"accounts": {"alice": 10}, "titel": "x"})", "/titel",
-       "expected one of the keys name, title, description, lesson, seed, config, accounts, "
-       "steps, expect, schedule, checkpoints (unknown key)"},
+       "expected one of the keys name, title, description, setup, watch_for, why, lesson, seed, "
+       "config, accounts, steps, expect, schedule, checkpoints (unknown key)"},
       {R"({"accounts": {"alice": 10}, "schedule": {"choices": [0, -1]}})", "/schedule/choices/1",
        "expected an integer from 0 to 65535"},
       {R"({"accounts": {"alice": 10}, "schedule": {"choices": [], "fault_kinds": ["pause"]}})",

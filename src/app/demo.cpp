@@ -11,6 +11,7 @@
 #include "kernel/assert.h"
 #include "kernel/file_names.h"
 #include "kernel/text.h"
+#include "report/description.h"
 #include "report/explore_view.h"
 #include "report/html.h"
 #include "report/legend.h"
@@ -44,12 +45,27 @@ std::optional<std::string> parse_event_stops(std::string_view text, EventStops& 
 }
 
 bool checkpoint_selects(const Checkpoint& checkpoint, const TraceEvent& event) {
-  if (event.kind != checkpoint.kind) return false;
-  if (checkpoint.match.type && event.type != message_type_name(*checkpoint.match.type)) {
-    return false;
-  }
-  return checkpoint.match.transfer.empty() || event.transfer == checkpoint.match.transfer;
+  return event_selected(checkpoint.kind, checkpoint.match, event);
 }
+
+namespace {
+
+// The story's header: its title, then its description, one paragraph or its three parts.
+void print_story_header(const Scenario& scenario, std::ostream& out) {
+  out << "\n== " << printable(scenario.name) << ": " << printable(scenario.title) << "\n";
+  if (!scenario.description.empty()) out << printable(scenario.description) << "\n";
+  if (scenario.schedule && !scenario.schedule->clocked) {
+    out << "(An explored order: it has no clock, so every event happens at 0 s; the #N give the "
+           "order.)\n";
+  }
+  const DescriptionParts parts = shown_parts(scenario);
+  if (parts.empty()) return;
+  out << "Setup: " << printable(parts.setup) << "\n"
+      << "Watch for: " << printable(parts.watch_for) << " (marked 👁 below)\n"
+      << "Why: " << printable(parts.why) << "\n";
+}
+
+}  // namespace
 
 RunResult narrated_run(const Scenario& scenario, const NarratedRunOptions& options,
                        std::ostream& out) {
@@ -65,14 +81,23 @@ RunResult narrated_run(const Scenario& scenario, const NarratedRunOptions& optio
     narrator.set_opening_balances(opening);
     narrator.set_config(scenario.config);
     narrator.set_steps(scenario.steps);
-    if (!options.narrator.quiet) {
-      out << "\n== " << printable(scenario.name) << ": " << printable(scenario.title) << "\n";
-      if (!scenario.description.empty()) out << printable(scenario.description) << "\n";
-    }
+    if (!options.narrator.quiet) print_story_header(scenario, out);
     run_options.listener = [&narrator, &options, &out, &scenario,
-                            asked = std::vector<int64_t>(scenario.checkpoints.size(), 0)](
-                               const TraceEvent& event) mutable {
+                            asked = std::vector<int64_t>(scenario.checkpoints.size(), 0),
+                            watch = SelectorCounter(shown_parts(scenario).watch_for_event),
+                            watching = !shown_parts(scenario).empty(),
+                            number = int64_t{0}](const TraceEvent& event) mutable {
       narrator.on_event(event);
+      ++number;
+      // The description's "watch for" is marked at its event, with the number the HTML
+      // report's #event-N has.
+      if (watching && watch.on_event(event)) {
+        narrator.flush();
+        if (!options.narrator.quiet) {
+          out << "  👁 #" << number << " watch for: "
+              << printable(shown_parts(scenario).watch_for) << "\n";
+        }
+      }
       // A checkpoint's question comes right after its event, before the events that answer
       // it; a run that steps waits there.
       bool question = false;
@@ -183,6 +208,15 @@ std::string render_demo_index(const std::vector<DemoIndexRow>& rows) {
               "</th></tr>\n";
     }
     const RunResult& result = *row.result;
+    // The moment to watch, as a link straight to it in the scenario's report.
+    std::string watch;
+    if (const std::optional<size_t> event =
+            selected_event(result.description_parts.watch_for_event, result.events);
+        event && !result.description_parts.empty()) {
+      watch = "<div class=\"watch\"><a href=\"" + escape_html(safe_file_stem(result.name)) +
+              ".html#event-" + std::to_string(*event + 1) + "\">👁 " +
+              escape_html(result.description_parts.watch_for) + "</a></div>";
+    }
     std::string explores;
     for (const std::string& line : row.explores) {
       explores += "<div class=\"explore\">" + escape_html(line) + "</div>";
@@ -193,7 +227,7 @@ std::string render_demo_index(const std::vector<DemoIndexRow>& rows) {
             "</a>" +
             (row.minutes > 0 ? "<div class=\"min\">" + std::to_string(row.minutes) + " min</div>"
                              : std::string()) +
-            "</td><td>" + escape_html(result.title) + broken_invariants(result) + explores +
+            "</td><td>" + escape_html(result.title) + broken_invariants(result) + watch + explores +
             "</td><td class=\"lesson\">" + escape_html(result.lesson) + "</td></tr>\n";
   }
   return "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
@@ -206,7 +240,7 @@ std::string render_demo_index(const std::vector<DemoIndexRow>& rows) {
          ".min{color:#52606d;font-weight:400;font-size:.9em}"
          "a{color:#2457a6;font-weight:600;text-decoration:none}"
          ".verdict{font-weight:700}.pass{color:#207a3c}.fail{color:#b42318}"
-         ".lesson{color:#3e4c59;font-style:italic}.explore{font-family:monospace;"
+         ".lesson{color:#3e4c59;font-style:italic}.watch{font-size:14px;margin-top:2px}.explore{font-family:monospace;"
          "font-size:.9em;margin-top:.2rem}"
          ".broke{color:#b42318;font-size:.9em;margin-top:.2rem}</style></head><body>"
          "<h1>The idempotent consumer (inbox), watched</h1>"

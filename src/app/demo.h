@@ -96,7 +96,8 @@ struct DemoIndexRow {
 };
 
 // Returns the self-contained index page of a demo: the rows under a heading per block, with
-// the block's minutes and each scenario's.
+// the block's minutes and each scenario's, and each description's "watch for" as a link to its
+// event in the scenario's report (when the run kept its trace).
 std::string render_demo_index(const std::vector<DemoIndexRow>& rows);
 
 }  // namespace inboxsim

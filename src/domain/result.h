@@ -58,6 +58,7 @@ struct RunResult {
   std::string name;
   std::string title;
   std::string description;
+  DescriptionParts description_parts;  // shown_parts of the scenario: empty when description is set
   std::string lesson;
   nlohmann::ordered_json config;  // every config key with the value the run used
   uint64_t seed = 0;

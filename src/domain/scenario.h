@@ -238,11 +238,38 @@ struct Checkpoint {
   std::string question;
 };
 
+// One event of a run, named as a checkpoint names its moment: the `match.occurrence`-th event of
+// `kind` whose message type and transfer `match` selects (docs/contract.md §6).
+struct EventSelector {
+  EventKind kind = EventKind::deliver;
+  Match match;
+  bool operator==(const EventSelector& other) const {
+    return kind == other.kind && match.type == other.match.type &&
+           match.transfer == other.match.transfer && match.occurrence == other.match.occurrence;
+  }
+};
+
+// A description in three parts (docs/contract.md §6), for a teacher who reads it out: what the
+// story sets up, the moment to watch for (its text and the event it names, which the narration
+// marks and the HTML report links to) and why the run turns out as it does.
+struct DescriptionParts {
+  std::string setup;
+  std::string watch_for;
+  EventSelector watch_for_event;
+  std::string why;
+  bool empty() const { return setup.empty() && watch_for.empty() && why.empty(); }
+};
+
 struct Scenario {
   std::string file;  // where it was read from, for messages
   std::string name;
   std::string title;
+  // One paragraph (`description`), or the three parts (`setup`, `watch_for`, `why`); a file has
+  // one or the other. When a program sets the paragraph of a story that has parts (explore's
+  // counterexamples replace the lesson's description with their own), the paragraph is the
+  // whole description: the parts are neither shown nor written (shown_parts).
   std::string description;
+  DescriptionParts description_parts;
   std::string lesson;
   uint64_t seed = 1;
   Config config;
@@ -252,5 +279,10 @@ struct Scenario {
   std::optional<Schedule> schedule;
   std::vector<Checkpoint> checkpoints;
 };
+
+// The parts the scenario's description shows: none when its paragraph is set (see Scenario).
+inline DescriptionParts shown_parts(const Scenario& scenario) {
+  return scenario.description.empty() ? scenario.description_parts : DescriptionParts{};
+}
 
 }  // namespace inboxsim

@@ -74,13 +74,22 @@ struct NodeRun {
 
 static std::string counterexample_description(const ExploreResult& result,
                                               const Violation& violation, size_t choices) {
+  // Said in the file because its narration cannot be followed without it: the explored order
+  // has no clock, and its extra publications are the model's, not noise.
   return "Found by `inboxsim explore` (at most " + std::to_string(result.faults) +
          " fault(s) of: " + fault_kinds_text(result.fault_kinds) + "): " +
          (result.dpor ? "the shortest order found " : "one of the shortest orders ") +
          "of this story that breaks " +
          std::string(invariant_name(violation.invariant)) + " (" + std::to_string(choices) +
-         " choices). `schedule` replays it exactly; the expectations are what a correct bank "
-         "does, so replaying this file fails until the bug is fixed.";
+         " choices). An exploration has no clock: each next event is the one `schedule.choices` "
+         "picks, so every event of the replay happens at 0 s, and the event numbers (#N), not "
+         "the times, give the order. The faults it placed are narrated where they strike. A "
+         "message may go out more than once with one id: the relay publishes again a row whose "
+         "confirm it lost, and outside MassTransit's inbox a handler sends every unsent row of "
+         "its service's outbox table, so two handlers (two instances) that both commit before "
+         "either sends each publish both rows. After the first violation the replay runs on to "
+         "the story's end. `schedule` replays it exactly; the expectations are what a correct "
+         "bank does, so replaying this file fails until the bug is fixed.";
 }
 
 Schedule explore_schedule(const std::vector<uint16_t>& choices, const ExploreSettings& settings) {

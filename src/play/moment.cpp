@@ -8,6 +8,7 @@
 #include "fuzz/explore.h"
 #include "kernel/assert.h"
 #include "play/play_error.h"
+#include "report/description.h"
 #include "report/html.h"
 #include "scenario/runner.h"
 #include "scenario/write.h"
@@ -105,14 +106,15 @@ struct Move {
   size_t faults = 0;  // faults it took
 };
 
-std::vector<Move> moves_of(const Replay& run) {
+std::vector<Move> moves_of(const Replay& run, const Config& config) {
   std::vector<Move> moves;
   size_t actions = 0;
   for (const ChoiceRecord& record : run.world->explore_outcome().log) {
     if (record.action >= 0) {
       Move move;
       move.kind = "hand";
-      move.label = describe_step(run.canonical.actions[static_cast<size_t>(record.action)].step);
+      move.label =
+          describe_step_in(run.canonical.actions[static_cast<size_t>(record.action)].step, config);
       move.position = record.position;
       move.actions = actions++;
       move.first_event = record.trace_events;
@@ -209,7 +211,7 @@ json now_json(World& world, const RunResult& result, bool ended) {
   return now;
 }
 
-json hand_json(World& world) {
+json hand_json(World& world, const Config& config) {
   json templates = json::array();
   const std::map<std::string, std::string> envelopes = world.envelopes();
   for (const auto& [id, body] : envelopes) {
@@ -223,13 +225,16 @@ json hand_json(World& world) {
                              {"body", std::move(envelope)}});
   }
   json indexes = json::array();
+  json index_labels = json::object();  // each index as the story's config names it
   for (const IndexName index : {IndexName::transfer_processed_messages, IndexName::account_ledger,
                                 IndexName::account_inbox_state}) {
     indexes.push_back(index_name(index));
+    index_labels[std::string(index_name(index))] = index_words(index, config);
   }
   return json{{"publish_templates", std::move(templates)},
               {"redrive", world.parking_queues()},
               {"indexes", std::move(indexes)},
+              {"index_labels", std::move(index_labels)},
               {"advance", true}};
 }
 
@@ -262,7 +267,7 @@ json verdict_json(const Scenario& story, RunResult& result, bool ended) {
 json story_json(const Scenario& story) {
   return json{{"name", story.name},
               {"title", story.title},
-              {"description", story.description},
+              {"description", description_paragraph(story.description, shown_parts(story))},
               {"lesson", story.lesson},
               {"mode", playground_clocked(story) ? "clocked" : "clockless"},
               {"mode_note", mode_note(story)}};
@@ -391,7 +396,7 @@ nlohmann::json moment_json(const Scenario& story, const Schedule& schedule,
   out["story"] = story_json(story);
   out["schedule"] = schedule_json(run.canonical);
   json moves = json::array();
-  for (const Move& move : moves_of(run)) {
+  for (const Move& move : moves_of(run, story.config)) {
     moves.push_back(json{{"kind", move.kind},
                          {"label", move.label},
                          {"event", move.first_event},
@@ -438,10 +443,11 @@ nlohmann::json moment_json(const Scenario& story, const Schedule& schedule,
   result.name = story.name;
   result.title = story.title;
   result.description = story.description;
+  result.description_parts = shown_parts(story);
   result.lesson = story.lesson;
   result.seed = story.seed;
   out["now"] = now_json(world, result, run.ended);
-  out["hand"] = hand_json(world);
+  out["hand"] = hand_json(world, story.config);
   out["report"] = json{{"data", json::parse(report_data_json(result))},
                        {"svg", report_swimlanes(result)}};
   out["verdict"] = verdict_json(story, result, run.ended);
@@ -464,7 +470,7 @@ Schedule run_on(const Scenario& story, const Schedule& schedule, RunOn until,
   mode.views = until == RunOn::delivery;
   Replay all = replay(story, here.canonical, mode, limits);
   if (until == RunOn::quiescent) return all.canonical;
-  const std::vector<Move> moves = moves_of(all);
+  const std::vector<Move> moves = moves_of(all, story.config);
   const std::vector<ChoiceRecord>& log = all.world->explore_outcome().log;
   const std::vector<TraceEvent>& events = all.world->trace().events();
   // The moves past this moment, each with the records and trace events it spans; stop before
@@ -585,7 +591,7 @@ nlohmann::json point_of_no_return(const Scenario& story, const Schedule& schedul
     throw PlayError{400, mode_note(story), "/name"};
   }
   const Replay end = replay(story, schedule, ReplayMode{}, limits);
-  const std::vector<Move> moves = moves_of(end);
+  const std::vector<Move> moves = moves_of(end, story.config);
   Scenario plain = story;
   plain.schedule.reset();
   // Whether some order from the moment before move `index` (moves.size(): the branch's end)

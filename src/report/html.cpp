@@ -8,6 +8,7 @@
 #include "domain/messages.h"
 #include "domain/participants.h"
 #include "kernel/assert.h"
+#include "report/description.h"
 #include "report/glossary.h"
 #include "report/legend.h"
 #include "report/mermaid.h"
@@ -406,6 +407,13 @@ ArrowStyle arrow_style(const TraceEvent& event) {
       if (event.service == participant::operator_) {
         return {"a-operator", "publish COPY " + what + " (" + event.message_id + ")"};
       }
+      // A `duplicate` fault's copy that the story says the broker or the network made.
+      if (event.service == participant::broker) {
+        return {"a-copy", "broker COPY " + what + " (" + event.message_id + ", same id)"};
+      }
+      if (event.service == participant::network) {
+        return {"a-copy", "network COPY " + what + " (" + event.message_id + ", same id)"};
+      }
       return {"a-publish", "publish " + what + " (" + event.message_id + ")"};
     case EventKind::deliver:
       if (event.redelivered) {
@@ -475,6 +483,14 @@ std::string render_arrow(const TraceEvent& event, const Lanes& lanes, int y,
   // looks like the message it repeats.
   const std::string colour =
       message_colour.empty() ? "" : " msg\" style=\"--m:" + std::string(message_colour);
+  if (from == to) {
+    // A copy the broker makes of a message it holds: a loop out of its lane and back.
+    const int loop_x = from + kLaneGap / 3;
+    std::string out = "<path class=\"arrow " + style.css_class + colour + "\" fill=\"none\" d=\"M" +
+                      num(from) + " " + num(mid_y - 2) + " H" + num(loop_x) + " V" +
+                      num(mid_y + 8) + " H" + num(from + 4) + "\" marker-end=\"url(#head)\"/>";
+    return out + arrow_label(style, lanes, from, loop_x + kLaneGap / 2, mid_y - 6);
+  }
   std::string out = "<line class=\"arrow " + style.css_class + colour + "\" x1=\"" + num(from) +
                     "\" y1=\"" + num(mid_y + 6) + "\" x2=\"" + num(to) + "\" y2=\"" +
                     num(mid_y + 6) + "\" marker-end=\"url(#" + (lost ? "cross" : "head") + ")\"/>";
@@ -973,6 +989,9 @@ details.description summary::-webkit-details-marker{display:none}
 details.description[open] .more::before{content:"less ▴"}
 details.description[open] .ellipsis{display:none}
 details.description .rest{display:inline}
+.parts p{margin:4px 0;max-width:1150px}.parts b{margin-right:6px}
+.parts .watch{padding:4px 12px;background:#e7f5ff;border-left:5px solid #1971c2;border-radius:0 6px 6px 0}
+.parts .watch a{color:#1864ab;font-weight:600}.parts .watch .at{font-weight:400;color:var(--muted)}
 .lesson{margin:8px 0 4px;padding:8px 14px;background:#fff9db;border-left:5px solid #f59f00;max-width:1150px;border-radius:0 6px 6px 0}
 .lesson b{color:#a05a00;margin-right:6px}
 .controls{position:sticky;top:0;z-index:6;flex-wrap:wrap;display:flex;align-items:center;gap:8px;padding:8px 28px;background:#1f2430;color:#fff}
@@ -993,7 +1012,7 @@ body.wide-panel .wide-toggle{background:#ffd43b}
 .swimlanes{display:block}
 .window{margin:0;padding:8px 12px;background:#fff4e6;border-bottom:1px solid #ffd8a8;font-size:15px;position:sticky;left:0;max-width:min(100%,900px)}
 .window code{font-size:14px}
-line.arrow.msg{stroke:var(--m);stroke-width:3}
+line.arrow.msg,path.arrow.msg{stroke:var(--m);stroke-width:3}
 .spanlbl{font-size:12px;font-weight:700;fill:#343a40}
 .stepping .span.future{opacity:.12}
 .band.b-gap{fill:#e9ecef;stroke:#ced4da;stroke-dasharray:4 3}.bandlbl.b-gap{fill:#495057;font-weight:600}
@@ -1014,6 +1033,7 @@ line.a-publish{stroke:#7048e8}.lbl.a-publish{fill:#5f3dc4}
 line.a-deliver{stroke:#1971c2}.lbl.a-deliver{fill:#1864ab}
 line.a-redeliver{stroke:#e8590c;stroke-width:3}.lbl.a-redeliver{fill:#d9480f;font-weight:700}
 line.a-operator{stroke:#c92a2a;stroke-width:2.5}.lbl.a-operator{fill:#c92a2a;font-weight:700}
+line.a-copy,path.a-copy{stroke:#c92a2a;stroke-width:2.5;stroke-dasharray:8 3}.lbl.a-copy{fill:#c92a2a;font-weight:700}
 line.a-ack{stroke:#2f9e44;stroke-dasharray:6 4}.lbl.a-ack{fill:#2b8a3e}
 line.a-confirm{stroke:#868e96;stroke-dasharray:6 4}.lbl.a-confirm{fill:#5c677d}
 line.a-lost{stroke:#e03131;stroke-dasharray:3 4}.lbl.a-lost{fill:#e03131;font-weight:700}
@@ -1643,6 +1663,7 @@ std::string page_header(const RunResult& result) {
          std::to_string(result.seed) +
          (result.trace_hash.empty() ? "" : " · trace " + escape_html(result.trace_hash)) + "</p>";
   out += folded_description(result.description);
+  out += description_parts_html(result.description_parts, result.events);
   if (!result.lesson.empty()) {
     out += "<p class=\"lesson\"><b>Lesson</b> " + escape_html(result.lesson) + "</p>";
   }

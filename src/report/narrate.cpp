@@ -526,6 +526,7 @@ std::string Narrator::paint(std::string_view text, std::string_view ansi) const 
 void Narrator::set_config(const Config& config) {
   config_ = config;
   config_known_ = true;
+  why_.set_config(config);
 }
 
 void Narrator::on_event(const TraceEvent& event) {
@@ -613,7 +614,9 @@ Narrator::Entry Narrator::make_entry(const TraceEvent& event) {
   }
   entry.held = event.kind == EventKind::dedupe_record &&
                event.detail.find(kSagaTransaction) != std::string::npos;
+  const std::string why = why_.line(event, entry.number, running_balances_, balances_known_);
   if (!entry.held) entry.deciding = deciding_line(event);
+  if (entry.deciding.empty()) entry.deciding = why;
   text += sent_after(event);
   track_delivery(event);
   entry.text = std::move(text);

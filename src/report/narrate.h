@@ -27,6 +27,7 @@
 #include "domain/result.h"
 #include "domain/scenario.h"
 #include "kernel/trace.h"
+#include "report/why_lines.h"
 
 namespace inboxsim {
 
@@ -156,6 +157,7 @@ class Narrator {
   std::map<std::string, Unconsumed> unconsumed_rows_;  // message id → what became of it
   // The relay's first id for each (type, transfer), to show a minted id beside it.
   std::map<std::string, std::string> first_relay_ids_;
+  WhyLines why_;  // the other decisions' ↳ lines: lock waits, a wait behind a pause, a decided transfer
 };
 
 // Returns one plain sentence for an event, without time or colour, e.g.

@@ -175,8 +175,12 @@ void check_keys(const Node& object, std::span<const std::string_view> allowed,
                 std::string_view why) {
   for (auto it = object.value->begin(); it != object.value->end(); ++it) {
     if (std::find(allowed.begin(), allowed.end(), it.key()) == allowed.end()) {
+      // Every key: a key list is the program's own, short, and a cut one would hide the key
+      // the user meant.
+      std::string keys;
+      for (const std::string_view key : allowed) keys += (keys.empty() ? "" : ", ") + std::string(key);
       fail(child_pointer(object.pointer, it.key()),
-           "expected one of the keys " + join(allowed) + " (" + std::string(why) + ")");
+           "expected one of the keys " + keys + " (" + std::string(why) + ")");
     }
   }
 }
@@ -868,9 +872,9 @@ Expect parse_expect(const Node& node, const Context& context) {
 
 // ---- The whole file -----------------------------------------------------------------------------
 
-constexpr std::array<std::string_view, 11> kTopKeys = {
-    "name",  "title",  "description", "lesson",  "seed",       "config",
-    "accounts", "steps", "expect",   "schedule", "checkpoints"};
+constexpr std::array<std::string_view, 14> kTopKeys = {
+    "name",     "title", "description", "setup",    "watch_for",   "why",  "lesson",
+    "seed",     "config", "accounts",   "steps",    "expect",      "schedule", "checkpoints"};
 
 // ---- Checkpoints --------------------------------------------------------------------------------
 
@@ -880,37 +884,52 @@ constexpr std::array<std::string_view, 4> kCheckpointMatchKeys = {"kind", "type"
 constexpr size_t kCheckpointsMax = 64;
 constexpr size_t kQuestionBytesMax = 1000;
 
+// {"kind": KIND, "type"?, "transfer"?, "occurrence"?}: a checkpoint's "after", a "watch_for"'s
+// "event".
+EventSelector parse_event_selector(const Node& node, const Context& context) {
+  as_object(node, "an object with keys kind, type, transfer, occurrence");
+  check_keys(node, kCheckpointMatchKeys, "unknown key");
+  std::string kinds;  // every one: join() would cut the list
+  for (size_t i = 0; i < kEventKindCount; ++i) {
+    kinds += (i > 0 ? ", " : "") + std::string(event_kind_name(static_cast<EventKind>(i)));
+  }
+  EventSelector selector;
+  selector.kind = as_choice(field(node, "kind"), parse_event_kind, kinds);
+  if (const Node type = field(node, "type"); type.value != nullptr) {
+    selector.match.type =
+        as_choice(type, parse_message_type, enum_names(kMessageTypeCount, message_type_name));
+  }
+  if (const Node transfer = field(node, "transfer"); transfer.value != nullptr) {
+    selector.match.transfer = as_declared_transfer(transfer, context);
+  }
+  if (const Node occurrence = field(node, "occurrence"); occurrence.value != nullptr) {
+    selector.match.occurrence = as_integer(occurrence, 1, kOccurrenceMax);
+  }
+  return selector;
+}
+
+// Text a teacher reads out (a question, a part of a description): 1 to `bytes_max` bytes,
+// no control characters.
+std::string as_class_text(const Node& node, std::string_view what, size_t bytes_max) {
+  const std::string& text = as_string(node, std::string(what) + " (a string)");
+  if (text.empty() || text.size() > bytes_max || has_control_characters(text)) {
+    expect_failed(node, std::string(what) + " of 1 to " + std::to_string(bytes_max) +
+                            " bytes without control characters");
+  }
+  return text;
+}
+
 // {"after": {"kind": KIND, "type"?, "transfer"?, "occurrence"?}, "question": TEXT}
 Checkpoint parse_checkpoint(const Node& node, const Context& context) {
   as_object(node, "a checkpoint: {\"after\": {\"kind\": ..., \"type\": ..., \"transfer\": "
                   "...}, \"question\": ...}");
   check_keys(node, kCheckpointKeys, "unknown key");
   Checkpoint checkpoint;
-  const Node after = field(node, "after");
-  as_object(after, "an object with keys kind, type, transfer, occurrence");
-  check_keys(after, kCheckpointMatchKeys, "unknown key");
-  std::string kinds;  // every one: join() would cut the list
-  for (size_t i = 0; i < kEventKindCount; ++i) {
-    kinds += (i > 0 ? ", " : "") + std::string(event_kind_name(static_cast<EventKind>(i)));
-  }
-  checkpoint.kind = as_choice(field(after, "kind"), parse_event_kind, kinds);
-  if (const Node type = field(after, "type"); type.value != nullptr) {
-    checkpoint.match.type =
-        as_choice(type, parse_message_type, enum_names(kMessageTypeCount, message_type_name));
-  }
-  if (const Node transfer = field(after, "transfer"); transfer.value != nullptr) {
-    checkpoint.match.transfer = as_declared_transfer(transfer, context);
-  }
-  if (const Node occurrence = field(after, "occurrence"); occurrence.value != nullptr) {
-    checkpoint.match.occurrence = as_integer(occurrence, 1, kOccurrenceMax);
-  }
-  const Node question = field(node, "question");
-  checkpoint.question = as_string(question, "the question to put to the class (a string)");
-  if (checkpoint.question.empty() || checkpoint.question.size() > kQuestionBytesMax ||
-      has_control_characters(checkpoint.question)) {
-    expect_failed(question, "a question of 1 to " + std::to_string(kQuestionBytesMax) +
-                                " bytes without control characters");
-  }
+  const EventSelector after = parse_event_selector(field(node, "after"), context);
+  checkpoint.kind = after.kind;
+  checkpoint.match = after.match;
+  checkpoint.question =
+      as_class_text(field(node, "question"), "the question to put to the class", kQuestionBytesMax);
   return checkpoint;
 }
 
@@ -925,6 +944,38 @@ std::vector<Checkpoint> parse_checkpoints(const Node& node, const Context& conte
         parse_checkpoint(Node{&(*node.value)[i], child_pointer(node.pointer, i)}, context));
   }
   return checkpoints;
+}
+
+// ---- A description in three parts ----------------------------------------------------------
+
+constexpr std::array<std::string_view, 2> kWatchForKeys = {"event", "text"};
+constexpr size_t kDescriptionPartBytesMax = 1000;  // a part is read out: a few sentences at most
+
+// "setup": TEXT, "watch_for": {"event": SELECTOR, "text": TEXT}, "why": TEXT: all three or none,
+// and not beside "description".
+DescriptionParts parse_description_parts(const Node& root, const Context& context) {
+  const Node setup = field(root, "setup");
+  const Node watch_for = field(root, "watch_for");
+  const Node why = field(root, "why");
+  DescriptionParts parts;
+  if (setup.value == nullptr && watch_for.value == nullptr && why.value == nullptr) return parts;
+  if (const Node description = field(root, "description"); description.value != nullptr) {
+    expect_failed(description, "either description or setup, watch_for and why, not both");
+  }
+  for (const Node* part : {&setup, &watch_for, &why}) {
+    if (part->value == nullptr) {
+      expect_failed(*part, "setup, watch_for and why together (this file has some of them)");
+    }
+  }
+  parts.setup = as_class_text(setup, "what the story sets up", kDescriptionPartBytesMax);
+  as_object(watch_for, "{\"event\": {\"kind\": ..., \"type\": ..., \"transfer\": ..., "
+                       "\"occurrence\": ...}, \"text\": ...}");
+  check_keys(watch_for, kWatchForKeys, "unknown key");
+  parts.watch_for_event = parse_event_selector(field(watch_for, "event"), context);
+  parts.watch_for =
+      as_class_text(field(watch_for, "text"), "what to watch for", kDescriptionPartBytesMax);
+  parts.why = as_class_text(why, "why it turns out so", kDescriptionPartBytesMax);
+  return parts;
 }
 
 constexpr std::array<std::string_view, 6> kScheduleKeys = {"faults",   "fault_kinds", "choices",
@@ -1054,6 +1105,7 @@ Scenario parse_root(const json& root, const std::string& file_label) {
   if (const Node checkpoints = field(node, "checkpoints"); checkpoints.value != nullptr) {
     scenario.checkpoints = parse_checkpoints(checkpoints, context);
   }
+  scenario.description_parts = parse_description_parts(node, context);
   scenario.accounts = std::move(context.accounts);
   return scenario;
 }

@@ -143,20 +143,24 @@ void evaluate_expectations(const Expect& expect, RunResult& result) {
                               [](const ExpectationResult& e) { return e.ok; });
 }
 
-namespace {
+std::string index_words(IndexName index, const Config& config) {
+  if (index == IndexName::account_inbox_state && config.account_inbox == AccountInbox::marten) {
+    return "account.inbox_documents (the Marten inbox document's primary key, message_id)";
+  }
+  return std::string(index_name(index));
+}
 
-// A step in words, as the story's configuration makes it: in the Marten inbox the step that
-// drops account.inbox_state drops the inbox document's key, and says so, since MassTransit's
-// inbox_state table is not in that story.
-std::string step_words(const Step& step, const Config& config) {
+std::string describe_step_in(const Step& step, const Config& config) {
   if (step.kind == StepKind::drop_index && step.index == IndexName::account_inbox_state &&
       config.account_inbox == AccountInbox::marten) {
     return "drop index: the Marten inbox document's primary key (inbox_documents.message_id)";
   }
+  if (step.kind == StepKind::restore_index && step.index == IndexName::account_inbox_state &&
+      config.account_inbox == AccountInbox::marten) {
+    return "restore index: the Marten inbox document's primary key (inbox_documents.message_id)";
+  }
   return describe_step(step);
 }
-
-}  // namespace
 
 RunResult run_scenario(const Scenario& scenario, const RunOptions& options) {
   size_t next = 0;
@@ -194,7 +198,7 @@ RunResult run_story(const Scenario& scenario, const std::function<std::optional<
   if (options.listener) world.trace().listener = options.listener;
   bool ends_with_run = false;
   while (std::optional<Step> step = next_step()) {
-    world.mark_step(step_words(*step, scenario.config));
+    world.mark_step(describe_step_in(*step, scenario.config));
     play_step(world, *step);
     ends_with_run = step->kind == StepKind::run;
     if (options.after_step) options.after_step(*step);
@@ -209,6 +213,7 @@ RunResult run_story(const Scenario& scenario, const std::function<std::optional<
   result.name = scenario.name;
   result.title = scenario.title;
   result.description = scenario.description;
+  result.description_parts = shown_parts(scenario);
   result.lesson = scenario.lesson;
   result.seed = world_options.seed;
   evaluate_expectations(scenario.expect, result);

@@ -67,6 +67,14 @@ std::optional<Refusal> clockless_refusal(const Scenario& scenario);
 // Returns one line describing a step ("transfer t1: alice -> bob 2500").
 std::string describe_step(const Step& step);
 
+// The same, as the story's configuration makes it: in the Marten inbox the index
+// account.inbox_state names is the inbox document's primary key (MassTransit's inbox_state table
+// is not in that story), and the step says so.
+std::string describe_step_in(const Step& step, const Config& config);
+
+// An index's name as a story's configuration makes it (see describe_step_in).
+std::string index_words(IndexName index, const Config& config);
+
 // Compares a finished run with the scenario's `expect`; fills result.expectations and
 // result.passed.
 void evaluate_expectations(const Expect& expect, RunResult& result);

@@ -180,11 +180,31 @@ ordered_json actions_to_json(const Schedule& schedule) {
   return actions;
 }
 
+namespace {
+
+// A checkpoint's "after", a watch_for's "event".
+ordered_json selector_to_json(const EventSelector& selector) {
+  ordered_json out = ordered_json::object();
+  out["kind"] = event_kind_name(selector.kind);
+  if (selector.match.type) out["type"] = message_type_name(*selector.match.type);
+  if (!selector.match.transfer.empty()) out["transfer"] = selector.match.transfer;
+  if (selector.match.occurrence != 1) out["occurrence"] = selector.match.occurrence;
+  return out;
+}
+
+}  // namespace
+
 ordered_json scenario_to_json(const Scenario& scenario) {
   ordered_json out;
   out["name"] = scenario.name;
   if (!scenario.title.empty()) out["title"] = scenario.title;
   if (!scenario.description.empty()) out["description"] = scenario.description;
+  if (const DescriptionParts parts = shown_parts(scenario); !parts.empty()) {
+    out["setup"] = parts.setup;
+    out["watch_for"] = {{"event", selector_to_json(parts.watch_for_event)},
+                        {"text", parts.watch_for}};
+    out["why"] = parts.why;
+  }
   if (!scenario.lesson.empty()) out["lesson"] = scenario.lesson;
   out["seed"] = scenario.seed;
   if (const ordered_json config = config_diff_json(scenario.config); !config.empty()) {
@@ -211,12 +231,9 @@ ordered_json scenario_to_json(const Scenario& scenario) {
   if (!scenario.checkpoints.empty()) {
     ordered_json& checkpoints = out["checkpoints"] = ordered_json::array();
     for (const Checkpoint& checkpoint : scenario.checkpoints) {
-      ordered_json after = ordered_json::object();
-      after["kind"] = event_kind_name(checkpoint.kind);
-      if (checkpoint.match.type) after["type"] = message_type_name(*checkpoint.match.type);
-      if (!checkpoint.match.transfer.empty()) after["transfer"] = checkpoint.match.transfer;
-      if (checkpoint.match.occurrence != 1) after["occurrence"] = checkpoint.match.occurrence;
-      checkpoints.push_back({{"after", std::move(after)}, {"question", checkpoint.question}});
+      checkpoints.push_back(
+          {{"after", selector_to_json(EventSelector{checkpoint.kind, checkpoint.match})},
+           {"question", checkpoint.question}});
     }
   }
   return out;

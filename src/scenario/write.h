@@ -11,8 +11,8 @@
 
 namespace inboxsim {
 
-// Returns the scenario as a JSON object with keys in the order name, title, description,
-// lesson, seed, config, accounts, steps, expect, schedule. Empty texts, default config values, default
+// Returns the scenario as a JSON object with keys in the order name, title, description (or
+// setup, watch_for, why), lesson, seed, config, accounts, steps, expect, schedule. Empty texts, default config values, default
 // fault fields and absent expectations are left out.
 // REQUIRES: `scenario` is valid as parse_scenario_text() would accept it (e.g. every crash
 // fault has a service, every fault that needs a match has one).

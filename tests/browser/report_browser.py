@@ -18,7 +18,9 @@ relies on:
   5. the envelope panel of a redelivery shows message-id, redelivered and x-delivery-count
      beside the body;
   6. a crash (scenario 09) draws a "down" bar on the crashed lane from the crash to the restart;
-  7. every run's report is byte-identical when written twice.
+  7. every run's report is byte-identical when written twice;
+  8. the description's "watch for" (scenario 04) is in the first view, and clicking it opens the
+     run at the event it names.
 With --screenshots it saves PNGs there. Exit 0 when all hold, 1 with a message when one does
 not, 77 (ctest's "skipped") without Chromium.
 """
@@ -213,6 +215,31 @@ def check_down_span(page):
           % (found['bottom'] - found['top']))
 
 
+def check_watch_for(page):
+    link = page.js('''(function () {
+        var a = document.getElementById('watch-for');
+        if (!a) return null;
+        var r = a.getBoundingClientRect();
+        return {href: a.getAttribute('href'), bottom: r.bottom, text: a.textContent};
+    })()''')
+    if not link:
+        raise Failure('scenario 04 shows no "watch for" link')
+    if link['bottom'] > 720:
+        raise Failure('the "watch for" is below the first view (%d px of 720)' % link['bottom'])
+    # The "(event N)" at its end: the link itself may wrap over two lines.
+    page.click('#watch-for .at', 'the "watch for" link')
+    number = int(link['href'].split('-')[1])
+    try:
+        counter = page.wait("(function () { var c = document.getElementById('counter').textContent;"
+                            " return c.indexOf('event %d /') === 0 ? c : ''; })()" % number,
+                            'the event the "watch for" names', timeout=5)
+    except Failure:
+        raise Failure('clicking the "watch for" (%s) opened %r, address %r' % (
+            link['href'], page.js("document.getElementById('counter').textContent"),
+            page.js('window.location.hash')))
+    print('report_browser: ok: the "watch for" links to %s and opens it (%s)' % (link['href'], counter))
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split('\n')[0])
     ap.add_argument('binary')
@@ -253,6 +280,8 @@ def main():
         check_envelope(page, shots)
         open_page(page, reports['04'])
         check_duplicate_colour(page)
+        open_page(page, reports['04'])
+        check_watch_for(page)
         open_page(page, reports['33-broken'])
         check_ring_on_break(page)
         if page.errors:
