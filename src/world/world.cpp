@@ -4,6 +4,7 @@
 
 #include "domain/participants.h"
 #include "kernel/assert.h"
+#include "world/world_events.h"
 
 namespace inboxsim {
 
@@ -67,26 +68,6 @@ std::string db_path(const WorldOptions& options, std::string_view service) {
   return options.db_dir + "/" + options.db_prefix + std::string(service) + ".sqlite";
 }
 
-TraceEvent delivery_event(EventKind kind, int64_t time_ms, std::string_view service,
-                          std::string_view target, const Delivery& delivery) {
-  TraceEvent event = event_about(kind, time_ms, service, *delivery.message);
-  event.target = target;
-  event.delivery_tag = delivery.delivery_tag;
-  event.redelivered = delivery.redelivered;
-  event.delivery_count = delivery.delivery_count;
-  return event;
-}
-
-TraceEvent instance_event(EventKind kind, int64_t time_ms, std::string_view service,
-                          std::string detail) {
-  TraceEvent event;
-  event.time_ms = time_ms;
-  event.kind = kind;
-  event.service = service;
-  event.detail = std::move(detail);
-  return event;
-}
-
 }  // namespace
 
 World::World(const Scenario& scenario, const Config& config, const WorldOptions& options)
@@ -104,7 +85,7 @@ World::World(const Scenario& scenario, const Config& config, const WorldOptions&
       faults_(options.spill_databases && options.db_dir.empty()
                   ? std::optional<size_t>(options.faults_in_memory_max)
                   : std::nullopt),
-      explore_(options.explore) {
+      explorer_(options.explore) {
   keep_final_tables_ = options.keep_final_tables;
   if (options.record_rows) rows_ = std::make_unique<RowRecorder>(options.row_listener);
   INBOXSIM_ASSERT(config_.account_instances >= 1 && config_.account_instances <= kInstancesMax);
@@ -122,16 +103,7 @@ World::World(const Scenario& scenario, const Config& config, const WorldOptions&
     event.kind = EventKind::violation;
     event.detail = std::string(invariant_name(violation.invariant)) + ": " + violation.detail;
     record(std::move(event));
-    // The explorer branches no further from a broken state: this order is a counterexample.
-    if (explore_.stop_at_frontier) explore_stop_ = true;
-    if (explore_.log_events) {
-      if (log_.violation_events.empty()) {
-        log_.choices_at_violation = log_.choices.size();
-        log_.coverage_at_violation = coverage();
-      }
-      log_.violation_events.push_back(in_event_ ? current_event_ : -1);
-      if (in_event_) log_.events[static_cast<size_t>(current_event_)].violated = true;
-    }
+    explorer_.violation(coverage());
   };
 }
 
@@ -266,7 +238,7 @@ void World::request_transfer(const TransferSpec& transfer) {
   for (int64_t waited = 0; !target; ++waited) {
     INBOXSIM_ASSERT(waited < kEventsPerRunMax);
     if (!step_once()) {
-      INBOXSIM_ASSERT(!halted_reason_.empty() || explore_stop_);
+      INBOXSIM_ASSERT(!halted_reason_.empty() || explorer_.stopped());
       return;  // the run has stopped at its bound: no client is served any more
     }
     target = available_instance(ServiceId::transfer);
@@ -336,395 +308,26 @@ void World::drop_index(IndexName index) {
 }
 
 bool World::step_once() {
-  if (explore_.enabled && !explore_stop_ && halted_reason_.empty()) take_due_actions();
-  if (scheduler_.empty() || !halted_reason_.empty() || explore_stop_) return false;
-  if (!explore_.enabled) {
-    if (consumer_timeout_due(scheduler_.next_time_ms())) return true;
-    const Job job = scheduler_.pop();
-    maybe_cleanup();
-    dispatch(job);
-    return true;
-  }
-  // With a clock, a consumer timeout due first closes its channel before any choice (as in a
-  // run), so that the moment shown and its replays agree on what is pending.
-  if (clocked() && consumer_timeout_due(scheduler_.next_time_ms())) return true;
-  const size_t scheduled = explore_.schedule.choices.size();
-  if ((explore_.stop_at_schedule_end && explore_outcome_.consumed >= scheduled) ||
-      (explore_.choices_max > 0 && explore_outcome_.consumed >= scheduled &&
-       explore_outcome_.consumed + explore_outcome_.defaulted >= explore_.choices_max)) {
-    // The playground's moment: what can happen next is the page's to choose.
-    explore_stop_ = true;
-    return false;
-  }
-  const size_t enabled = choosable();
-  if (explore_.stop_at_frontier && enabled > 1 && explore_outcome_.consumed == scheduled) {
-    explore_outcome_.at_frontier = true;
-    explore_outcome_.enabled = enabled;
-    explore_outcome_.state = fingerprint();
-    // Preemptions (ExploreSettings::preemptions): the instances with a handler's step ready.
-    std::vector<size_t> stepping;
-    if (explore_.count_preemptions) {
-      for (const Job& job : scheduler_.pending()) {
-        if (live_step(job)) stepping.push_back(job.instance);
-      }
-    }
-    for (const Job& job : scheduler_.pending()) {
-      if (explore_.count_preemptions) {
-        explore_outcome_.preempts.push_back(
-            live_step(job) && std::any_of(stepping.begin(), stepping.end(),
-                                          [&](size_t other) { return other != job.instance; }));
-      }
-      explore_outcome_.enabled_jobs.push_back(fingerprint_job(job));
-      // Of several, the one with the least fingerprint: a state picks the same one however
-      // it was reached.
-      const size_t option = explore_outcome_.enabled_jobs.size() - 1;
-      const int64_t alone = explore_outcome_.alone;
-      if (commutes_with_the_rest(job) &&
-          (alone < 0 || explore_outcome_.enabled_jobs[option] <
-                            explore_outcome_.enabled_jobs[static_cast<size_t>(alone)])) {
-        explore_outcome_.alone = static_cast<int64_t>(option);
-      }
-    }
-    if (recording_) {
-      std::vector<uint64_t>& footprint = explore_outcome_.footprint;
-      const uint64_t queues = broker_.take_touched();
-      for (uint64_t queue = 0; queue < 64; ++queue) {
-        if ((queues >> queue & 1) != 0) footprint.push_back((uint64_t{5} << 56) | queue);
-      }
-      std::sort(footprint.begin(), footprint.end());
-      footprint.erase(std::unique(footprint.begin(), footprint.end()), footprint.end());
-    }
-    // Where the explorer would take one event alone, take it now, and keep what stopping
-    // would have said; the next stretch starts from it, as that child's node would. (Going on
-    // with a guess where it would take several, the first of them, was measured: two guesses
-    // in five were used, and the fingerprints of the rest cost what the replays saved.)
-    if (explore_.continue_alone && explore_outcome_.alone >= 0 &&
-        !(explore_.explored && explore_.explored(explore_outcome_.state))) {
-      const auto option = static_cast<size_t>(explore_outcome_.alone);
-      passed_.push_back(
-          PassedState{explore_outcome_, coverage(), persistent_sets_assumptions_held()});
-      ExploreOutcome next;
-      next.consumed = explore_outcome_.consumed;
-      next.faults_injected = explore_outcome_.faults_injected;
-      next.recorded = true;
-      next.transition = explore_outcome_.enabled_jobs[option];
-      explore_outcome_ = std::move(next);
-      recording_ = true;
-      broker_.take_touched();
-      take_and_dispatch(option);
-      return true;
-    }
-    explore_stop_ = true;
-    return false;
-  }
-  const bool last_choice = enabled > 1 && explore_outcome_.consumed + 1 == scheduled;
-  const size_t choices_before = log_.choices.size();
-  if (explore_.log_events && explore_.chooser && explore_outcome_.consumed >= scheduled) {
-    enabled_now_.clear();
-    born_now_.clear();
-    alone_now_ = -1;
-    for (const Job& job : scheduler_.pending()) {
-      enabled_now_.push_back(fingerprint_job(job));
-      born_now_.push_back(job.born);
-      const size_t option = enabled_now_.size() - 1;
-      if (commutes_with_the_rest(job) &&
-          (alone_now_ < 0 ||
-           enabled_now_[option] < enabled_now_[static_cast<size_t>(alone_now_)])) {
-        alone_now_ = static_cast<int64_t>(option);
-      }
-    }
-  }
-  const size_t option = choose(enabled, true);
-  next_event_choice_ =
-      log_.choices.size() > choices_before ? static_cast<int64_t>(choices_before) : -1;
-  if (explore_.log_choices && !explore_outcome_.log.empty() && explore_outcome_.log.back().event &&
-      option < enabled) {
-    explore_outcome_.log.back().label = describe_job(scheduler_.pending()[option]).label;
-  }
-  if (explore_stop_) return false;  // the schedule did not fit
-  if (last_choice && explore_.stop_at_frontier) {
-    // The node's own event: from here on, everything read or changed is its footprint.
-    explore_outcome_.recorded = true;
-    explore_outcome_.transition = fingerprint_job(scheduler_.pending()[option]);
-    recording_ = true;
-    broker_.take_touched();
-  }
-  take_and_dispatch(option);
+  if (explorer_.enabled() && !explorer_.stopped() && halted_reason_.empty()) take_due_actions();
+  if (scheduler_.empty() || !halted_reason_.empty() || explorer_.stopped()) return false;
+  if (explorer_.enabled()) return explored_step();
+  if (consumer_timeout_due(scheduler_.next_time_ms())) return true;
+  const Job job = scheduler_.pop();
+  maybe_cleanup();
+  dispatch(job);
   return true;
-}
-
-void World::take_and_dispatch(size_t option) {
-  const Job job = clocked() ? scheduler_.take_due(option) : scheduler_.take(option);
-  if (clocked()) maybe_cleanup();
-  if (explore_.log_events) {
-    LoggedEvent event;
-    event.job = fingerprint_job(job);
-    event.kind = job_kind_word(job.kind);
-    const bool on_consumer =
-        job.kind == JobKind::deliver || job.kind == JobKind::ack || job.kind == JobKind::nack;
-    event.who = on_consumer ? consumers_[job.consumer].participant
-                            : std::string_view(instances_[job.instance].names.service);
-    event.creator = job.born;
-    event.choice = std::exchange(next_event_choice_, -1);
-    current_event_ = static_cast<int64_t>(log_.events.size());
-    log_.events.push_back(std::move(event));
-    in_event_ = true;
-    event_touches_.clear();
-    broker_.take_touched();
-  }
-  if (explore_.check_void_events && void_forever(job)) {
-    // void_forever mirrors the early return of each job's handler; this is where the two are
-    // held to each other. (A fingerprint only reads: it adds nothing to the footprint.)
-    const Fingerprint before = fingerprint();
-    dispatch(job);
-    INBOXSIM_ASSERT(fingerprint() == before);
-    ++explore_outcome_.void_events_checked;
-  } else {
-    dispatch(job);
-  }
-  // The footprint leaves out the queues a pump did not dispatch from; that is sound only
-  // because nothing is ever left dispatchable after an event.
-  INBOXSIM_ASSERT(!broker_.dispatchable());
-  if (in_event_) {
-    std::vector<uint64_t>& footprint = event_touches_;
-    const uint64_t queues = broker_.take_touched();
-    for (uint64_t queue = 0; queue < 64; ++queue) {
-      if ((queues >> queue & 1) != 0) footprint.push_back((uint64_t{5} << 56) | queue);
-    }
-    std::sort(footprint.begin(), footprint.end());
-    footprint.erase(std::unique(footprint.begin(), footprint.end()), footprint.end());
-    log_.events[static_cast<size_t>(current_event_)].footprint = std::move(footprint);
-    footprint.clear();
-    in_event_ = false;
-  }
-}
-
-std::string_view World::job_kind_word(JobKind kind) {
-  switch (kind) {
-    case JobKind::deliver: return "deliver";
-    case JobKind::ack: return "ack";
-    case JobKind::nack: return "nack";
-    case JobKind::confirm: return "confirm";
-    case JobKind::publish_nack: return "publish_nack";
-    case JobKind::relay_poll: return "relay_poll";
-    case JobKind::account_sweep: return "account_sweep";
-    case JobKind::restart: return "restart";
-    case JobKind::reconnect: return "reconnect";
-    case JobKind::resume: return "resume";
-    case JobKind::heartbeat_timeout: return "heartbeat_timeout";
-    case JobKind::pause_end: return "pause_end";
-    case JobKind::retry: return "retry";
-  }
-  return "?";
-}
-
-void World::story_point() {
-  if (!explore_.log_events) return;
-  LoggedEvent event;
-  event.kind = "story step";
-  event.story = true;
-  event.pending = !scheduler_.empty();
-  story_event_ = static_cast<int64_t>(log_.events.size());
-  log_.events.push_back(std::move(event));
-}
-
-// Persistent sets of one event (docs/model.md, "Exploration", where the argument is): an ack
-// or a confirm that no event still possible in this run can race. Past the story's armed faults
-// and the explorer's fault budget (or outside the kinds it injects), nothing closes the channel
-// an ack travels on, so an ack only takes its delivery off the consumer's unacked list; no
-// consumer is ever full (checked: persistent_sets_assumptions_held), so that never decides who
-// gets a message. A confirm marks its outbox row sent; with one transfer-service instance its
-// relay is the only reader of that row, it skips a row it awaits a confirm for, and it never
-// reads a full batch (checked), so it does the same before the confirm as after it.
-bool World::commutes_with_the_rest(const Job& job) const {
-  const bool budget = explore_outcome_.faults_injected < explore_.schedule.faults;
-  const auto may_strike = [&](FaultKind kind) {
-    return faults_.armed(kind) ||
-           (budget && explore_.schedule.fault_kinds[static_cast<size_t>(kind)]);
-  };
-  if (void_forever(job)) return true;
-  switch (job.kind) {
-    case JobKind::ack:
-      return !may_strike(FaultKind::crash) && !may_strike(FaultKind::drop_connection) &&
-             !may_strike(FaultKind::drop_ack) && !may_strike(FaultKind::pause);
-    case JobKind::confirm:
-      return config_.transfer_instances == 1 && !may_strike(FaultKind::crash) &&
-             !may_strike(FaultKind::lose_confirm) && !may_strike(FaultKind::pause);
-    default: return false;
-  }
-}
-
-// A job whose target is gone, for good: it will do nothing when it runs, whatever happens
-// first. Channels never reopen (a reconnect opens a new one), handler ids and incarnations are
-// never reused. Each case mirrors the early return of the job's handler (on_ack, on_confirm,
-// on_publish_nack, on_deliver, run_handler's caller, on_retry, on_relay_poll, on_account_sweep).
-bool World::void_forever(const Job& job) const {
-  const Instance& instance = instances_[job.instance];
-  switch (job.kind) {
-    case JobKind::ack:
-    case JobKind::nack: return !broker_.channel_still_open(job.consumer, job.channel);
-    case JobKind::confirm: return job.channel != instance.publish_channel;
-    case JobKind::publish_nack:
-      return instance.incarnation != job.incarnation || instance.publish_channel != job.channel;
-    case JobKind::deliver: {
-      const auto found = in_flight_.find(job.delivery_id);
-      INBOXSIM_ASSERT(found != in_flight_.end());
-      return !broker_.channel_still_open(found->second.consumer, found->second.channel);
-    }
-    case JobKind::resume:
-    case JobKind::retry: return handlers_.count(job.handler) == 0;
-    case JobKind::relay_poll:
-    case JobKind::account_sweep: return instance.incarnation != job.incarnation;
-    default: return false;
-  }
-}
-
-// The next step of a handler that is still alive: what a preemption switches away from.
-bool World::live_step(const Job& job) const {
-  return job.kind == JobKind::resume && !void_forever(job);
-}
-
-bool World::persistent_sets_assumptions_held() const {
-  return !broker_.a_consumer_could_have_filled() &&
-         largest_relayed_seq_ < TransferService::kRelayBatchRows;
-}
-
-void World::touch_instance(size_t instance) { touch((uint64_t{1} << 56) | instance); }
-
-void World::touch_database(ServiceId service) {
-  touch((uint64_t{2} << 56) | static_cast<uint64_t>(service));
-}
-
-bool World::stepwise_now() const {
-  const size_t consumed = explore_outcome_.consumed;
-  return consumed < explore_.schedule.stepwise ||
-         (explore_.stepwise_beyond && consumed >= explore_.schedule.choices.size());
-}
-
-size_t World::choosable() const { return clocked() ? scheduler_.due_count() : scheduler_.size(); }
-
-uint32_t World::choose(size_t options, bool event) {
-  INBOXSIM_ASSERT(options >= 1);
-  const auto log = [&](uint32_t taken) {
-    if (!explore_.log_choices) return;
-    ChoiceRecord record;
-    record.position = explore_outcome_.consumed + explore_outcome_.defaulted;
-    record.options = static_cast<uint32_t>(options);
-    record.taken = taken;
-    record.event = event;
-    if (!event) {
-      record.fault_kind = pending_kind_;
-      record.label = pending_label_;
-    }
-    record.trace_events = trace_.events().size();
-    explore_outcome_.log.push_back(std::move(record));
-  };
-  if (options == 1 && !(event && stepwise_now())) {
-    if (event && explore_.log_every_point) {
-      log(0);
-      explore_outcome_.log.back().counted = false;
-    }
-    return 0;
-  }
-  std::vector<uint32_t>& choices = explore_.schedule.choices;
-  if (explore_.log_events) {
-    LoggedChoice logged;
-    logged.event = event;
-    logged.options = static_cast<uint32_t>(options);
-    if (event && explore_outcome_.consumed >= choices.size()) {
-      logged.enabled = std::move(enabled_now_);
-      logged.born = std::move(born_now_);
-      logged.alone = std::exchange(alone_now_, -1);
-    }
-    log_.choices.push_back(std::move(logged));
-  }
-  if (explore_outcome_.consumed < choices.size()) {
-    const uint32_t choice = choices[explore_outcome_.consumed];
-    log(choice);
-    ++explore_outcome_.consumed;
-    if (explore_.log_events) log_.choices.back().taken = choice;
-    if (choice < options) return choice;
-    explore_outcome_.misfit = true;
-    explore_stop_ = true;
-    halted_reason_ = "the schedule does not fit this story: choice " +
-                     std::to_string(explore_outcome_.consumed) + " is " + std::to_string(choice) +
-                     ", but only " + std::to_string(options) + " options were there";
-    return 0;
-  }
-  if (explore_.stop_at_frontier)
-    explore_outcome_.defaults.push_back(static_cast<uint32_t>(options));
-  if (explore_.log_events && explore_.chooser) {
-    const int64_t pick = explore_.chooser(*this);
-    if (pick < 0) {
-      explore_stop_ = true;
-      return 0;
-    }
-    INBOXSIM_ASSERT(static_cast<size_t>(pick) < options);
-    log_.choices.back().taken = static_cast<uint32_t>(pick);
-    log(static_cast<uint32_t>(pick));
-    ++explore_outcome_.defaulted;
-    return static_cast<uint32_t>(pick);
-  }
-  log(0);
-  ++explore_outcome_.defaulted;
-  return 0;
-}
-
-bool World::may_inject(FaultKind kind) const {
-  if (!explore_.enabled || explore_stop_) return false;
-  // Step by step, every fault that needs no clock may strike anywhere (the playground).
-  if (stepwise_now()) return explorable_fault_kind(kind);
-  return explore_.schedule.fault_kinds[static_cast<size_t>(kind)] &&
-         explore_outcome_.faults_injected < explore_.schedule.faults;
-}
-
-std::optional<FaultSpec> World::take_fault(FaultKind kind, ServiceId service, int64_t instance,
-                                           const Message& message) {
-  if (footprinting() && !faults_.empty()) touch(uint64_t{4} << 56);
-  if (auto fired = faults_.take(kind, service, instance, message)) return fired;
-  if (explore_.log_choices) log_fault_point(kind, service, instance, std::nullopt, &message);
-  std::optional<FaultSpec> fault = inject_fault(kind, service, instance);
-  if (fault) {
-    fault->has_match = true;
-    fault->match.type = message.type;
-    fault->match.transfer = message.transfer;
-  }
-  return fault;
-}
-
-std::optional<FaultSpec> World::take_fault_at(FaultKind kind, ServiceId service, int64_t instance,
-                                              CrashPoint point, const Message* message) {
-  if (footprinting() && !faults_.empty()) touch(uint64_t{4} << 56);
-  if (auto fired = faults_.take_at(kind, service, instance, point, message)) return fired;
-  if (explore_.log_choices) log_fault_point(kind, service, instance, point, message);
-  std::optional<FaultSpec> fault = inject_fault(kind, service, instance);
-  if (fault) fault->at = point;
-  return fault;
-}
-
-// In an exploration with faults left, the explorer's choice: a fault of `kind` here, or not.
-std::optional<FaultSpec> World::inject_fault(FaultKind kind, ServiceId service, int64_t instance) {
-  const bool stepwise = stepwise_now();
-  if (!may_inject(kind) || choose(2) == 0) return std::nullopt;
-  // The playground's faults are its moves, not the explorer's budget.
-  if (!stepwise) ++explore_outcome_.faults_injected;
-  FaultSpec fault;
-  fault.kind = kind;
-  fault.service = service;
-  if (instance > 0) fault.instance = instance;
-  return fault;
 }
 
 bool World::run_until_quiescent() {
   int64_t processed = 0;
-  while (!scheduler_.empty() && halted_reason_.empty() && !explore_stop_) {
+  while (!scheduler_.empty() && halted_reason_.empty() && !explorer_.stopped()) {
     if (processed++ >= kEventsPerRunMax) {
       quiescent_ = false;
       return false;
     }
     step_once();
   }
-  quiescent_ = halted_reason_.empty() && !explore_stop_;
+  quiescent_ = halted_reason_.empty() && !explorer_.stopped();
   return quiescent_;
 }
 
@@ -732,7 +335,7 @@ void World::run_for(int64_t ms) {
   INBOXSIM_ASSERT(ms >= 0);
   const int64_t target = now_ms() + ms;
   int64_t processed = 0;
-  while (halted_reason_.empty() && !explore_stop_) {
+  while (halted_reason_.empty() && !explorer_.stopped()) {
     if (scheduler_.empty() || scheduler_.next_time_ms() > target) {
       // Nothing else due: a consumer timeout inside the run still closes its channel (and
       // schedules the reconnect, which may be due too).
@@ -748,7 +351,7 @@ void World::run_for(int64_t ms) {
     step_once();
   }
   // The clock stays where the run stopped.
-  if (!halted_reason_.empty() || explore_stop_) return;
+  if (!halted_reason_.empty() || explorer_.stopped()) return;
   // A playground's hand action taken inside this run (an `advance` at a choice position the
   // run passed) may have moved the clock past the target already.
   scheduler_.advance_to(std::max(target, now_ms()));
@@ -1757,264 +1360,6 @@ RunResult World::snapshot() {
   result.envelopes = publications_.envelopes();
   if (rows_) result.rows = rows_->finish(broker_);
   return result;
-}
-
-}  // namespace inboxsim
-
-namespace inboxsim {
-
-// ---- the playground ----------------------------------------------------------------------------
-
-bool World::take_due_actions() {
-  const std::vector<Schedule::Action>& actions = explore_.schedule.actions;
-  const size_t position = explore_outcome_.consumed + explore_outcome_.defaulted;
-  bool took = false;
-  while (next_action_ < actions.size() && actions[next_action_].at <= position &&
-         halted_reason_.empty() && !explore_stop_) {
-    if (explore_.log_choices) {
-      ChoiceRecord record;
-      record.position = position;
-      record.counted = false;
-      record.action = static_cast<int64_t>(next_action_);
-      record.trace_events = trace_.events().size();
-      explore_outcome_.log.push_back(std::move(record));
-    }
-    const Step& step = actions[next_action_++].step;
-    took = true;
-    story_point();
-    switch (step.kind) {
-      case StepKind::publish: publish_by_hand(step); break;
-      case StepKind::drop_index: drop_index(step.index); break;
-      case StepKind::restore_index: restore_index(step.index); break;
-      case StepKind::redrive: redrive(step.queue); break;
-      case StepKind::advance: advance(step.ms); break;
-      case StepKind::transfer:
-      case StepKind::fault:
-      case StepKind::run: INBOXSIM_ASSERT(false);  // the parser takes no such hand action
-    }
-  }
-  return took;
-}
-
-void World::restore_index(IndexName index) {
-  const bool on_account = index != IndexName::transfer_processed_messages;
-  Instance& instance = first_instance(on_account ? ServiceId::account : ServiceId::transfer);
-  std::string detail(index_name(index));
-  const auto found = dropped_.find(index);
-  if (found == dropped_.end()) {
-    detail += ": not dropped, nothing to restore";
-  } else {
-    try {
-      for (const std::string& sql : found->second) {
-        if (on_account) {
-          instance.account->create_index(sql);
-        } else {
-          instance.transfer->create_index(sql);
-        }
-      }
-      dropped_.erase(found);
-      detail += ": restored";
-    } catch (const SQLite::Exception& error) {
-      // Postgres refuses CREATE UNIQUE INDEX over duplicate keys the same way.
-      detail += ": cannot be restored, the rows written meanwhile break it (" +
-                std::string(error.what()) + "); it stays dropped";
-    }
-  }
-  record(instance_event(EventKind::index_restored, now_ms(), instance.names.service,
-                        std::move(detail)));
-}
-
-void World::publish_by_hand(const Step& step) {
-  auto message = std::make_shared<Message>(step.message);
-  TraceEvent event = event_about(EventKind::publish, now_ms(), participant::operator_, *message);
-  event.target = participant::broker;
-  event.detail = "by hand to " +
-                 (step.exchange.empty() ? std::string("the default exchange") : step.exchange) +
-                 ", routing key " + step.routing_key;
-  record(std::move(event));
-  publications_.record(message, true);
-  const size_t routed = broker_.publish(message, step.routing_key, step.exchange.empty());
-  if (routed == 0) {
-    mark_step("(the routing key " + step.routing_key +
-              " reaches no queue: the broker drops the message, as RabbitMQ drops an unroutable "
-              "one published without `mandatory`)");
-  }
-  pump();
-}
-
-std::vector<World::InstanceState> World::instance_states() const {
-  std::vector<InstanceState> out;
-  for (const Instance& instance : instances_) {
-    out.push_back(InstanceState{instance.names.service, instance.up, paused(instance)});
-  }
-  return out;
-}
-
-std::vector<IndexName> World::dropped_indexes() const {
-  std::vector<IndexName> out;
-  for (const auto& [index, sql] : dropped_) out.push_back(index);
-  return out;
-}
-
-namespace {
-
-// A message in the playground's words: "Transfer.Requested t1 (m-1)".
-std::string message_words(const Message* message) {
-  if (message == nullptr) return {};
-  return std::string(message_type_name(message->type)) + " " + message->transfer + " (" +
-         message->message_id + ")";
-}
-
-}  // namespace
-
-std::string World::fault_label(FaultKind kind, ServiceId service, int64_t instance,
-                               std::optional<CrashPoint> point, const Message* message) const {
-  std::string who(service_name(service));
-  for (const Instance& candidate : instances_) {
-    if (candidate.service == service && (instance == 0 || candidate.number == instance)) {
-      who = candidate.names.service;
-      break;
-    }
-  }
-  const std::string about = message_words(message);
-  switch (kind) {
-    case FaultKind::crash:
-      return who + " crashes here, at " + std::string(crash_point_name(*point)) +
-             (about.empty() ? "" : ", handling " + about);
-    case FaultKind::duplicate: return "the broker gets a second copy of " + about;
-    case FaultKind::drop_ack:
-      return "the ack of " + about + " is lost: " + who + "'s connection resets";
-    case FaultKind::drop_connection: return who + "'s connection drops while it has " + about;
-    case FaultKind::nack:
-      return who + "'s handler of " + about + " fails (a transient error): nack";
-    case FaultKind::lose_confirm:
-      return "the publisher confirm of " + about + " is lost: " + who + "'s channel closes";
-    case FaultKind::publish_nack: return "the broker refuses " + about + " (basic.nack)";
-    case FaultKind::delay:
-    case FaultKind::pause: break;
-  }
-  return std::string(fault_kind_name(kind)) + " " + about;
-}
-
-void World::log_fault_point(FaultKind kind, ServiceId service, int64_t instance,
-                            std::optional<CrashPoint> point, const Message* message) {
-  if (!explorable_fault_kind(kind) || !explore_.enabled || explore_stop_) return;
-  if (may_inject(kind)) {  // inject_fault's choice logs it, with these words
-    pending_kind_ = fault_kind_name(kind);
-    pending_label_ = fault_label(kind, service, instance, point, message);
-    return;
-  }
-  if (!explore_.log_every_point) return;
-  ChoiceRecord record;
-  record.position = explore_outcome_.consumed + explore_outcome_.defaulted;
-  record.options = 2;
-  record.fault_kind = fault_kind_name(kind);
-  record.counted = false;
-  record.trace_events = trace_.events().size();
-  explore_outcome_.log.push_back(std::move(record));
-}
-
-std::vector<PendingEvent> World::pending_events() const {
-  std::vector<PendingEvent> out;
-  const std::vector<Job> jobs = scheduler_.pending();
-  const size_t count = choosable();
-  for (size_t option = 0; option < count && option < jobs.size(); ++option) {
-    out.push_back(describe_job(jobs[option]));
-  }
-  return out;
-}
-
-PendingEvent World::describe_job(const Job& job) const {
-  const Instance& instance = instances_[job.instance];
-  PendingEvent event;
-  event.participant = instance.names.service;
-  const auto about = [](const MessagePtr& message) { return message_words(message.get()); };
-  const bool gone = void_forever(job);
-  switch (job.kind) {
-    case JobKind::deliver: {
-      event.kind = "deliver";
-      const Delivery& delivery = in_flight_.at(job.delivery_id);
-      event.message = delivery.message;
-      event.participant = consumers_[delivery.consumer].participant;
-      event.label = std::string(delivery.redelivered ? "redelivery" : "delivery") + " of " +
-                    about(delivery.message) + " reaches " + event.participant;
-      break;
-    }
-    case JobKind::ack:
-    case JobKind::nack: {
-      event.kind = job.kind == JobKind::ack ? "ack" : "nack";
-      event.participant = consumers_[job.consumer].participant;
-      for (const QueueEntry& entry : broker_.contents()) {
-        if (entry.state == "unacked" && entry.consumer == consumers_[job.consumer].participant &&
-            entry.delivery_tag == job.delivery_tag) {
-          event.message = entry.message;
-        }
-      }
-      event.label = "the " + event.kind + " of " +
-                    (event.message ? about(event.message)
-                                   : "delivery tag " + std::to_string(job.delivery_tag)) +
-                    " from " + event.participant + " reaches the broker";
-      break;
-    }
-    case JobKind::confirm:
-    case JobKind::publish_nack: {
-      event.kind = job.kind == JobKind::confirm ? "confirm" : "publish_nack";
-      event.participant =
-          instance.names.relay.empty() ? instance.names.service : instance.names.relay;
-      const auto found = awaiting_confirm_.find({job.instance, job.outbox_seq});
-      if (found != awaiting_confirm_.end()) event.message = found->second;
-      event.label =
-          std::string(job.kind == JobKind::confirm ? "the publisher confirm"
-                                                   : "the broker's nack") +
-          " of " +
-          (event.message ? about(event.message) : "outbox row " + std::to_string(job.outbox_seq)) +
-          " reaches " + event.participant;
-      break;
-    }
-    case JobKind::relay_poll:
-      event.kind = "relay_poll";
-      event.participant = instance.names.relay;
-      event.label = std::string(instance.names.relay) + " polls the outbox";
-      break;
-    case JobKind::account_sweep:
-      event.kind = "outbox_sweep";
-      event.label = event.participant + " runs its outbox delivery loop";
-      break;
-    case JobKind::restart:
-      event.kind = "restart";
-      event.label = event.participant + " restarts";
-      break;
-    case JobKind::reconnect:
-      event.kind = "reconnect";
-      event.label = event.participant + " reopens its connection";
-      break;
-    case JobKind::resume:
-    case JobKind::retry: {
-      event.kind = job.kind == JobKind::resume ? "step" : "retry";
-      const auto found = handlers_.find(job.handler);
-      if (found != handlers_.end()) {
-        event.message = found->second.delivery.message;
-        event.participant = consumers_[found->second.delivery.consumer].participant;
-      }
-      if (job.kind == JobKind::resume && found != handlers_.end()) {
-        event.label = event.participant + ", handling " + about(event.message) + ": " +
-                      found->second.next_step;
-      } else {
-        event.label = event.participant + " retries its handler of " + about(event.message);
-      }
-      break;
-    }
-    case JobKind::heartbeat_timeout:
-      event.kind = "heartbeat_timeout";
-      event.label = "the broker gives up on " + event.participant + "'s silent connection";
-      break;
-    case JobKind::pause_end:
-      event.kind = "pause_end";
-      event.label = event.participant + " goes on after its pause";
-      break;
-  }
-  if (gone) event.label += " (void: its target is gone, it changes nothing)";
-  return event;
 }
 
 }  // namespace inboxsim
