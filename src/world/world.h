@@ -36,6 +36,7 @@
 #include "world/faults.h"
 #include "world/limits.h"
 #include "world/publication_log.h"
+#include "world/recoverability.h"
 #include "world/row_locks.h"
 #include "world/row_recorder.h"
 #include "world/stats_recorder.h"
@@ -352,6 +353,7 @@ class World {
 
   // Configuration and randomness.
   Config config_;
+  Recoverability recoverability_;  // what a faulted delivery becomes
   std::map<std::string, AccountSpec> accounts_;
   Rng rng_;
 
@@ -413,5 +415,15 @@ class World {
   // Takes the `option`-th pending event and runs it (an explored run's step).
   void take_and_dispatch(size_t option);
 };
+
+// Runs `fn` on an instance's behalf; a crash at one of its crash points kills the instance.
+template <typename Fn>
+void World::guarded(size_t instance, Fn&& fn) {
+  try {
+    fn();
+  } catch (const ServiceCrash&) {
+    crashed(instance);
+  }
+}
 
 }  // namespace inboxsim
