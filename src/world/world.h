@@ -40,6 +40,7 @@
 #include "world/row_locks.h"
 #include "world/row_recorder.h"
 #include "world/stats_recorder.h"
+#include "world/wire.h"
 
 namespace inboxsim {
 
@@ -371,10 +372,10 @@ class World {
   Broker broker_;
   std::vector<ConsumerInfo> consumers_;    // by broker consumer index
   size_t account_error_queue_ = 0;         // account-service_error
-  std::map<int64_t, Delivery> in_flight_;  // deliveries on the wire, by id
+  Wire wire_;  // deliveries on their way to the consumers
+  // The wire's deliveries under the name world_fingerprint.cpp reads them by.
+  const std::map<int64_t, Delivery>& in_flight_ = wire_.in_flight();
   std::map<std::pair<size_t, int64_t>, MessagePtr> awaiting_confirm_;  // (instance, outbox seq)
-  int64_t next_delivery_id_ = 1;
-  std::vector<Delivery> dispatched_;  // scratch for pump()
 
   // The services: their databases, their instances, what the instances share.
   std::array<std::unique_ptr<SharedDatabase>, 2> databases_;

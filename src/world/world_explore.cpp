@@ -164,9 +164,8 @@ bool World::void_forever(const Job& job) const {
     case JobKind::publish_nack:
       return instance.incarnation != job.incarnation || instance.publish_channel != job.channel;
     case JobKind::deliver: {
-      const auto found = in_flight_.find(job.delivery_id);
-      INBOXSIM_ASSERT(found != in_flight_.end());
-      return !broker_.channel_still_open(found->second.consumer, found->second.channel);
+      const Delivery& delivery = wire_.at(job.delivery_id);
+      return !broker_.channel_still_open(delivery.consumer, delivery.channel);
     }
     case JobKind::resume:
     case JobKind::retry: return handlers_.count(job.handler) == 0;

@@ -106,6 +106,36 @@ std::vector<PendingEvent> World::pending_events() const {
   return out;
 }
 
+namespace {
+
+// The words of a pending event that is about no message: what its participant does.
+std::string label_of_loop(std::string_view kind, const std::string& participant) {
+  if (kind == "relay_poll") return participant + " polls the outbox";
+  if (kind == "outbox_sweep") return participant + " runs its outbox delivery loop";
+  if (kind == "restart") return participant + " restarts";
+  if (kind == "reconnect") return participant + " reopens its connection";
+  if (kind == "heartbeat_timeout") {
+    return "the broker gives up on " + participant + "'s silent connection";
+  }
+  INBOXSIM_ASSERT(kind == "pause_end");
+  return participant + " goes on after its pause";
+}
+
+// The message a consumer holds unacked under `delivery_tag`, if any.
+MessagePtr unacked_message(const std::vector<QueueEntry>& contents, std::string_view consumer,
+                           int64_t delivery_tag) {
+  MessagePtr message;
+  for (const QueueEntry& entry : contents) {
+    if (entry.state == "unacked" && entry.consumer == consumer &&
+        entry.delivery_tag == delivery_tag) {
+      message = entry.message;
+    }
+  }
+  return message;
+}
+
+}  // namespace
+
 PendingEvent World::describe_job(const Job& job) const {
   const Instance& instance = instances_[job.instance];
   PendingEvent event;
@@ -115,7 +145,7 @@ PendingEvent World::describe_job(const Job& job) const {
   switch (job.kind) {
     case JobKind::deliver: {
       event.kind = "deliver";
-      const Delivery& delivery = in_flight_.at(job.delivery_id);
+      const Delivery& delivery = wire_.at(job.delivery_id);
       event.message = delivery.message;
       event.participant = consumers_[delivery.consumer].participant;
       event.label = std::string(delivery.redelivered ? "redelivery" : "delivery") + " of " +
@@ -126,12 +156,7 @@ PendingEvent World::describe_job(const Job& job) const {
     case JobKind::nack: {
       event.kind = job.kind == JobKind::ack ? "ack" : "nack";
       event.participant = consumers_[job.consumer].participant;
-      for (const QueueEntry& entry : broker_.contents()) {
-        if (entry.state == "unacked" && entry.consumer == consumers_[job.consumer].participant &&
-            entry.delivery_tag == job.delivery_tag) {
-          event.message = entry.message;
-        }
-      }
+      event.message = unacked_message(broker_.contents(), event.participant, job.delivery_tag);
       event.label = "the " + event.kind + " of " +
                     (event.message ? about(event.message)
                                    : "delivery tag " + std::to_string(job.delivery_tag)) +
@@ -153,23 +178,6 @@ PendingEvent World::describe_job(const Job& job) const {
           " reaches " + event.participant;
       break;
     }
-    case JobKind::relay_poll:
-      event.kind = "relay_poll";
-      event.participant = instance.names.relay;
-      event.label = std::string(instance.names.relay) + " polls the outbox";
-      break;
-    case JobKind::account_sweep:
-      event.kind = "outbox_sweep";
-      event.label = event.participant + " runs its outbox delivery loop";
-      break;
-    case JobKind::restart:
-      event.kind = "restart";
-      event.label = event.participant + " restarts";
-      break;
-    case JobKind::reconnect:
-      event.kind = "reconnect";
-      event.label = event.participant + " reopens its connection";
-      break;
     case JobKind::resume:
     case JobKind::retry: {
       event.kind = job.kind == JobKind::resume ? "step" : "retry";
@@ -186,15 +194,17 @@ PendingEvent World::describe_job(const Job& job) const {
       }
       break;
     }
-    case JobKind::heartbeat_timeout:
-      event.kind = "heartbeat_timeout";
-      event.label = "the broker gives up on " + event.participant + "'s silent connection";
+    case JobKind::relay_poll:
+      event.kind = "relay_poll";
+      event.participant = instance.names.relay;
       break;
-    case JobKind::pause_end:
-      event.kind = "pause_end";
-      event.label = event.participant + " goes on after its pause";
-      break;
+    case JobKind::account_sweep: event.kind = "outbox_sweep"; break;
+    case JobKind::restart: event.kind = "restart"; break;
+    case JobKind::reconnect: event.kind = "reconnect"; break;
+    case JobKind::heartbeat_timeout: event.kind = "heartbeat_timeout"; break;
+    case JobKind::pause_end: event.kind = "pause_end"; break;
   }
+  if (event.label.empty()) event.label = label_of_loop(event.kind, event.participant);
   if (gone) event.label += " (void: its target is gone, it changes nothing)";
   return event;
 }

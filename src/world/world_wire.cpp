@@ -12,10 +12,7 @@
 namespace inboxsim {
 
 void World::on_deliver(const Job& job) {
-  auto found = in_flight_.find(job.delivery_id);
-  INBOXSIM_ASSERT(found != in_flight_.end());
-  const Delivery delivery = std::move(found->second);
-  in_flight_.erase(found);
+  const Delivery delivery = wire_.arrive(job.delivery_id);
   // A delivery still on the wire when its channel closed was requeued then; this copy is void.
   if (!broker_.channel_open(delivery.consumer, delivery.channel)) return;
   const ConsumerInfo& consumer = consumers_[delivery.consumer];
@@ -111,9 +108,10 @@ void World::on_ack(const Job& job, bool is_nack) {
 }
 
 void World::pump() {
-  dispatched_.clear();
-  broker_.pump(dispatched_, now_ms());
-  for (Delivery& delivery : dispatched_) {
+  std::vector<Delivery>& dispatched = wire_.dispatched();
+  dispatched.clear();
+  broker_.pump(dispatched, now_ms());
+  for (Delivery& delivery : dispatched) {
     int64_t delay_ms = latency_ms();
     const Instance& instance = instances_[consumers_[delivery.consumer].instance];
     if (const auto held =
@@ -123,8 +121,7 @@ void World::pump() {
     Job job;
     job.kind = JobKind::deliver;
     job.consumer = delivery.consumer;
-    job.delivery_id = next_delivery_id_++;
-    in_flight_.emplace(job.delivery_id, std::move(delivery));
+    job.delivery_id = wire_.send(std::move(delivery));
     schedule(now_ms() + delay_ms, job);
   }
 }
