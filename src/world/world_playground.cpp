@@ -141,7 +141,6 @@ PendingEvent World::describe_job(const Job& job) const {
   PendingEvent event;
   event.participant = instance.names.service;
   const auto about = [](const MessagePtr& message) { return message_words(message.get()); };
-  const bool gone = void_forever(job);
   switch (job.kind) {
     case JobKind::deliver: {
       event.kind = "deliver";
@@ -186,12 +185,10 @@ PendingEvent World::describe_job(const Job& job) const {
         event.message = found->second.delivery.message;
         event.participant = consumers_[found->second.delivery.consumer].participant;
       }
-      if (job.kind == JobKind::resume && found != handlers_.end()) {
-        event.label = event.participant + ", handling " + about(event.message) + ": " +
-                      found->second.next_step;
-      } else {
-        event.label = event.participant + " retries its handler of " + about(event.message);
-      }
+      event.label = job.kind == JobKind::resume && found != handlers_.end()
+                        ? event.participant + ", handling " + about(event.message) + ": " +
+                              found->second.next_step
+                        : event.participant + " retries its handler of " + about(event.message);
       break;
     }
     case JobKind::relay_poll:
@@ -205,7 +202,7 @@ PendingEvent World::describe_job(const Job& job) const {
     case JobKind::pause_end: event.kind = "pause_end"; break;
   }
   if (event.label.empty()) event.label = label_of_loop(event.kind, event.participant);
-  if (gone) event.label += " (void: its target is gone, it changes nothing)";
+  if (void_forever(job)) event.label += " (void: its target is gone, it changes nothing)";
   return event;
 }
 
