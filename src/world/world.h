@@ -31,165 +31,18 @@
 #include "services/sql.h"
 #include "services/transfer_service.h"
 #include "world/coverage_recorder.h"
+#include "world/explore_control.h"
+#include "world/explore_driver.h"
 #include "world/faults.h"
 #include "world/limits.h"
 #include "world/publication_log.h"
+#include "world/recoverability.h"
 #include "world/row_locks.h"
 #include "world/row_recorder.h"
 #include "world/stats_recorder.h"
+#include "world/wire.h"
 
 namespace inboxsim {
-
-class World;
-
-// Exploration (docs/contract.md §8.3): every choice a run makes (which pending event happens next,
-// whether a fault strikes here) is taken from `schedule` and, past its end, is option 0: the
-// event scheduled first, no fault. There is no clock: every pending event may happen next,
-// network and work take no time, and each step of a handler is an event of its own.
-struct ExploreControl {
-  bool enabled = false;
-  Schedule schedule;  // the choices to follow, and the faults the run may inject
-  // The explorer's mode: stop at the first state past the schedule where several events may
-  // happen next (and at the first violation), so that it can branch there.
-  bool stop_at_frontier = false;
-  // Tests: every event World::void_forever calls void is checked to change nothing when it
-  // runs (the state's fingerprint before and after it is the same). Two fingerprints per void
-  // event: too slow for a real search.
-  bool check_void_events = false;
-  // With stop_at_frontier: at a state where the explorer would take one event alone
-  // (ExploreOutcome::alone), take it and go on instead of stopping, and keep what stopping
-  // there would have reported (World::passed): the explorer then needs no replay for that
-  // state's one child. The search is the same; only the replays are fewer.
-  bool continue_alone = false;
-  // With continue_alone: a state the explorer has already explored, where a run stops instead
-  // of going on (the explorer would take nothing from it).
-  std::function<bool(const Fingerprint&)> explored;
-  // The playground (docs/contract.md §9.1): stop at the first moment between two events past the
-  // schedule (its hand actions due there taken first), to show what can happen next.
-  bool stop_at_schedule_end = false;
-  // Past the schedule too, choices are made step by step (Schedule::stepwise), option 0 each:
-  // the playground's look at the faults that can strike during one event.
-  bool stepwise_beyond = false;
-  // Keep a record of every choice the run makes (ExploreOutcome::log), with what it is.
-  bool log_choices = false;
-  // With log_choices: also every place where the playground would offer a choice and this run
-  // has none (an event alone, a fault outside the kinds or the budget), as option 0 of it:
-  // the log is then the run's schedule taken step by step (play/moment.h stepwise_schedule).
-  bool log_every_point = false;
-  // Stop past the schedule once this many choices were made (0: no bound): a playground
-  // request is bounded in work and in the schedule it sends back.
-  size_t choices_max = 0;
-  // Keep the event log (World::event_log): every event taken with its footprint and creator,
-  // every choice with its options.
-  bool log_events = false;
-  // Fill ExploreOutcome::preempts at each frontier (a preemption-bounded search).
-  bool count_preemptions = false;
-  // With log_events, past the schedule: the explorer picks each option itself, reading the
-  // log (whose last choice is the one being made, its `enabled` filled for an event). A
-  // negative answer stops the run there.
-  std::function<int64_t(World&)> chooser;
-};
-
-// One choice an explored run made (ExploreControl::log_choices): which option of how many, and
-// whether it chose an event (which one is the pending events' business) or a fault.
-struct ChoiceRecord {
-  size_t position = 0;  // its index among the choices, those past the schedule counted too
-  uint32_t options = 0;
-  uint32_t taken = 0;
-  bool event = false;
-  std::string fault_kind;   // a fault choice: its kind's name
-  std::string label;        // a fault choice: what striking there does, in words
-  size_t trace_events = 0;  // the events in the trace when the choice was made
-  bool counted = true;      // false: a place with no choice (ExploreControl::log_every_point)
-  int64_t action = -1;      // not a choice: the schedule's hand action of this index was taken
-};
-
-// An event that can happen next, in words (the playground's buttons).
-struct PendingEvent {
-  std::string kind;         // deliver, ack, nack, confirm, publish_nack, relay_poll, ...
-  std::string label;        // what happens when it is taken
-  std::string participant;  // whose event it is
-  MessagePtr message;       // the message it is about, if any
-};
-
-// Where an explored run stopped, for the explorer.
-struct ExploreOutcome {
-  size_t consumed = 0;              // schedule entries used
-  int64_t void_events_checked = 0;  // ExploreControl::check_void_events: void events run
-  std::vector<uint32_t> defaults;   // past the schedule: each choice's option count (0 was taken)
-  bool misfit = false;              // a schedule entry named an option that was not there
-  bool at_frontier = false;         // stopped at a state where `enabled` events may happen next
-  size_t enabled = 0;
-  Fingerprint state;                      // that state's fingerprint
-  std::vector<Fingerprint> enabled_jobs;  // what each option there is (fingerprint_job)
-  int64_t faults_injected = 0;
-  // The last schedule entry chose an event (not a fault): that event (`transition`) and what
-  // it and every event after it read or changed (`footprint`, sorted resource ids: each
-  // service's database, each instance, each broker queue, each message id's publication
-  // record, the fault book). Two events whose footprints are disjoint commute.
-  bool recorded = false;
-  Fingerprint transition;
-  std::vector<uint64_t> footprint;
-  // ExploreControl::log_choices: every choice made, in order.
-  std::vector<ChoiceRecord> log;
-  // Choices made past the schedule (option 0 each): its end plus these is where the run is.
-  size_t defaulted = 0;
-  // At the frontier, per option: taking it is a preemption (a step of a handler of one
-  // instance while a handler another instance started has its next step ready).
-  std::vector<uint8_t> preempts;
-  // At the frontier: an event that commutes with every event that can still happen in this
-  // run (an ack or a publisher confirm no fault left can race), so that taking it alone loses
-  // no order: a persistent set of one (docs/model.md, "Exploration"). -1: none.
-  int64_t alone = -1;
-};
-
-// Dynamic partial-order reduction (fuzz/dpor.cpp) reads a run as a sequence of events with what
-// each read or changed, and of the choices that picked them (ExploreControl::log_events).
-struct LoggedEvent {
-  Fingerprint job;                  // the job's fingerprint when taken; zero for a story point
-  std::string_view kind;            // deliver, ack, resume, ... ("story" for a story point)
-  std::string_view who;             // the instance it runs on
-  std::vector<uint64_t> footprint;  // sorted resource ids it read or changed (ExploreOutcome)
-  int64_t creator = -1;             // the event that scheduled the job; -1: the story's start
-  int64_t choice = -1;              // the choice (LoggedChoice index) that took it; -1: alone
-  // A story step or a hand action: it reads and changes anything, so it is ordered with every
-  // event; `pending`: events were pending across it (it did not come at quiescence).
-  bool story = false;
-  bool pending = false;
-  bool violated = false;  // an invariant broke while it ran: ordered with every event
-};
-
-// One choice of a logged run: how many options, which was taken, and for an event choice the
-// job each option is (World::fingerprint_job, in option order).
-struct LoggedChoice {
-  bool event = false;
-  uint32_t options = 0;
-  uint32_t taken = 0;
-  std::vector<Fingerprint> enabled;  // past the schedule only
-  std::vector<int64_t> born;         // each option's job: the event that scheduled it
-  // Past the schedule: an option that commutes with every event that can still happen in this
-  // run (ExploreOutcome::alone, a persistent set of one); -1: none.
-  int64_t alone = -1;
-};
-
-struct EventLog {
-  std::vector<LoggedEvent> events;
-  std::vector<LoggedChoice> choices;
-  // A logged run goes on past a violation (the explorer reads the events after it for races);
-  // for each violation in order, the event it broke in (-1: between events), and how many
-  // choices had been made when the first broke.
-  std::vector<int64_t> violation_events;
-  size_t choices_at_violation = 0;
-  Coverage coverage_at_violation;  // the probes reached when the first broke
-};
-
-// A state an explored run went through with ExploreControl::continue_alone: what the run
-// would have reported had it stopped there.
-struct PassedState {
-  ExploreOutcome outcome;        // at_frontier; the run went on with option `alone`
-  Coverage coverage;             // the probes reached up to that state
-  bool assumptions_held = true;  // World::persistent_sets_assumptions_held there
-};
 
 struct WorldOptions {
   uint64_t seed = 1;
@@ -251,7 +104,7 @@ class World {
   // What can happen next, in the order a choice names it (the first is option 0).
   std::vector<PendingEvent> pending_events() const;
   // The schedule's hand actions taken so far.
-  size_t actions_taken() const { return next_action_; }
+  size_t actions_taken() const { return explorer_.actions_taken(); }
   // Whether the story is stopped at a moment with events pending.
   bool events_pending() const { return !scheduler_.empty(); }
   int64_t clock_ms() const { return now_ms(); }
@@ -271,15 +124,15 @@ class World {
   Trace& trace() { return trace_; }
 
   // Exploration: whether the run stopped for the explorer, and where.
-  bool exploration_stopped() const { return explore_stop_; }
+  bool exploration_stopped() const { return explorer_.stopped(); }
   // What persistent sets of one event (ExploreOutcome::alone) assume and this run has kept to so
   // far: no queue has made as many deliveries as the prefetch (so no consumer was ever full and
   // an ack never decided who got a message), and no relay met a full batch of outbox rows.
   bool persistent_sets_assumptions_held() const;
-  const ExploreOutcome& explore_outcome() const { return explore_outcome_; }
+  const ExploreOutcome& explore_outcome() const { return explorer_.outcome(); }
   // ExploreControl::continue_alone: the states passed through, in order; explore_outcome()
   // then reports the last stretch, from the event taken alone at the last of them.
-  const std::vector<PassedState>& passed() const { return passed_; }
+  const std::vector<PassedState>& passed() const { return explorer_.passed(); }
   // The coverage probes reached so far.
   const Coverage& coverage() const { return coverage_.coverage(); }
   // The invariants found broken so far (safety ones, during the run).
@@ -289,7 +142,7 @@ class World {
   // fault book. Equal fingerprints, equal futures (docs/model.md, "Exploration").
   Fingerprint fingerprint();
   // ExploreControl::log_events: the run so far as events and choices.
-  const EventLog& event_log() const { return log_; }
+  const EventLog& event_log() const { return explorer_.log(); }
   // ExploreControl::log_events: a story step (not a run) is about to be played; it is logged
   // as an event ordered with every other.
   void story_point();
@@ -437,24 +290,22 @@ class World {
   template <typename Fn>
   void guarded(size_t instance, Fn&& fn);
 
-  // Exploration: the next choice among `options` (docs/contract.md §8.3); `event` when it chooses which
-  // pending event happens next (step by step, even one is a choice).
+  // Exploration: the next choice among `options` (docs/contract.md §8.3), made by the explorer's
+  // driver; `event` when it chooses which pending event happens next.
   uint32_t choose(size_t options, bool event = false);
-  // Whether the next choice is made step by step (Schedule::stepwise, the playground's moves).
-  bool stepwise_now() const;
-  // A run with a clock whose events are still chosen (Schedule::clocked).
-  bool clocked() const { return explore_.enabled && explore_.schedule.clocked; }
-  bool clockless() const { return explore_.enabled && !explore_.schedule.clocked; }
+  bool clocked() const { return explorer_.clocked(); }
+  bool clockless() const { return explorer_.clockless(); }
   // How many pending events a choice is among: every one without a clock, those due first with.
   size_t choosable() const;
+  // One step of an explored run, and its stop at the explorer's frontier.
+  bool explored_step();
+  bool at_frontier(size_t enabled);
   PendingEvent describe_job(const Job& job) const;
+  static std::string message_words(const Message* message);
   void log_fault_point(FaultKind kind, ServiceId service, int64_t instance,
                        std::optional<CrashPoint> point, const Message* message);
   std::string fault_label(FaultKind kind, ServiceId service, int64_t instance,
                           std::optional<CrashPoint> point, const Message* message) const;
-  std::string pending_label_;  // the fault choice being made, for the log
-  std::string pending_kind_;
-  size_t next_action_ = 0;      // the schedule's hand actions taken so far
   std::map<IndexName, std::vector<std::string>> dropped_;  // what drop_index removed
   // A scripted fault of `kind` that fires on this event, or, in an exploration with faults
   // left, one the explorer chooses to inject here.
@@ -462,7 +313,6 @@ class World {
                                       const Message& message);
   std::optional<FaultSpec> take_fault_at(FaultKind kind, ServiceId service, int64_t instance,
                                          CrashPoint point, const Message* message);
-  bool may_inject(FaultKind kind) const;
   std::optional<FaultSpec> inject_fault(FaultKind kind, ServiceId service, int64_t instance);
   Fingerprint fingerprint_job(const Job& job) const;
   static std::string_view job_kind_word(JobKind kind);
@@ -485,7 +335,7 @@ class World {
   int64_t latency_ms();
   int64_t work_ms();
   void schedule(int64_t time_ms, Job job) {
-    job.born = in_event_ ? current_event_ : story_event_;
+    job.born = explorer_.born();
     scheduler_.schedule_at(time_ms, job);
   }
   // Schedules a periodic loop's next turn on an instance and marks it pending.
@@ -504,6 +354,7 @@ class World {
 
   // Configuration and randomness.
   Config config_;
+  Recoverability recoverability_;  // what a faulted delivery becomes
   std::map<std::string, AccountSpec> accounts_;
   Rng rng_;
 
@@ -521,10 +372,10 @@ class World {
   Broker broker_;
   std::vector<ConsumerInfo> consumers_;    // by broker consumer index
   size_t account_error_queue_ = 0;         // account-service_error
-  std::map<int64_t, Delivery> in_flight_;  // deliveries on the wire, by id
+  Wire wire_;  // deliveries on their way to the consumers
+  // The wire's deliveries under the name world_fingerprint.cpp reads them by.
+  const std::map<int64_t, Delivery>& in_flight_ = wire_.in_flight();
   std::map<std::pair<size_t, int64_t>, MessagePtr> awaiting_confirm_;  // (instance, outbox seq)
-  int64_t next_delivery_id_ = 1;
-  std::vector<Delivery> dispatched_;  // scratch for pump()
 
   // The services: their databases, their instances, what the instances share.
   std::array<std::unique_ptr<SharedDatabase>, 2> databases_;
@@ -551,35 +402,29 @@ class World {
 
   // Exploration.
   static constexpr uint64_t kMintResource = uint64_t{6} << 56;  // the message-id counter
-  void touch(uint64_t resource) {
-    if (recording_) explore_outcome_.footprint.push_back(resource);
-    if (in_event_) event_touches_.push_back(resource);
-  }
-  // Whether what an event reads or changes is being written down (for the explorer).
-  bool footprinting() const { return recording_ || in_event_; }
+  void touch(uint64_t resource) { explorer_.touch(resource); }
+  bool footprinting() const { return explorer_.footprinting(); }
   bool commutes_with_the_rest(const Job& job) const;
   bool live_step(const Job& job) const;
   bool void_forever(const Job& job) const;
   int64_t largest_relayed_seq_ = 0;
   void touch_instance(size_t instance);
   void touch_database(ServiceId service);
-  ExploreControl explore_;
-  ExploreOutcome explore_outcome_;
-  std::vector<PassedState> passed_;
+  ExploreDriver explorer_;
+  // The explorer's outcome under the name world_fingerprint.cpp reads it by.
+  const ExploreOutcome& explore_outcome_ = explorer_.outcome();
   // Takes the `option`-th pending event and runs it (an explored run's step).
   void take_and_dispatch(size_t option);
-  bool explore_stop_ = false;
-  bool recording_ = false;
-  // ExploreControl::log_events.
-  EventLog log_;
-  bool in_event_ = false;
-  int64_t current_event_ = -1;  // the event running now (in_event_)
-  int64_t story_event_ = -1;    // the last story point: what a job scheduled outside events follows
-  int64_t next_event_choice_ = -1;  // the choice that took the event about to run
-  std::vector<uint64_t> event_touches_;
-  std::vector<Fingerprint> enabled_now_;  // the event choice being made: each option's job
-  int64_t alone_now_ = -1;
-  std::vector<int64_t> born_now_;
 };
+
+// Runs `fn` on an instance's behalf; a crash at one of its crash points kills the instance.
+template <typename Fn>
+void World::guarded(size_t instance, Fn&& fn) {
+  try {
+    fn();
+  } catch (const ServiceCrash&) {
+    crashed(instance);
+  }
+}
 
 }  // namespace inboxsim

@@ -1,0 +1,200 @@
+// World's side of an explored run: which pending events a choice is among, what each of them
+// is (a job's fingerprint, whether it commutes with the rest), taking the option the explorer's
+// driver (world/explore_driver.h) returns, and the footprint of what an event touched.
+#include <algorithm>
+#include <utility>
+#include <vector>
+
+#include "kernel/assert.h"
+#include "world/world.h"
+
+namespace inboxsim {
+
+// One step of an explored run (World::step_once outside the fast path of a plain run).
+bool World::explored_step() {
+  // With a clock, a consumer timeout due first closes its channel before any choice (as in a
+  // run), so that the moment shown and its replays agree on what is pending.
+  if (clocked() && consumer_timeout_due(scheduler_.next_time_ms())) return true;
+  if (explorer_.at_playground_stop()) {
+    // The playground's moment: what can happen next is the page's to choose.
+    explorer_.stop();
+    return false;
+  }
+  const size_t enabled = choosable();
+  if (explorer_.at_frontier(enabled)) return at_frontier(enabled);
+  const bool last_choice = explorer_.last_choice(enabled);
+  const size_t choices_before = explorer_.choices_logged();
+  if (explorer_.chooser_picks()) {
+    explorer_.begin_chooser_options();
+    for (const Job& job : scheduler_.pending()) {
+      explorer_.add_chooser_option(fingerprint_job(job), job.born, commutes_with_the_rest(job));
+    }
+  }
+  const size_t option = choose(enabled, true);
+  explorer_.taken_by_choice_since(choices_before);
+  if (explorer_.wants_event_label(option, enabled)) {
+    explorer_.label_event_choice(describe_job(scheduler_.pending()[option]).label);
+  }
+  if (explorer_.stopped()) return false;  // the schedule did not fit
+  if (last_choice && explorer_.control().stop_at_frontier) {
+    // The node's own event: from here on, everything read or changed is its footprint.
+    explorer_.start_recording(fingerprint_job(scheduler_.pending()[option]));
+    broker_.take_touched();
+  }
+  take_and_dispatch(option);
+  return true;
+}
+
+// The explorer's frontier: several events may happen next and the schedule is spent. The run
+// stops here for the explorer to branch, or takes the one event that commutes with the rest.
+bool World::at_frontier(size_t enabled) {
+  explorer_.mark_frontier(enabled, fingerprint());
+  // Preemptions (ExploreSettings::preemptions): the instances with a handler's step ready.
+  std::vector<size_t> stepping;
+  if (explorer_.counts_preemptions()) {
+    for (const Job& job : scheduler_.pending()) {
+      if (live_step(job)) stepping.push_back(job.instance);
+    }
+  }
+  for (const Job& job : scheduler_.pending()) {
+    const bool preempts =
+        explorer_.counts_preemptions() && live_step(job) &&
+        std::any_of(stepping.begin(), stepping.end(),
+                    [&](size_t other) { return other != job.instance; });
+    explorer_.add_frontier_option(fingerprint_job(job), commutes_with_the_rest(job), preempts);
+  }
+  if (explorer_.recording()) explorer_.finish_frontier_footprint(broker_.take_touched());
+  if (explorer_.continues_alone()) {
+    const size_t option =
+        explorer_.continue_alone(coverage(), persistent_sets_assumptions_held());
+    broker_.take_touched();
+    take_and_dispatch(option);
+    return true;
+  }
+  explorer_.stop();
+  return false;
+}
+
+void World::take_and_dispatch(size_t option) {
+  const Job job = clocked() ? scheduler_.take_due(option) : scheduler_.take(option);
+  if (clocked()) maybe_cleanup();
+  if (explorer_.control().log_events) {
+    LoggedEvent event;
+    event.job = fingerprint_job(job);
+    event.kind = job_kind_word(job.kind);
+    const bool on_consumer =
+        job.kind == JobKind::deliver || job.kind == JobKind::ack || job.kind == JobKind::nack;
+    event.who = on_consumer ? consumers_[job.consumer].participant
+                            : std::string_view(instances_[job.instance].names.service);
+    event.creator = job.born;
+    explorer_.begin_event(std::move(event));
+    broker_.take_touched();
+  }
+  if (explorer_.control().check_void_events && void_forever(job)) {
+    // void_forever mirrors the early return of each job's handler; this is where the two are
+    // held to each other. (A fingerprint only reads: it adds nothing to the footprint.)
+    const Fingerprint before = fingerprint();
+    dispatch(job);
+    INBOXSIM_ASSERT(fingerprint() == before);
+    explorer_.void_event_checked();
+  } else {
+    dispatch(job);
+  }
+  // The footprint leaves out the queues a pump did not dispatch from; that is sound only
+  // because nothing is ever left dispatchable after an event.
+  INBOXSIM_ASSERT(!broker_.dispatchable());
+  if (explorer_.in_event()) explorer_.end_event(broker_.take_touched());
+}
+
+std::string_view World::job_kind_word(JobKind kind) {
+  switch (kind) {
+    case JobKind::deliver: return "deliver";
+    case JobKind::ack: return "ack";
+    case JobKind::nack: return "nack";
+    case JobKind::confirm: return "confirm";
+    case JobKind::publish_nack: return "publish_nack";
+    case JobKind::relay_poll: return "relay_poll";
+    case JobKind::account_sweep: return "account_sweep";
+    case JobKind::restart: return "restart";
+    case JobKind::reconnect: return "reconnect";
+    case JobKind::resume: return "resume";
+    case JobKind::heartbeat_timeout: return "heartbeat_timeout";
+    case JobKind::pause_end: return "pause_end";
+    case JobKind::retry: return "retry";
+  }
+  return "?";
+}
+
+void World::story_point() { explorer_.story_point(!scheduler_.empty()); }
+
+// Persistent sets of one event (docs/model.md, "Exploration", where the argument is): an ack
+// or a confirm that no event still possible in this run can race. Past the story's armed faults
+// and the explorer's fault budget (or outside the kinds it injects), nothing closes the channel
+// an ack travels on, so an ack only takes its delivery off the consumer's unacked list; no
+// consumer is ever full (checked: persistent_sets_assumptions_held), so that never decides who
+// gets a message. A confirm marks its outbox row sent; with one transfer-service instance its
+// relay is the only reader of that row, it skips a row it awaits a confirm for, and it never
+// reads a full batch (checked), so it does the same before the confirm as after it.
+bool World::commutes_with_the_rest(const Job& job) const {
+  const auto may_strike = [&](FaultKind kind) {
+    return faults_.armed(kind) || explorer_.budget_may_strike(kind);
+  };
+  if (void_forever(job)) return true;
+  switch (job.kind) {
+    case JobKind::ack:
+      return !may_strike(FaultKind::crash) && !may_strike(FaultKind::drop_connection) &&
+             !may_strike(FaultKind::drop_ack) && !may_strike(FaultKind::pause);
+    case JobKind::confirm:
+      return config_.transfer_instances == 1 && !may_strike(FaultKind::crash) &&
+             !may_strike(FaultKind::lose_confirm) && !may_strike(FaultKind::pause);
+    default: return false;
+  }
+}
+
+// A job whose target is gone, for good: it will do nothing when it runs, whatever happens
+// first. Channels never reopen (a reconnect opens a new one), handler ids and incarnations are
+// never reused. Each case mirrors the early return of the job's handler (on_ack, on_confirm,
+// on_publish_nack, on_deliver, run_handler's caller, on_retry, on_relay_poll, on_account_sweep).
+bool World::void_forever(const Job& job) const {
+  const Instance& instance = instances_[job.instance];
+  switch (job.kind) {
+    case JobKind::ack:
+    case JobKind::nack: return !broker_.channel_still_open(job.consumer, job.channel);
+    case JobKind::confirm: return job.channel != instance.publish_channel;
+    case JobKind::publish_nack:
+      return instance.incarnation != job.incarnation || instance.publish_channel != job.channel;
+    case JobKind::deliver: {
+      const Delivery& delivery = wire_.at(job.delivery_id);
+      return !broker_.channel_still_open(delivery.consumer, delivery.channel);
+    }
+    case JobKind::resume:
+    case JobKind::retry: return handlers_.count(job.handler) == 0;
+    case JobKind::relay_poll:
+    case JobKind::account_sweep: return instance.incarnation != job.incarnation;
+    default: return false;
+  }
+}
+
+// The next step of a handler that is still alive: what a preemption switches away from.
+bool World::live_step(const Job& job) const {
+  return job.kind == JobKind::resume && !void_forever(job);
+}
+
+bool World::persistent_sets_assumptions_held() const {
+  return !broker_.a_consumer_could_have_filled() &&
+         largest_relayed_seq_ < TransferService::kRelayBatchRows;
+}
+
+void World::touch_instance(size_t instance) { touch((uint64_t{1} << 56) | instance); }
+
+void World::touch_database(ServiceId service) {
+  touch((uint64_t{2} << 56) | static_cast<uint64_t>(service));
+}
+
+size_t World::choosable() const { return clocked() ? scheduler_.due_count() : scheduler_.size(); }
+
+uint32_t World::choose(size_t options, bool event) {
+  return explorer_.choose(options, event, trace_.events().size(), *this, halted_reason_);
+}
+
+}  // namespace inboxsim

@@ -1,0 +1,117 @@
+// World's fingerprints: the state's identity between two events and the identities of the jobs,
+// handlers and deliveries it is made of (docs/model.md, "Exploration").
+#include <algorithm>
+#include <vector>
+
+#include "kernel/assert.h"
+#include "world/world.h"
+
+namespace inboxsim {
+
+// Exploration's state identity (docs/model.md, "Exploration"). Everything that decides what can
+// happen next goes in; ids that only name things (delivery ids, handler ids, incarnations,
+// publishing channels) go in as what they point at or as "current or stale", so that two orders
+// that reach the same state by different paths meet. Sets with no order (pending events,
+// running handlers) go in sorted.
+Fingerprint World::fingerprint() {
+  Hasher hasher;
+  hasher.add_signed(now_ms()).add_signed(next_cleanup_ms_);
+  bool first[2] = {true, true};
+  for (Instance& instance : instances_) {
+    const size_t service = static_cast<size_t>(instance.service);
+    hasher.add(instance.up).add(instance.relay_poll_scheduled).add(instance.sweep_scheduled);
+    hasher.add_signed(instance.paused_until_ms).add_signed(instance.restart_after_ms);
+    if (instance.account) instance.account->fingerprint(hasher, first[service]);
+    if (instance.transfer) instance.transfer->fingerprint(hasher, first[service]);
+    first[service] = false;
+  }
+  broker_.fingerprint(hasher);
+  checker_.fingerprint(hasher);
+  faults_.fingerprint(hasher);
+  hasher.add_signed(explore_outcome_.faults_injected);
+  hasher.add(next_message_number_).add(static_cast<uint64_t>(next_request_instance_));
+  for (const auto& [type, id] : publications_.published_ids()) {
+    hasher.add(static_cast<uint64_t>(type)).add(id);
+  }
+  for (const ExternalSeenStore& store : seen_stores_) {
+    hasher.add(static_cast<uint64_t>(store.keys().size()));
+    for (const std::string& key : store.keys()) hasher.add(key);
+  }
+  for (const auto& [key, message] : awaiting_confirm_) {
+    hasher.add(static_cast<uint64_t>(key.first)).add_signed(key.second);
+    fingerprint_message(hasher, *message);
+  }
+  for (const RowLocks& locks : locks_) {
+    for (const auto& [key, holders] : locks.snapshot()) {
+      hasher.add(key);
+      for (const uint64_t handler : holders) hasher.add(fingerprint_handler(handler));
+    }
+  }
+  std::vector<Fingerprint> running;
+  for (const auto& [id, handler] : handlers_) running.push_back(fingerprint_handler(id));
+  std::sort(running.begin(), running.end());
+  hasher.add(static_cast<uint64_t>(running.size()));
+  for (const Fingerprint& print : running) hasher.add(print);
+  std::vector<Fingerprint> pending;
+  for (const Job& job : scheduler_.pending()) pending.push_back(fingerprint_job(job));
+  std::sort(pending.begin(), pending.end());
+  hasher.add(static_cast<uint64_t>(pending.size()));
+  for (const Fingerprint& print : pending) hasher.add(print);
+  return hasher.finish();
+}
+
+Fingerprint World::fingerprint_delivery(const Delivery& delivery) const {
+  Hasher hasher;
+  fingerprint_message(hasher, *delivery.message);
+  hasher.add(static_cast<uint64_t>(delivery.consumer)).add(delivery.channel);
+  hasher.add_signed(delivery.delivery_tag).add(delivery.redelivered);
+  hasher.add_signed(delivery.delivery_count).add_signed(delivery.attempts);
+  return hasher.finish();
+}
+
+Fingerprint World::fingerprint_handler(uint64_t id) const {
+  const auto found = handlers_.find(id);
+  if (found == handlers_.end()) return Fingerprint{};
+  const ActiveHandler& handler = found->second;
+  Hasher hasher;
+  hasher.add(static_cast<uint64_t>(handler.instance)).add(static_cast<uint64_t>(handler.attempt));
+  hasher.add(fingerprint_delivery(handler.delivery));
+  // A handler waiting for its retry has no task yet; a running one waits where `resume` says.
+  hasher.add(handler.task.valid()).add(handler.resume);
+  return hasher.finish();
+}
+
+Fingerprint World::fingerprint_job(const Job& job) const {
+  Hasher hasher;
+  hasher.add(static_cast<uint64_t>(job.kind)).add(static_cast<uint64_t>(job.instance));
+  const Instance& instance = instances_[job.instance];
+  // Voided by a crash since it was scheduled, or not; never the incarnation's number.
+  hasher.add_signed(job.incarnation == 0 ? 0 : job.incarnation == instance.incarnation ? 1 : 2);
+  switch (job.kind) {
+    case JobKind::deliver: {
+      const auto found = in_flight_.find(job.delivery_id);
+      INBOXSIM_ASSERT(found != in_flight_.end());
+      hasher.add(fingerprint_delivery(found->second));
+      break;
+    }
+    case JobKind::ack:
+    case JobKind::nack:
+      hasher.add(static_cast<uint64_t>(job.consumer)).add(job.channel).add_signed(job.delivery_tag);
+      break;
+    case JobKind::confirm:
+    case JobKind::publish_nack:
+      hasher.add(job.channel == instance.publish_channel).add_signed(job.outbox_seq);
+      break;
+    case JobKind::reconnect: hasher.add(static_cast<uint64_t>(job.consumer)); break;
+    case JobKind::resume:
+    case JobKind::retry: hasher.add(fingerprint_handler(job.handler)); break;
+    case JobKind::relay_poll:
+    case JobKind::account_sweep:
+    case JobKind::restart:
+    case JobKind::heartbeat_timeout:
+    case JobKind::pause_end: break;
+  }
+  return hasher.finish();
+}
+
+}  // namespace inboxsim

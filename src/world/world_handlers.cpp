@@ -1,0 +1,268 @@
+// The handler runtime: a delivery's handler runs as a coroutine in steps (each a job of its
+// own), waits at row locks, and ends acked, nacked, faulted or crashed; a faulted one goes where
+// the consumer's recoverability (world/recoverability.h) says.
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "domain/participants.h"
+#include "kernel/assert.h"
+#include "world/world.h"
+#include "world/world_events.h"
+
+namespace inboxsim {
+
+// Starts attempt `attempt` of handling a delivery. The `nack` fault faults the attempt before
+// the handler gets anywhere, as a busy database would, or a message the handler cannot process
+// (a poison message: the fault's cause says which the story means).
+void World::start_handler(size_t instance_index, const Delivery& delivery, size_t attempt) {
+  Instance& instance = instances_[instance_index];
+  const uint64_t id = next_handler_id_++;
+  ActiveHandler handler;
+  handler.instance = instance_index;
+  handler.delivery = delivery;
+  handler.attempt = attempt;
+  if (const std::optional<FaultSpec> fault =
+          take_fault(FaultKind::nack, instance.service, instance.number, *delivery.message)) {
+    handler_faulted(std::move(handler), fault->cause == FailureCause::poison
+                                            ? "the handler throws on this message (poison)"
+                                            : "transient failure (database busy)");
+    return;
+  }
+  switch (consumers_[delivery.consumer].role) {
+    case ConsumerRole::account: handler.task = instance.account->handle(delivery.message); break;
+    case ConsumerRole::saga:
+      handler.task = instance.transfer->handle(TransferConsumer::saga, delivery.message);
+      break;
+    case ConsumerRole::notifications:
+      handler.task = instance.transfer->handle(TransferConsumer::notifications, delivery.message);
+      break;
+  }
+  handlers_.emplace(id, std::move(handler));
+  run_handler(id);
+}
+
+// Whether a handler is account-service's and its consumer's library cancels it now that its
+// channel has closed (Recoverability::cancelled_by_close).
+bool World::cancelled_by_close(const ActiveHandler& handler) const {
+  return consumers_[handler.delivery.consumer].role == ConsumerRole::account &&
+         recoverability_.cancelled_by_close() &&
+         !broker_.channel_open(handler.delivery.consumer, handler.delivery.channel);
+}
+
+// A cancelled handler rolls back (no transaction spans a step, so nothing is open), gives up
+// its row locks, is not retried, and moves nothing to the _error queue: the rescue pipe ignores
+// OperationCanceledException, and the broker requeued the delivery when the channel closed.
+void World::cancel_handler(uint64_t id) {
+  const auto found = handlers_.find(id);
+  INBOXSIM_ASSERT(found != handlers_.end());
+  ActiveHandler handler = std::move(found->second);
+  handlers_.erase(found);
+  release_locks(handler.instance, id);
+  const Delivery& delivery = handler.delivery;
+  TraceEvent event = event_about(EventKind::consumer_fault, now_ms(),
+                                 consumers_[delivery.consumer].participant, *delivery.message);
+  event.detail =
+      "cancelled: its channel closed, so MassTransit cancelled the consume context; rolled back, "
+      "locks released, not retried, nothing moved to the _error queue (the broker requeued the "
+      "message)";
+  record(std::move(event));
+}
+
+// Runs a handler until its next suspension; a handler that ended is settled at once.
+void World::run_handler(uint64_t id) {
+  const auto found = handlers_.find(id);
+  INBOXSIM_ASSERT(found != handlers_.end());
+  if (cancelled_by_close(found->second)) {
+    cancel_handler(id);
+    return;
+  }
+  INBOXSIM_ASSERT(current_handler_ == 0);
+  current_handler_ = id;
+  const bool ended = found->second.task.resume();
+  current_handler_ = 0;
+  if (ended) finish_handler(id);
+}
+
+void World::finish_handler(uint64_t id) {
+  const auto found = handlers_.find(id);
+  INBOXSIM_ASSERT(found != handlers_.end());
+  ActiveHandler handler = std::move(found->second);
+  handlers_.erase(found);
+  Outcome outcome = Outcome::ack;
+  try {
+    outcome = handler.task.result();
+  } catch (const ServiceCrash&) {
+    release_locks(handler.instance, id);
+    crashed(handler.instance);
+    return;
+  } catch (const ConsumerFault& fault) {
+    release_locks(handler.instance, id);
+    handler_faulted(std::move(handler), fault.reason, fault.cancelled);
+    return;
+  }
+  // A handler that ends normally has committed every pass and released its locks already.
+  release_locks(handler.instance, id);
+  if (outcome == Outcome::ack) {
+    send_ack(handler);
+  } else {
+    send_nack(handler.delivery, "handler asked for a retry");
+  }
+}
+
+// A handler faulted (its transaction rolled back): its consumer's recoverability says whether
+// the delivery is nacked, handled again after a wait, or moved to the error queue.
+void World::handler_faulted(ActiveHandler handler, std::string_view reason, bool cancelled) {
+  const Delivery& delivery = handler.delivery;
+  const bool account = consumers_[delivery.consumer].role == ConsumerRole::account;
+  TraceEvent event = event_about(EventKind::consumer_fault, now_ms(),
+                                 consumers_[delivery.consumer].participant, *delivery.message);
+  event.detail = std::string(reason) + "; rolled back" + (account ? "" : ", will nack");
+  record(std::move(event));
+  FaultDecision decision = recoverability_.on_fault(account, handler.attempt, cancelled);
+  switch (decision.kind) {
+    case FaultDecision::Kind::nack: send_nack(delivery, std::string(reason)); return;
+    case FaultDecision::Kind::error_queue: move_to_error_queue(handler, reason); return;
+    case FaultDecision::Kind::retry: break;
+  }
+  TraceEvent retry =
+      delivery_event(EventKind::retry, now_ms(), consumers_[delivery.consumer].participant,
+                     participant::broker, delivery);
+  retry.target = {};
+  retry.detail = std::move(decision.words);
+  record(std::move(retry));
+  const uint64_t id = next_handler_id_++;
+  Job job = Job::of_instance(JobKind::retry, handler.instance);
+  job.handler = id;
+  ++handler.attempt;
+  handler.task = Task<Outcome>();
+  handler.resume = 0;
+  handlers_.emplace(id, std::move(handler));
+  schedule(now_ms() + decision.wait_ms, job);
+}
+
+void World::on_retry(uint64_t id) {
+  const auto found = handlers_.find(id);
+  if (found == handlers_.end()) return;  // the instance died while it waited
+  // RetryFilter's Task.Delay waits on the consume context's token (RetryFilter.cs).
+  if (cancelled_by_close(found->second)) {
+    cancel_handler(id);
+    return;
+  }
+  const ActiveHandler waiting = std::move(found->second);
+  handlers_.erase(found);
+  start_handler(waiting.instance, waiting.delivery, waiting.attempt);
+}
+
+// MassTransit's error transport: the faulted message goes to <queue>_error, then the delivery
+// is acked (the ack may still be lost, or void on a closed channel, like any ack).
+void World::move_to_error_queue(const ActiveHandler& handler, std::string_view reason) {
+  const Delivery& delivery = handler.delivery;
+  const std::string& queue = broker_.move_to_error_queue(account_error_queue_, delivery.message);
+  TraceEvent event =
+      delivery_event(EventKind::error_queued, now_ms(), consumers_[delivery.consumer].participant,
+                     participant::broker, delivery);
+  event.detail = "moved to " + queue + " after " + std::to_string(handler.attempt + 1) +
+                 " attempt(s) (" + std::string(reason) + "); the delivery is acked";
+  record(std::move(event));
+  send_ack(handler);
+}
+
+Suspend World::between_steps(size_t index, CrashPointSet points, const Message& message,
+                             uint64_t resume, std::string next) {
+  INBOXSIM_ASSERT(current_handler_ != 0);
+  const Instance& instance = instances_[index];
+  ActiveHandler& handler = handlers_.at(current_handler_);
+  handler.resume = resume;
+  handler.next_step = std::move(next);
+  for (size_t point = 0; point < kCrashPointCount; ++point) {
+    if (points.contains(static_cast<CrashPoint>(point))) {
+      crash_point(index, static_cast<CrashPoint>(point), &message);
+    }
+  }
+  for (size_t point = 0; point < kCrashPointCount; ++point) {
+    const auto at = static_cast<CrashPoint>(point);
+    if (!points.contains(at)) continue;
+    if (const auto fired =
+            take_fault_at(FaultKind::pause, instance.service, instance.number, at, &message)) {
+      pause(index, fired->ms, at, message);
+      break;
+    }
+  }
+  const int64_t work = work_ms();
+  const int64_t start_ms = paused(instance) ? instance.paused_until_ms : now_ms();
+  // In an exploration every step is an event of its own: others may happen in between.
+  if (start_ms + work == now_ms() && !clockless()) return Suspend{false};
+  Job job = Job::of_instance(JobKind::resume, index);
+  job.handler = current_handler_;
+  schedule(start_ms + work, job);
+  return Suspend{true};
+}
+
+Suspend World::lock_row(size_t index, const std::string& key, uint64_t resume,
+                        std::string next) {
+  INBOXSIM_ASSERT(current_handler_ != 0);
+  ActiveHandler& handler = handlers_.at(current_handler_);
+  handler.resume = resume;
+  handler.next_step = std::move(next);
+  const Instance& instance = instances_[index];
+  RowLocks& locks = locks_of(instance.service);
+  const std::optional<uint64_t> holder = locks.owner(key);
+  if (locks.acquire(key, current_handler_)) return Suspend{false};
+  const auto owner = handlers_.find(*holder);
+  const Delivery& waiting = handlers_.at(current_handler_).delivery;
+  const std::string_view held_by = owner == handlers_.end()
+                                       ? std::string_view("another handler")
+                                       : consumers_[owner->second.delivery.consumer].participant;
+  TraceEvent event = event_about(EventKind::lock_wait, now_ms(),
+                                 consumers_[waiting.consumer].participant, *waiting.message);
+  event.detail = "waits for the row lock on " + key + ", held by " + std::string(held_by);
+  record(std::move(event));
+  return Suspend{true};
+}
+
+Suspend World::sleep(size_t index, int64_t ms, uint64_t resume, std::string next) {
+  INBOXSIM_ASSERT(current_handler_ != 0);
+  INBOXSIM_ASSERT(ms > 0);
+  ActiveHandler& handler = handlers_.at(current_handler_);
+  handler.resume = resume;
+  handler.next_step = std::move(next);
+  Job job = Job::of_instance(JobKind::resume, index);
+  job.handler = current_handler_;
+  schedule(now_ms() + ms, job);
+  return Suspend{true};
+}
+
+void World::unlock_row(size_t index, const std::string& key) {
+  INBOXSIM_ASSERT(current_handler_ != 0);
+  RowLocks& locks = locks_of(instances_[index].service);
+  if (const std::optional<uint64_t> next = locks.release(key, current_handler_)) {
+    grant_lock(key, *next);
+  }
+}
+
+// Releases the locks a handler still holds (it rolled back or its process died) and withdraws
+// it from every lock it waits for.
+void World::release_locks(size_t index, uint64_t handler) {
+  RowLocks& locks = locks_of(instances_[index].service);
+  if (locks.empty()) return;
+  for (const RowLocks::Grant& grant : locks.release_all(handler)) {
+    grant_lock(grant.key, grant.handler);
+  }
+}
+
+// The waiter that now owns `key` goes on with its step.
+void World::grant_lock(const std::string& key, uint64_t handler) {
+  const auto found = handlers_.find(handler);
+  INBOXSIM_ASSERT(found != handlers_.end());
+  const Delivery& delivery = found->second.delivery;
+  TraceEvent event = event_about(EventKind::lock_granted, now_ms(),
+                                 consumers_[delivery.consumer].participant, *delivery.message);
+  event.detail = "got the row lock on " + key;
+  record(std::move(event));
+  Job job = Job::of_instance(JobKind::resume, found->second.instance);
+  job.handler = handler;
+  schedule(now_ms(), job);
+}
+
+}  // namespace inboxsim

@@ -1,0 +1,209 @@
+// The playground's side of a world (docs/contract.md §9): the hand actions a schedule takes
+// between two events, what can happen next in words, and what the page shows of the instances
+// and the indexes.
+#include <SQLiteCpp/SQLiteCpp.h>
+
+#include <string>
+#include <vector>
+
+#include "domain/participants.h"
+#include "kernel/assert.h"
+#include "world/world.h"
+#include "world/world_events.h"
+
+namespace inboxsim {
+
+// ---- the playground ----------------------------------------------------------------------------
+
+bool World::take_due_actions() {
+  const size_t position = explorer_.position();
+  bool took = false;
+  while (explorer_.action_due(position) && halted_reason_.empty() && !explorer_.stopped()) {
+    const Step& step = explorer_.take_action(position, trace_.events().size());
+    took = true;
+    story_point();
+    switch (step.kind) {
+      case StepKind::publish: publish_by_hand(step); break;
+      case StepKind::drop_index: drop_index(step.index); break;
+      case StepKind::restore_index: restore_index(step.index); break;
+      case StepKind::redrive: redrive(step.queue); break;
+      case StepKind::advance: advance(step.ms); break;
+      case StepKind::transfer:
+      case StepKind::fault:
+      case StepKind::run: INBOXSIM_ASSERT(false);  // the parser takes no such hand action
+    }
+  }
+  return took;
+}
+
+void World::restore_index(IndexName index) {
+  const bool on_account = index != IndexName::transfer_processed_messages;
+  Instance& instance = first_instance(on_account ? ServiceId::account : ServiceId::transfer);
+  std::string detail(index_name(index));
+  const auto found = dropped_.find(index);
+  if (found == dropped_.end()) {
+    detail += ": not dropped, nothing to restore";
+  } else {
+    try {
+      for (const std::string& sql : found->second) {
+        if (on_account) {
+          instance.account->create_index(sql);
+        } else {
+          instance.transfer->create_index(sql);
+        }
+      }
+      dropped_.erase(found);
+      detail += ": restored";
+    } catch (const SQLite::Exception& error) {
+      // Postgres refuses CREATE UNIQUE INDEX over duplicate keys the same way.
+      detail += ": cannot be restored, the rows written meanwhile break it (" +
+                std::string(error.what()) + "); it stays dropped";
+    }
+  }
+  record(instance_event(EventKind::index_restored, now_ms(), instance.names.service,
+                        std::move(detail)));
+}
+
+void World::publish_by_hand(const Step& step) {
+  auto message = std::make_shared<Message>(step.message);
+  TraceEvent event = event_about(EventKind::publish, now_ms(), participant::operator_, *message);
+  event.target = participant::broker;
+  event.detail = "by hand to " +
+                 (step.exchange.empty() ? std::string("the default exchange") : step.exchange) +
+                 ", routing key " + step.routing_key;
+  record(std::move(event));
+  publications_.record(message, true);
+  const size_t routed = broker_.publish(message, step.routing_key, step.exchange.empty());
+  if (routed == 0) {
+    mark_step("(the routing key " + step.routing_key +
+              " reaches no queue: the broker drops the message, as RabbitMQ drops an unroutable "
+              "one published without `mandatory`)");
+  }
+  pump();
+}
+
+std::vector<World::InstanceState> World::instance_states() const {
+  std::vector<InstanceState> out;
+  for (const Instance& instance : instances_) {
+    out.push_back(InstanceState{instance.names.service, instance.up, paused(instance)});
+  }
+  return out;
+}
+
+std::vector<IndexName> World::dropped_indexes() const {
+  std::vector<IndexName> out;
+  for (const auto& [index, sql] : dropped_) out.push_back(index);
+  return out;
+}
+
+std::vector<PendingEvent> World::pending_events() const {
+  std::vector<PendingEvent> out;
+  const std::vector<Job> jobs = scheduler_.pending();
+  const size_t count = choosable();
+  for (size_t option = 0; option < count && option < jobs.size(); ++option) {
+    out.push_back(describe_job(jobs[option]));
+  }
+  return out;
+}
+
+namespace {
+
+// The words of a pending event that is about no message: what its participant does.
+std::string label_of_loop(std::string_view kind, const std::string& participant) {
+  if (kind == "relay_poll") return participant + " polls the outbox";
+  if (kind == "outbox_sweep") return participant + " runs its outbox delivery loop";
+  if (kind == "restart") return participant + " restarts";
+  if (kind == "reconnect") return participant + " reopens its connection";
+  if (kind == "heartbeat_timeout") {
+    return "the broker gives up on " + participant + "'s silent connection";
+  }
+  INBOXSIM_ASSERT(kind == "pause_end");
+  return participant + " goes on after its pause";
+}
+
+// The message a consumer holds unacked under `delivery_tag`, if any.
+MessagePtr unacked_message(const std::vector<QueueEntry>& contents, std::string_view consumer,
+                           int64_t delivery_tag) {
+  MessagePtr message;
+  for (const QueueEntry& entry : contents) {
+    if (entry.state == "unacked" && entry.consumer == consumer &&
+        entry.delivery_tag == delivery_tag) {
+      message = entry.message;
+    }
+  }
+  return message;
+}
+
+}  // namespace
+
+PendingEvent World::describe_job(const Job& job) const {
+  const Instance& instance = instances_[job.instance];
+  PendingEvent event;
+  event.participant = instance.names.service;
+  const auto about = [](const MessagePtr& message) { return message_words(message.get()); };
+  switch (job.kind) {
+    case JobKind::deliver: {
+      event.kind = "deliver";
+      const Delivery& delivery = wire_.at(job.delivery_id);
+      event.message = delivery.message;
+      event.participant = consumers_[delivery.consumer].participant;
+      event.label = std::string(delivery.redelivered ? "redelivery" : "delivery") + " of " +
+                    about(delivery.message) + " reaches " + event.participant;
+      break;
+    }
+    case JobKind::ack:
+    case JobKind::nack: {
+      event.kind = job.kind == JobKind::ack ? "ack" : "nack";
+      event.participant = consumers_[job.consumer].participant;
+      event.message = unacked_message(broker_.contents(), event.participant, job.delivery_tag);
+      event.label = "the " + event.kind + " of " +
+                    (event.message ? about(event.message)
+                                   : "delivery tag " + std::to_string(job.delivery_tag)) +
+                    " from " + event.participant + " reaches the broker";
+      break;
+    }
+    case JobKind::confirm:
+    case JobKind::publish_nack: {
+      event.kind = job.kind == JobKind::confirm ? "confirm" : "publish_nack";
+      event.participant =
+          instance.names.relay.empty() ? instance.names.service : instance.names.relay;
+      const auto found = awaiting_confirm_.find({job.instance, job.outbox_seq});
+      if (found != awaiting_confirm_.end()) event.message = found->second;
+      event.label =
+          std::string(job.kind == JobKind::confirm ? "the publisher confirm"
+                                                   : "the broker's nack") +
+          " of " +
+          (event.message ? about(event.message) : "outbox row " + std::to_string(job.outbox_seq)) +
+          " reaches " + event.participant;
+      break;
+    }
+    case JobKind::resume:
+    case JobKind::retry: {
+      event.kind = job.kind == JobKind::resume ? "step" : "retry";
+      const auto found = handlers_.find(job.handler);
+      if (found != handlers_.end()) {
+        event.message = found->second.delivery.message;
+        event.participant = consumers_[found->second.delivery.consumer].participant;
+      }
+      event.label = job.kind == JobKind::resume && found != handlers_.end()
+                        ? event.participant + ", handling " + about(event.message) + ": " +
+                              found->second.next_step
+                        : event.participant + " retries its handler of " + about(event.message);
+      break;
+    }
+    case JobKind::relay_poll:
+      event.kind = "relay_poll";
+      event.participant = instance.names.relay;
+      break;
+    case JobKind::account_sweep: event.kind = "outbox_sweep"; break;
+    case JobKind::restart: event.kind = "restart"; break;
+    case JobKind::reconnect: event.kind = "reconnect"; break;
+    case JobKind::heartbeat_timeout: event.kind = "heartbeat_timeout"; break;
+    case JobKind::pause_end: event.kind = "pause_end"; break;
+  }
+  if (event.label.empty()) event.label = label_of_loop(event.kind, event.participant);
+  if (void_forever(job)) event.label += " (void: its target is gone, it changes nothing)";
+  return event;
+}
+
+}  // namespace inboxsim

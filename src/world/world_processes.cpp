@@ -1,0 +1,209 @@
+// The processes: an instance's restarts, pauses (and the broker's heartbeat that notices them),
+// crashes at a crash point, and its connections closing and reopening.
+#include <algorithm>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "domain/participants.h"
+#include "kernel/assert.h"
+#include "world/world.h"
+#include "world/world_events.h"
+
+namespace inboxsim {
+
+void World::on_restart(size_t index) {
+  Instance& instance = instances_[index];
+  INBOXSIM_ASSERT(!instance.up);
+  instance.up = true;
+  record(instance_event(EventKind::restart, now_ms(), instance.names.service,
+                        "restarted with its committed data"));
+  instance.connected_ms = now_ms();
+  for (const size_t consumer : instance.consumers) {
+    if (!broker_.connected(consumer)) broker_.open_connection(consumer, now_ms());
+  }
+  guarded(index, [&] {
+    if (instance.account) {
+      instance.account->restart();
+    } else {
+      instance.transfer->restart();
+    }
+  });
+  pump();
+}
+
+void World::on_reconnect(const Job& job) {
+  Instance& instance = instances_[job.instance];
+  if (!instance.up) return;
+  bool opened = false;
+  for (const size_t consumer : instance.consumers) {
+    if (job.consumer != kAllConsumers && consumer != job.consumer) continue;
+    if (broker_.connected(consumer)) continue;
+    broker_.open_connection(consumer, now_ms());
+    opened = true;
+  }
+  if (!opened) return;
+  instance.connected_ms = now_ms();
+  pump();
+}
+
+// RabbitMQ's heartbeat receiver (rabbit_heartbeat:start_heartbeat_receiver, v4.0.9) checks the
+// socket for incoming data every heartbeat interval T, counted from when the connection opened,
+// and gives up at the second check in a row that saw nothing: between 2T and 3T after the last
+// data. The paused process sends nothing from its pause's start, and a check at that very
+// millisecond still sees its last frame: the close comes 2T after the first check at or after
+// the pause began.
+int64_t World::heartbeat_close_ms(const Instance& instance) const {
+  const int64_t interval = config_.broker_heartbeat_ms;
+  INBOXSIM_ASSERT(interval > 0);
+  const int64_t since_open = instance.pause_started_ms - instance.connected_ms;
+  const int64_t checks = std::max<int64_t>(1, (since_open + interval - 1) / interval);
+  return instance.connected_ms + (checks + 2) * interval;
+}
+
+// The broker closes a connection whose heartbeat checks saw nothing twice (above). The process
+// is alive, only paused: its handlers will run on.
+void World::on_heartbeat_timeout(const Job& job) {
+  const Instance& instance = instances_[job.instance];
+  if (instance.incarnation != job.incarnation || !paused(instance)) return;
+  if (now_ms() != heartbeat_close_ms(instance)) return;  // a check of an earlier pause
+  close_instance_connections(
+      job.instance, "two heartbeat checks in a row (every " +
+                        std::to_string(config_.broker_heartbeat_ms) + " ms) saw nothing for " +
+                        std::to_string(now_ms() - instance.pause_started_ms) +
+                        " ms: the broker closed the connection; unacked deliveries go back to "
+                        "the queue");
+}
+
+// RabbitMQ's consumer timeout (rabbit_channel:evaluate_consumer_timeout, v4.0.9): a channel's
+// tick finds its oldest unacked delivery older than consumer_timeout and closes the channel
+// with PRECONDITION_FAILED; the broker requeues every delivery it had unacked, and the client
+// opens a new channel. An exploration has no clock, so no timeout.
+bool World::consumer_timeout_due(int64_t until_ms) {
+  if (config_.broker_consumer_timeout_ms <= 0 || clockless() || !halted_reason_.empty()) {
+    return false;
+  }
+  const auto due =
+      broker_.next_consumer_timeout(config_.broker_consumer_timeout_ms, kChannelTickMs);
+  if (!due || due->at_ms > until_ms) return false;
+  scheduler_.advance_to(due->at_ms);
+  maybe_cleanup();
+  reset_connection(due->consumer,
+                   "PRECONDITION_FAILED: delivery acknowledgement (tag " +
+                       std::to_string(due->delivery_tag) + ", delivered at " +
+                       std::to_string(due->delivered_ms) + " ms) timed out, consumer_timeout " +
+                       std::to_string(config_.broker_consumer_timeout_ms) +
+                       " ms: the broker closed the channel; every unacked delivery on it goes "
+                       "back to the queue");
+  return true;
+}
+
+void World::on_pause_end(size_t index) {
+  Instance& instance = instances_[index];
+  if (!instance.up || paused(instance)) return;
+  record(instance_event(EventKind::resumed, now_ms(), instance.names.service,
+                        "goes on where it stopped"));
+  bool closed = false;
+  for (const size_t consumer : instance.consumers) closed = closed || !broker_.connected(consumer);
+  if (!closed) return;
+  // The client library finds its connection gone and recovers it; its handlers run on.
+  Job job = Job::of_instance(JobKind::reconnect, index);
+  job.consumer = kAllConsumers;
+  schedule(now_ms() + kReconnectMs, job);
+}
+
+void World::pause(size_t index, int64_t ms, CrashPoint point, const Message& message) {
+  Instance& instance = instances_[index];
+  instance.pause_started_ms = now_ms();
+  instance.paused_until_ms = now_ms() + ms;
+  TraceEvent event = event_about(EventKind::paused, now_ms(), instance.names.service, message);
+  event.amount = ms;
+  event.detail = "paused for " + std::to_string(ms) + " ms at " +
+                 std::string(crash_point_name(point)) + " (a GC pause, a stalled disk)";
+  record(std::move(event));
+  schedule(instance.paused_until_ms, Job::of_instance(JobKind::pause_end, index));
+  if (config_.broker_heartbeat_ms > 0) {
+    // A pause that ends before the close resumes the heartbeats in time (pause_end runs first
+    // when the two fall on the same millisecond: it was scheduled first).
+    const int64_t close_ms = heartbeat_close_ms(instance);
+    if (close_ms < instance.paused_until_ms) {
+      schedule(close_ms, Job::of_instance(JobKind::heartbeat_timeout, index, instance.incarnation));
+    }
+  }
+}
+
+void World::crash_point(size_t index, CrashPoint point, const Message* message) {
+  const Instance& instance = instances_[index];
+  const auto fired =
+      take_fault_at(FaultKind::crash, instance.service, instance.number, point, message);
+  if (!fired) return;
+  instances_[index].restart_after_ms = fired->restart_after_ms;
+  TraceEvent event;
+  if (message != nullptr) event = event_about(EventKind::crash, now_ms(), {}, *message);
+  event.time_ms = now_ms();
+  event.kind = EventKind::crash;
+  event.service = instance.names.service;
+  event.detail = std::string(crash_point_name(point));
+  record(std::move(event));
+  throw ServiceCrash{instance.service, point};
+}
+
+// The process died: its handlers die with it (their open transactions roll back, their row
+// locks go), its connections close (the broker requeues what they had unacked), its memory is
+// gone; it comes back later with its committed data.
+void World::crashed(size_t index) {
+  Instance& instance = instances_[index];
+  INBOXSIM_ASSERT(instance.up);
+  instance.up = false;
+  ++instance.incarnation;
+  instance.paused_until_ms = -1;
+  instance.relay_poll_scheduled = false;
+  instance.sweep_scheduled = false;
+  // The relay's publishing channel dies with the process: a confirm still on its way belongs
+  // to a channel that no longer exists, and the new incarnation publishes again (found by
+  // `inboxsim explore`: a late confirm of the old channel used to take the new one's place).
+  ++instance.publish_channel;
+  std::erase_if(awaiting_confirm_,
+                [index](const auto& entry) { return entry.first.first == index; });
+  std::vector<uint64_t> dying;
+  for (const auto& [id, handler] : handlers_) {
+    if (handler.instance == index) dying.push_back(id);
+  }
+  // None of them may be handed a lock another of them releases.
+  for (const uint64_t id : dying) locks_of(instance.service).withdraw(id);
+  for (const uint64_t id : dying) {
+    release_locks(index, id);
+    handlers_.erase(id);
+  }
+  if (instance.transfer) instance.transfer->crash();
+  close_instance_connections(index, "process died; unacked deliveries go back to the queue");
+  schedule(now_ms() + instance.restart_after_ms,
+           Job::of_instance(JobKind::restart, index, instance.incarnation));
+}
+
+void World::close_instance_connections(size_t index, const std::string& reason) {
+  for (const size_t consumer : instances_[index].consumers) {
+    if (!broker_.connected(consumer)) continue;
+    TraceEvent event = instance_event(EventKind::connection_closed, now_ms(),
+                                      consumers_[consumer].participant, reason);
+    event.target = participant::broker;
+    record(std::move(event));
+    broker_.close_connection(consumer, now_ms(), "connection closed");
+  }
+  // What went back to the queue is for the other instances to take now.
+  pump();
+}
+
+void World::reset_connection(size_t consumer, std::string reason) {
+  TraceEvent event = instance_event(EventKind::connection_closed, now_ms(),
+                                    consumers_[consumer].participant, std::move(reason));
+  event.target = participant::broker;
+  record(std::move(event));
+  broker_.close_connection(consumer, now_ms(), "connection closed");
+  pump();
+  Job job = Job::of_instance(JobKind::reconnect, consumers_[consumer].instance);
+  job.consumer = consumer;
+  schedule(now_ms() + kReconnectMs, job);
+}
+
+}  // namespace inboxsim

@@ -1,0 +1,182 @@
+// Publishing: a service's publish with its publisher confirm, the transfer relay's confirms and
+// nacks by outbox row, the duplicate fault's copies, and the relay's and the account outbox
+// sweep's polling loops.
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "domain/participants.h"
+#include "kernel/assert.h"
+#include "world/world.h"
+#include "world/world_events.h"
+
+namespace inboxsim {
+
+void World::on_confirm(const Job& job) {
+  const auto found = awaiting_confirm_.find({job.instance, job.outbox_seq});
+  if (found == awaiting_confirm_.end()) return;
+  Instance& instance = instances_[job.instance];
+  // A confirm on a channel that has closed since is never seen.
+  if (instance.publish_channel != job.channel) return;
+  const MessagePtr message = found->second;
+  awaiting_confirm_.erase(found);
+  if (instance.incarnation != job.incarnation) return;
+  TraceEvent event = event_about(EventKind::confirm, now_ms(), participant::broker, *message);
+  event.target = instance.names.relay;
+  event.detail = "outbox row " + std::to_string(job.outbox_seq);
+  record(std::move(event));
+  guarded(job.instance, [&] { instance.transfer->relay_confirmed(job.outbox_seq); });
+}
+
+void World::on_relay_poll(const Job& job) {
+  Instance& instance = instances_[job.instance];
+  if (instance.incarnation != job.incarnation) return;
+  instance.relay_poll_scheduled = false;
+  guarded(job.instance, [&] { instance.transfer->relay_poll(); });
+}
+
+void World::on_account_sweep(const Job& job) {
+  Instance& instance = instances_[job.instance];
+  if (instance.incarnation != job.incarnation) return;
+  instance.sweep_scheduled = false;
+  guarded(job.instance, [&] {
+    if (!instance.account->sweep_outbox()) {
+      // A publish not confirmed: the delivery loop tries again once reconnected.
+      instance.sweep_scheduled = true;
+      schedule(now_ms() + kReconnectMs, job);
+    }
+  });
+}
+
+void World::publish(ServiceId publisher_service, std::string_view publisher,
+                    const MessagePtr& message, bool copy) {
+  TraceEvent event = event_about(EventKind::publish, now_ms(), publisher, *message);
+  event.target = participant::broker;
+  event.detail = std::string(routing_key(message->type));
+  record(std::move(event));
+  const bool by_operator = copy || publisher == participant::operator_;
+  if (footprinting()) {
+    touch((uint64_t{3} << 56) | (Hasher().add(message->message_id).finish().low >> 8));
+  }
+  const bool first = publications_.record(message, by_operator);
+  if (!first && !by_operator) coverage_.reach(Probe::republish_same_id);
+  broker_.publish(message);
+  if (first && !by_operator) {
+    while (const std::optional<FaultSpec> fault =
+               take_fault(FaultKind::duplicate, publisher_service, 0, *message)) {
+      fire_duplicate(message, fault->copied_by);
+    }
+  }
+  pump();
+}
+
+// The copy's publisher in the trace is whoever the story says made it; the narration and the
+// diagrams name it from there.
+void World::fire_duplicate(const MessagePtr& message, CopySource source) {
+  std::string_view publisher = participant::operator_;
+  if (source == CopySource::broker) publisher = participant::broker;
+  if (source == CopySource::network) publisher = participant::network;
+  publish(ServiceId::account, publisher, std::make_shared<Message>(*message), true);
+}
+
+// A publish the broker refuses (basic.nack, confirms.md): it is not routed, so it is no
+// message of the run's; it still counts as a send.
+void World::publish_refused(std::string_view publisher, const Message& message) {
+  TraceEvent event = event_about(EventKind::publish_nacked, now_ms(), participant::broker, message);
+  event.target = publisher;
+  event.detail = "basic.nack: the broker did not take the message";
+  record(std::move(event));
+  publications_.record_refused(message);
+}
+
+PublishResult World::publish_and_confirm(size_t index, const MessagePtr& message) {
+  const Instance& instance = instances_[index];
+  if (take_fault(FaultKind::publish_nack, instance.service, instance.number, *message)) {
+    publish_refused(instance.names.service, *message);
+    return PublishResult::nacked;
+  }
+  publish(instance.service, instance.names.service, message);
+  if (take_fault(FaultKind::lose_confirm, instance.service, instance.number, *message)) {
+    TraceEvent event =
+        event_about(EventKind::confirm_lost, now_ms(), participant::broker, *message);
+    event.target = instance.names.service;
+    event.detail =
+        "the publishing channel closed before the confirm arrived; the message did reach the "
+        "broker";
+    record(std::move(event));
+    return PublishResult::lost;
+  }
+  return PublishResult::confirmed;
+}
+
+void World::relay_publish(size_t index, const MessagePtr& message, int64_t outbox_seq) {
+  const Instance& instance = instances_[index];
+  largest_relayed_seq_ = std::max(largest_relayed_seq_, outbox_seq);
+  Job job = Job::of_instance(JobKind::confirm, index, instance.incarnation);
+  job.outbox_seq = outbox_seq;
+  job.channel = instance.publish_channel;
+  if (take_fault(FaultKind::publish_nack, ServiceId::transfer, instance.number, *message)) {
+    publish_refused(instance.names.relay, *message);
+    job.kind = JobKind::publish_nack;
+    schedule(now_ms() + latency_ms(), job);
+    return;
+  }
+  publish(ServiceId::transfer, instance.names.relay, message);
+  if (take_fault(FaultKind::lose_confirm, ServiceId::transfer, instance.number, *message)) {
+    relay_channel_closed(index, *message);
+    return;
+  }
+  awaiting_confirm_[{index, outbox_seq}] = message;
+  schedule(now_ms() + latency_ms(), job);
+}
+
+// RabbitMQ loses a publisher confirm only with its channel (confirms.md): every publish the
+// relay awaited a confirm for is in doubt, and it publishes them again, same message ids, once
+// it has reconnected.
+void World::relay_channel_closed(size_t index, const Message& message) {
+  Instance& instance = instances_[index];
+  TraceEvent event = event_about(EventKind::confirm_lost, now_ms(), participant::broker, message);
+  event.target = instance.names.relay;
+  event.detail =
+      "the relay's channel closed before the confirm arrived; the message did reach the broker, "
+      "and the relay will publish every unconfirmed row again after reconnecting";
+  record(std::move(event));
+  ++instance.publish_channel;
+  std::erase_if(awaiting_confirm_,
+                [index](const auto& entry) { return entry.first.first == index; });
+  instance.transfer->relay_channel_closed();
+  if (!instance.relay_poll_scheduled) {
+    schedule_loop(index, JobKind::relay_poll, instance.relay_poll_scheduled, kReconnectMs);
+  }
+}
+
+void World::on_publish_nack(const Job& job) {
+  Instance& instance = instances_[job.instance];
+  if (instance.incarnation != job.incarnation || instance.publish_channel != job.channel) return;
+  guarded(job.instance, [&] { instance.transfer->relay_publish_nacked(job.outbox_seq); });
+}
+
+// The callers check first: their delay is a random draw, which must not be made for nothing.
+void World::schedule_loop(size_t index, JobKind kind, bool& pending, int64_t delay_ms) {
+  const Instance& instance = instances_[index];
+  INBOXSIM_ASSERT(!pending);
+  INBOXSIM_ASSERT(instance.up);
+  pending = true;
+  schedule(now_ms() + delay_ms, Job::of_instance(kind, index, instance.incarnation));
+}
+
+void World::schedule_relay_poll(size_t index) {
+  touch_instance(index);
+  Instance& instance = instances_[index];
+  if (instance.relay_poll_scheduled || !instance.up) return;
+  schedule_loop(index, JobKind::relay_poll, instance.relay_poll_scheduled,
+                clockless() ? 0 : rng_.between(kRelayPollMsMin, kRelayPollMsMax));
+}
+
+void World::schedule_account_outbox_sweep(size_t index) {
+  Instance& instance = instances_[index];
+  if (instance.sweep_scheduled || !instance.up) return;
+  schedule_loop(index, JobKind::account_sweep, instance.sweep_scheduled, latency_ms());
+}
+
+}  // namespace inboxsim

@@ -1,0 +1,129 @@
+// The wire between the broker and the consumers: deliveries in flight (each reaches its consumer
+// after the network's latency, or a `delay` fault's), and acks and nacks on their way back.
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "domain/participants.h"
+#include "kernel/assert.h"
+#include "world/world.h"
+#include "world/world_events.h"
+
+namespace inboxsim {
+
+void World::on_deliver(const Job& job) {
+  const Delivery delivery = wire_.arrive(job.delivery_id);
+  // A delivery still on the wire when its channel closed was requeued then; this copy is void.
+  if (!broker_.channel_open(delivery.consumer, delivery.channel)) return;
+  const ConsumerInfo& consumer = consumers_[delivery.consumer];
+  const Instance& instance = instances_[consumer.instance];
+  INBOXSIM_ASSERT(instance.up);
+  record(delivery_event(EventKind::deliver, now_ms(), participant::broker, consumer.participant,
+                        delivery));
+  const bool classic = config_.broker_queue_type == QueueType::classic;
+  if (classic && delivery.attempts + 1 >= kDeliveriesPerMessageMax) {
+    halted_reason_ = "message " + delivery.message->message_id + " (" +
+                     std::string(message_type_name(delivery.message->type)) + " " +
+                     delivery.message->transfer + ") was delivered " +
+                     std::to_string(delivery.attempts + 1) + " times from " +
+                     std::string(consumer.participant) +
+                     "'s classic queue, which has no delivery limit: a poison message loops, and "
+                     "the run stopped at its bound";
+    return;
+  }
+  const Message& message = *delivery.message;
+  if (take_fault(FaultKind::drop_connection, instance.service, instance.number, message)) {
+    reset_connection(delivery.consumer, "connection dropped");
+    return;
+  }
+  start_handler(consumer.instance, delivery, 0);
+}
+
+// A handler whose connection closed while it ran (a zombie consumer) acks into the void: the
+// client library refuses to ack on a closed channel, and the broker has already requeued the
+// message. Returns true (and says so) when that is the case.
+bool World::ack_void(const Delivery& delivery, std::string_view verb) {
+  if (broker_.channel_open(delivery.consumer, delivery.channel)) return false;
+  TraceEvent event =
+      delivery_event(EventKind::ack_void, now_ms(), consumers_[delivery.consumer].participant,
+                     participant::broker, delivery);
+  event.detail = std::string(verb) +
+                 " on a closed channel: ignored; the broker requeued the message when the "
+                 "connection closed";
+  record(std::move(event));
+  return true;
+}
+
+void World::send_ack(const ActiveHandler& handler) {
+  const Delivery& delivery = handler.delivery;
+  if (ack_void(delivery, "ack")) return;
+  const Instance& instance = instances_[handler.instance];
+  if (take_fault(FaultKind::drop_ack, instance.service, instance.number, *delivery.message)) {
+    TraceEvent event =
+        delivery_event(EventKind::ack_lost, now_ms(), consumers_[delivery.consumer].participant,
+                       participant::broker, delivery);
+    event.detail = "ack lost on the wire";
+    record(std::move(event));
+    reset_connection(delivery.consumer, "connection reset after a lost ack");
+    return;
+  }
+  Job job;
+  job.kind = JobKind::ack;
+  job.consumer = delivery.consumer;
+  job.channel = delivery.channel;
+  job.delivery_tag = delivery.delivery_tag;
+  schedule(now_ms() + latency_ms(), job);
+}
+
+void World::send_nack(const Delivery& delivery, std::string reason) {
+  if (ack_void(delivery, "nack")) return;
+  TraceEvent event =
+      delivery_event(EventKind::nack, now_ms(), consumers_[delivery.consumer].participant,
+                     participant::broker, delivery);
+  event.detail = std::move(reason);
+  record(std::move(event));
+  Job job;
+  job.kind = JobKind::nack;
+  job.consumer = delivery.consumer;
+  job.channel = delivery.channel;
+  job.delivery_tag = delivery.delivery_tag;
+  schedule(now_ms() + latency_ms(), job);
+}
+
+void World::on_ack(const Job& job, bool is_nack) {
+  const std::string_view consumer = consumers_[job.consumer].participant;
+  if (is_nack) {
+    broker_.nack(job.consumer, job.channel, job.delivery_tag, now_ms());
+  } else if (const auto settled = broker_.ack(job.consumer, job.channel, job.delivery_tag)) {
+    record(delivery_event(EventKind::ack, now_ms(), consumer, participant::broker, *settled));
+  } else {
+    TraceEvent event =
+        instance_event(EventKind::ack_lost, now_ms(), consumer,
+                       "ack for tag " + std::to_string(job.delivery_tag) +
+                           " arrived on a closed channel; the message was already requeued");
+    event.target = participant::broker;
+    record(std::move(event));
+  }
+  pump();
+}
+
+void World::pump() {
+  std::vector<Delivery>& dispatched = wire_.dispatched();
+  dispatched.clear();
+  broker_.pump(dispatched, now_ms());
+  for (Delivery& delivery : dispatched) {
+    int64_t delay_ms = latency_ms();
+    const Instance& instance = instances_[consumers_[delivery.consumer].instance];
+    if (const auto held =
+            take_fault(FaultKind::delay, instance.service, instance.number, *delivery.message)) {
+      delay_ms += held->ms;
+    }
+    Job job;
+    job.kind = JobKind::deliver;
+    job.consumer = delivery.consumer;
+    job.delivery_id = wire_.send(std::move(delivery));
+    schedule(now_ms() + delay_ms, job);
+  }
+}
+
+}  // namespace inboxsim
