@@ -373,8 +373,6 @@ class World {
   std::vector<ConsumerInfo> consumers_;    // by broker consumer index
   size_t account_error_queue_ = 0;         // account-service_error
   Wire wire_;  // deliveries on their way to the consumers
-  // The wire's deliveries under the name world_fingerprint.cpp reads them by.
-  const std::map<int64_t, Delivery>& in_flight_ = wire_.in_flight();
   std::map<std::pair<size_t, int64_t>, MessagePtr> awaiting_confirm_;  // (instance, outbox seq)
 
   // The services: their databases, their instances, what the instances share.
@@ -411,8 +409,6 @@ class World {
   void touch_instance(size_t instance);
   void touch_database(ServiceId service);
   ExploreDriver explorer_;
-  // The explorer's outcome under the name world_fingerprint.cpp reads it by.
-  const ExploreOutcome& explore_outcome_ = explorer_.outcome();
   // Takes the `option`-th pending event and runs it (an explored run's step).
   void take_and_dispatch(size_t option);
 };

@@ -28,7 +28,7 @@ Fingerprint World::fingerprint() {
   broker_.fingerprint(hasher);
   checker_.fingerprint(hasher);
   faults_.fingerprint(hasher);
-  hasher.add_signed(explore_outcome_.faults_injected);
+  hasher.add_signed(explorer_.outcome().faults_injected);
   hasher.add(next_message_number_).add(static_cast<uint64_t>(next_request_instance_));
   for (const auto& [type, id] : publications_.published_ids()) {
     hasher.add(static_cast<uint64_t>(type)).add(id);
@@ -89,8 +89,8 @@ Fingerprint World::fingerprint_job(const Job& job) const {
   hasher.add_signed(job.incarnation == 0 ? 0 : job.incarnation == instance.incarnation ? 1 : 2);
   switch (job.kind) {
     case JobKind::deliver: {
-      const auto found = in_flight_.find(job.delivery_id);
-      INBOXSIM_ASSERT(found != in_flight_.end());
+      const auto found = wire_.in_flight().find(job.delivery_id);
+      INBOXSIM_ASSERT(found != wire_.in_flight().end());
       hasher.add(fingerprint_delivery(found->second));
       break;
     }
