@@ -30,12 +30,19 @@ constexpr std::array<CrashPoint, 7> kSeenSetPoints = {
     CP::before_tx,    CP::after_precheck, CP::after_dedupe,      CP::after_effect,
     CP::after_commit, CP::after_outbox_send, CP::after_mark};
 
+// The external seen-set, checked and marked in one call (SET NX): that call (after_dedupe and
+// after_mark name the same boundary), then the business transaction.
+constexpr std::array<CrashPoint, 6> kAtomicSeenSetPoints = {
+    CP::before_tx,    CP::after_dedupe,      CP::after_effect,
+    CP::after_commit, CP::after_outbox_send, CP::after_mark};
+
 constexpr std::array<Probe, 2> kMassTransitProbes = {Probe::dedupe_masstransit,
                                                      Probe::dedupe_masstransit_resend};
 constexpr std::array<Probe, 2> kMartenProbes = {Probe::dedupe_marten_precheck,
                                                 Probe::dedupe_marten_backstop};
 constexpr std::array<Probe, 1> kBeforeProbes = {Probe::dedupe_account_external_before};
 constexpr std::array<Probe, 1> kAfterProbes = {Probe::dedupe_account_external_after};
+constexpr std::array<Probe, 1> kAtomicProbes = {Probe::dedupe_account_external_atomic};
 
 constexpr std::array<std::string_view, 4> kMassTransitKeys = {
     "account.inbox_unique", "account.masstransit", "account.database", "account.isolation"};
@@ -73,6 +80,13 @@ constexpr std::array<AccountInboxKind, kAccountInboxCount> kKinds = {{
      "a Redis SET of seen ids, check-then-add, marked after the business commit",
      InboxFramework::masstransit, false, true, false, kSeenSetPoints, true, kAfterProbes, {}, "",
      InboxRetention::delivered_rows, nullptr},
+    // Not a defence: the mark is still outside the transaction, so a mark whose transaction
+    // rolls back makes the redelivery look like a duplicate (scenario 70).
+    {AccountInbox::external_atomic, "external-atomic",
+     "a Redis SET of seen ids, checked and marked in one call (SET NX), before the business "
+     "commit",
+     InboxFramework::masstransit, false, true, false, kAtomicSeenSetPoints, false, kAtomicProbes,
+     {}, "", InboxRetention::delivered_rows, nullptr},
 }};
 
 // Row i is the mechanism whose value is i, and every row has a name, so AccountInbox indexes

@@ -23,9 +23,16 @@ namespace inboxsim {
 struct Config;
 
 // In the order of the registry (account_inbox_kinds()); the config values are the rows' names.
-enum class AccountInbox : uint8_t { masstransit, marten, none, external_before, external_after };
+enum class AccountInbox : uint8_t {
+  masstransit,
+  marten,
+  none,
+  external_before,
+  external_after,
+  external_atomic
+};
 
-inline constexpr size_t kAccountInboxCount = 5;
+inline constexpr size_t kAccountInboxCount = 6;
 
 // The framework that runs account-service's consumer around the mechanism. MassTransit's
 // receive endpoint cancels a running handler when its channel closes and runs account.retry;

@@ -22,6 +22,7 @@ constexpr std::array<MechanismRow, kAccountInboxCount> kMechanisms = {{
     {AccountInbox::none, make_no_inbox},
     {AccountInbox::external_before, make_seen_set_before_inbox},
     {AccountInbox::external_after, make_seen_set_after_inbox},
+    {AccountInbox::external_atomic, make_atomic_seen_set_inbox},
 }};
 
 constexpr bool rows_in_enum_order() {

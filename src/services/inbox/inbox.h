@@ -43,6 +43,7 @@ std::unique_ptr<AccountInboxMechanism> make_marten_inbox(AccountCore& core);
 std::unique_ptr<AccountInboxMechanism> make_no_inbox(AccountCore& core);
 std::unique_ptr<AccountInboxMechanism> make_seen_set_before_inbox(AccountCore& core);
 std::unique_ptr<AccountInboxMechanism> make_seen_set_after_inbox(AccountCore& core);
+std::unique_ptr<AccountInboxMechanism> make_atomic_seen_set_inbox(AccountCore& core);
 
 // The mechanism of `inbox`, for the instance whose core is `core`.
 std::unique_ptr<AccountInboxMechanism> make_account_inbox(AccountInbox inbox, AccountCore& core);
