@@ -15,6 +15,7 @@
 #include "support.h"
 
 using namespace inboxsim;
+using inboxsim::testing::library_scenario;
 
 namespace {
 
