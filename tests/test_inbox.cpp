@@ -2,9 +2,8 @@
 // mechanism's facts once, config, shrinker and matrix read them, and external-atomic (Redis's
 // SET NX) closes the check-then-add race of two instances (scenario 69) but not the mark of a
 // transaction that rolls back (scenario 70).
-#include <catch2/catch.hpp>
-
 #include <algorithm>
+#include <catch2/catch.hpp>
 #include <string>
 
 #include "domain/account_inbox.h"
@@ -34,8 +33,7 @@ int64_t debits_of(const RunResult& result, const std::string& transfer) {
 
 }  // namespace
 
-TEST_CASE("every inbox of the registry is a config value, and the value names it back",
-          "[inbox]") {
+TEST_CASE("every inbox of the registry is a config value, and the value names it back", "[inbox]") {
   for (const AccountInboxKind& kind : account_inbox_kinds()) {
     CAPTURE(kind.name);
     Config config;
@@ -79,8 +77,7 @@ TEST_CASE("the shrinker's repair keeps an inbox the registry calls a defence, an
   CHECK(repaired_config(rich).account_ledger_conflict == LedgerConflict::fault);
 }
 
-TEST_CASE("the matrix's inbox defence is the base's when it is one, and none when off",
-          "[inbox]") {
+TEST_CASE("the matrix's inbox defence is the base's when it is one, and none when off", "[inbox]") {
   const std::array<bool, kDefenceCount> on = {true, true, true, true, true};
   const std::array<bool, kDefenceCount> off = {false, true, true, true, true};
   for (const AccountInboxKind& kind : account_inbox_kinds()) {

@@ -15,9 +15,9 @@ using CP = CrashPoint;
 // MassTransit: pass 1 looks the row up (after_precheck) and commits it (after_dedupe); pass 2
 // writes the change (after_effect) and commits (after_commit); a send pass sends
 // (after_outbox_send).
-constexpr std::array<CrashPoint, 6> kMassTransitPoints = {
-    CP::before_tx,    CP::after_precheck, CP::after_dedupe,
-    CP::after_effect, CP::after_commit,   CP::after_outbox_send};
+constexpr std::array<CrashPoint, 6> kMassTransitPoints = {CP::before_tx,    CP::after_precheck,
+                                                          CP::after_dedupe, CP::after_effect,
+                                                          CP::after_commit, CP::after_outbox_send};
 // Marten: the document's pre-check (after_precheck), the document stored in the business
 // transaction (after_dedupe, after_effect), then the swept outbox.
 constexpr std::array<CrashPoint, 6> kMartenPoints = kMassTransitPoints;
@@ -27,14 +27,14 @@ constexpr std::array<CrashPoint, 5> kNoInboxPoints = {
 // The external seen-set, check-then-add: the check (after_precheck and after_dedupe name the
 // same boundary), the mark (after_mark), the business transaction.
 constexpr std::array<CrashPoint, 7> kSeenSetPoints = {
-    CP::before_tx,    CP::after_precheck, CP::after_dedupe,      CP::after_effect,
+    CP::before_tx,    CP::after_precheck,    CP::after_dedupe, CP::after_effect,
     CP::after_commit, CP::after_outbox_send, CP::after_mark};
 
 // The external seen-set, checked and marked in one call (SET NX): that call (after_dedupe and
 // after_mark name the same boundary), then the business transaction.
-constexpr std::array<CrashPoint, 6> kAtomicSeenSetPoints = {
-    CP::before_tx,    CP::after_dedupe,      CP::after_effect,
-    CP::after_commit, CP::after_outbox_send, CP::after_mark};
+constexpr std::array<CrashPoint, 6> kAtomicSeenSetPoints = {CP::before_tx,         CP::after_dedupe,
+                                                            CP::after_effect,      CP::after_commit,
+                                                            CP::after_outbox_send, CP::after_mark};
 
 constexpr std::array<Probe, 2> kMassTransitProbes = {Probe::dedupe_masstransit,
                                                      Probe::dedupe_masstransit_resend};
@@ -61,32 +61,72 @@ constexpr std::array<AccountInboxKind, kAccountInboxCount> kKinds = {{
     {AccountInbox::masstransit, "masstransit",
      "MassTransit's Entity Framework inbox and consumer outbox: an inbox_state row per message, "
      "a transaction per pass",
-     InboxFramework::masstransit, true, false, false, kMassTransitPoints, false,
-     kMassTransitProbes, kMassTransitKeys, "", InboxRetention::delivered_rows, nullptr},
+     InboxFramework::masstransit, true, false, false, kMassTransitPoints, false, kMassTransitProbes,
+     kMassTransitKeys, "", InboxRetention::delivered_rows, nullptr},
     {AccountInbox::marten, "marten",
      "Wolverine's inbox on Marten: a document per message looked up first, stored with the event "
      "append, its primary key the backstop",
-     InboxFramework::wolverine, true, true, true, kMartenPoints, false, kMartenProbes,
-     kMartenKeys, "inbox_documents' primary key (message_id)", InboxRetention::handled_documents,
-     repair_marten},
-    {AccountInbox::none, "none", "no inbox: every delivery runs the business change",
-     InboxFramework::masstransit, false, true, false, kNoInboxPoints, false, {}, {}, "",
-     InboxRetention::delivered_rows, nullptr},
-    {AccountInbox::external_before, "external-before",
+     InboxFramework::wolverine, true, true, true, kMartenPoints, false, kMartenProbes, kMartenKeys,
+     "inbox_documents' primary key (message_id)", InboxRetention::handled_documents, repair_marten},
+    {AccountInbox::none,
+     "none",
+     "no inbox: every delivery runs the business change",
+     InboxFramework::masstransit,
+     false,
+     true,
+     false,
+     kNoInboxPoints,
+     false,
+     {},
+     {},
+     "",
+     InboxRetention::delivered_rows,
+     nullptr},
+    {AccountInbox::external_before,
+     "external-before",
      "a Redis SET of seen ids, check-then-add, marked before the business commit",
-     InboxFramework::masstransit, false, true, false, kSeenSetPoints, false, kBeforeProbes, {},
-     "", InboxRetention::delivered_rows, nullptr},
-    {AccountInbox::external_after, "external-after",
+     InboxFramework::masstransit,
+     false,
+     true,
+     false,
+     kSeenSetPoints,
+     false,
+     kBeforeProbes,
+     {},
+     "",
+     InboxRetention::delivered_rows,
+     nullptr},
+    {AccountInbox::external_after,
+     "external-after",
      "a Redis SET of seen ids, check-then-add, marked after the business commit",
-     InboxFramework::masstransit, false, true, false, kSeenSetPoints, true, kAfterProbes, {}, "",
-     InboxRetention::delivered_rows, nullptr},
+     InboxFramework::masstransit,
+     false,
+     true,
+     false,
+     kSeenSetPoints,
+     true,
+     kAfterProbes,
+     {},
+     "",
+     InboxRetention::delivered_rows,
+     nullptr},
     // Not a defence: the mark is still outside the transaction, so a mark whose transaction
     // rolls back makes the redelivery look like a duplicate (scenario 70).
-    {AccountInbox::external_atomic, "external-atomic",
+    {AccountInbox::external_atomic,
+     "external-atomic",
      "a Redis SET of seen ids, checked and marked in one call (SET NX), before the business "
      "commit",
-     InboxFramework::masstransit, false, true, false, kAtomicSeenSetPoints, false, kAtomicProbes,
-     {}, "", InboxRetention::delivered_rows, nullptr},
+     InboxFramework::masstransit,
+     false,
+     true,
+     false,
+     kAtomicSeenSetPoints,
+     false,
+     kAtomicProbes,
+     {},
+     "",
+     InboxRetention::delivered_rows,
+     nullptr},
 }};
 
 // Row i is the mechanism whose value is i, and every row has a name, so AccountInbox indexes

@@ -68,7 +68,8 @@ void AccountService::create_schema(SQLite::Database& db, const Config& config) {
 
 std::string AccountService::schema_key(const Config& config) {
   // The key names every config choice create_schema() depends on.
-  std::string key = account_inbox_kind(config.account_inbox).event_stream_ledger ? "marten" : "ledger";
+  std::string key =
+      account_inbox_kind(config.account_inbox).event_stream_ledger ? "marten" : "ledger";
   if (config.account_ledger_unique) key += "+unique";
   if (config.account_inbox_unique) key += "+inbox-key";
   return key;

@@ -204,7 +204,7 @@ void AccountCore::refund(const Message& message) {
 }
 
 bool AccountCore::apply_entry(const Message& message, EntryType type, const std::string& account,
-                                 int64_t delta) {
+                              int64_t delta) {
   try {
     StatementUse insert(statements_->ledger_insert);
     insert->bind(1, message.transfer);
@@ -255,7 +255,7 @@ void AccountCore::note_entry_already_applied(const Message& message, EntryType t
 }
 
 void AccountCore::reject(const Message& message, MessageType reply, const std::string& account,
-                            const std::string& reason) {
+                         const std::string& reason) {
   TraceEvent event = event_about(EventKind::rejected, host_.now_ms(), me(), message);
   event.account = account;
   event.detail = reason;
@@ -268,8 +268,7 @@ void AccountCore::reject(const Message& message, MessageType reply, const std::s
   add_outbox(message, reply, reason);
 }
 
-void AccountCore::add_outbox(const Message& message, MessageType type,
-                                const std::string& reason) {
+void AccountCore::add_outbox(const Message& message, MessageType type, const std::string& reason) {
   StatementUse insert(statements_->outbox_insert);
   insert->bind(1, message.message_id);
   insert->bind(2, host_.next_message_id());

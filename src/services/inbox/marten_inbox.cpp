@@ -86,8 +86,9 @@ bool MartenInbox::already_seen(const Message& message) {
   StatementUse find(document_find_);
   find->bind(1, message.message_id);
   if (!find->executeStep()) return false;
-  core_.dedupe_hit(Probe::dedupe_marten_precheck, me(), message,
-                   "marten inbox: document " + message.message_id + " exists, acked without effect");
+  core_.dedupe_hit(
+      Probe::dedupe_marten_precheck, me(), message,
+      "marten inbox: document " + message.message_id + " exists, acked without effect");
   return true;
 }
 
@@ -167,13 +168,14 @@ bool MartenInbox::stream_conflict(const Message& message, int64_t read_version) 
         "its version was read, and the event's (stream_id, version) key rejected the write"};
   }
   core_.dedupe_hit(Probe::dedupe_ledger_key_ack, me(), message,
-             "any unique violation as a duplicate: message " + message.message_id +
-                 " taken for one, but stream " + stream + " was at version " +
-                 std::to_string(read_version) + " when read and is at " + std::to_string(version) +
-                 " (a concurrent append), so the event's (stream_id, "
-                 "version) key rejected version " +
-                 std::to_string(read_version + 1) +
-                 "; rolled back, nothing applied, acked without effect");
+                   "any unique violation as a duplicate: message " + message.message_id +
+                       " taken for one, but stream " + stream + " was at version " +
+                       std::to_string(read_version) + " when read and is at " +
+                       std::to_string(version) +
+                       " (a concurrent append), so the event's (stream_id, "
+                       "version) key rejected version " +
+                       std::to_string(read_version + 1) +
+                       "; rolled back, nothing applied, acked without effect");
   return true;
 }
 
@@ -183,8 +185,8 @@ void MartenInbox::insert_document(const Message& message) {
   insert->bind(2, static_cast<int64_t>(host_.now_ms()));
   insert->exec();
   core_.note_dedupe_record(me(), message,
-                     "marten inbox: document " + message.message_id +
-                         " stored, in one transaction with the event append");
+                           "marten inbox: document " + message.message_id +
+                               " stored, in one transaction with the event append");
 }
 
 // Wolverine keeps a handled envelope KeepAfterMessageHandling, its own window; the outbox rows

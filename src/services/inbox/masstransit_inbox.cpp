@@ -57,7 +57,9 @@ constexpr const char* kUndeliveredSql =
 class MassTransitInbox final : public AccountInboxMechanism {
  public:
   explicit MassTransitInbox(AccountCore& core)
-      : core_(core), host_(core.host()), config_(core.config()),
+      : core_(core),
+        host_(core.host()),
+        config_(core.config()),
         statements_storage_(core.connection()) {}
 
   Task<Outcome> handle(MessagePtr message) override;
@@ -181,10 +183,10 @@ Task<Outcome> MassTransitInbox::handle(MessagePtr message_ptr) {
     std::optional<InboxRow> inbox = inbox_lookup(message);
     if (!inbox) {
       co_await core_.step(next(pass, "insert the inbox row (consumed null), commit"),
-                    CrashPointSet(CrashPoint::after_precheck), message, locals(inbox, pass));
+                          CrashPointSet(CrashPoint::after_precheck), message, locals(inbox, pass));
       inbox_insert(message);
       co_await core_.step(next(pass + 1, find), CrashPointSet(CrashPoint::after_dedupe), message,
-                    locals(inbox, pass));
+                          locals(inbox, pass));
       continue;
     }
     // On Postgres at Repeatable Read the pass's snapshot is the row as it was before any wait.
@@ -192,7 +194,7 @@ Task<Outcome> MassTransitInbox::handle(MessagePtr message_ptr) {
                           config_.account_isolation == Isolation::repeatable_read;
     const std::optional<InboxRow> seen = inbox;
     co_await core_.lock_row(lock_key, next(pass, "its lock on the inbox row granted: read the row"),
-                      locals(snapshot ? seen : std::nullopt, pass));
+                            locals(snapshot ? seen : std::nullopt, pass));
     inbox = inbox_lookup(message);  // the row as the locking select returns it, once locked
     if (snapshot && serialization_failure(seen, inbox)) {
       throw ConsumerFault{
@@ -200,12 +202,12 @@ Task<Outcome> MassTransitInbox::handle(MessagePtr message_ptr) {
           "on the inbox row, which the holder updated and committed (Postgres, Repeatable "
           "Read)"};
     }
-    co_await core_.step(next(pass, !inbox             ? "the row is gone: start over"
-                             : !inbox->consumed  ? "consume (the consumer runs), commit"
-                             : !inbox->delivered ? "send the next outbox message (none left: "
-                                                   "set delivered, commit)"
-                                                 : "remove the outbox rows, commit, ack"),
-                  message, locals(inbox, pass));
+    co_await core_.step(next(pass, !inbox              ? "the row is gone: start over"
+                                   : !inbox->consumed  ? "consume (the consumer runs), commit"
+                                   : !inbox->delivered ? "send the next outbox message (none left: "
+                                                         "set delivered, commit)"
+                                                       : "remove the outbox rows, commit, ack"),
+                        message, locals(inbox, pass));
     if (!inbox) {
       host_.unlock_row(lock_key);
       continue;
@@ -215,7 +217,7 @@ Task<Outcome> MassTransitInbox::handle(MessagePtr message_ptr) {
       host_.unlock_row(lock_key);
       reported = true;
       co_await core_.step(next(pass + 1, find), CrashPointSet(CrashPoint::after_commit), message,
-                    locals(inbox, pass));
+                          locals(inbox, pass));
       continue;
     }
     if (!inbox->delivered) {
@@ -274,8 +276,8 @@ Task<Outcome> MassTransitInbox::handle(MessagePtr message_ptr) {
                              next(pass, "publish again on a new channel, same MessageId"));
       }
       co_await core_.step(next(pass, "save last_sequence_number, commit"),
-                    CrashPointSet(CrashPoint::after_outbox_send), message,
-                    locals(inbox, pass, seq));
+                          CrashPointSet(CrashPoint::after_outbox_send), message,
+                          locals(inbox, pass, seq));
       inbox_sent(message, *inbox, seq);
       host_.unlock_row(lock_key);
       co_await core_.step(next(pass + 1, find), message, locals(inbox, pass));
@@ -331,8 +333,9 @@ void MassTransitInbox::inbox_insert(const Message& message) {
         "inserted it first"};
   }
   core_.note_dedupe_record(me(), message,
-                     "inbox: row (" + message.message_id + ", " + std::string(kAccountConsumerId) +
-                         ") inserted and committed, consumed still null");
+                           "inbox: row (" + message.message_id + ", " +
+                               std::string(kAccountConsumerId) +
+                               ") inserted and committed, consumed still null");
   core_.commit(work);
 }
 
@@ -354,9 +357,10 @@ void MassTransitInbox::inbox_consume(const Message& message, const InboxRow& inb
     mark->bind(2, static_cast<int64_t>(inbox.row));
     mark->exec();
   }
-  core_.note_dedupe_record(me(), message,
-                     "inbox: " + message.message_id +
-                         " marked consumed, in one transaction with its effect and outbox rows");
+  core_.note_dedupe_record(
+      me(), message,
+      "inbox: " + message.message_id +
+          " marked consumed, in one transaction with its effect and outbox rows");
   core_.commit(work);
 }
 
@@ -369,7 +373,8 @@ std::vector<std::pair<int64_t, MessagePtr>> MassTransitInbox::inbox_outbox_after
   select->bind(1, message.message_id);
   select->bind(2, static_cast<int64_t>(inbox.last_sequence_number));
   while (select->executeStep()) {
-    rows.emplace_back(select->getColumn(0).getInt64(), AccountCore::message_from_outbox_row(*select));
+    rows.emplace_back(select->getColumn(0).getInt64(),
+                      AccountCore::message_from_outbox_row(*select));
   }
   return rows;
 }
@@ -385,7 +390,7 @@ bool MassTransitInbox::send_retried(PublishResult result) const {
 }
 
 void MassTransitInbox::send_retry_event(const Message& outgoing, PublishResult result,
-                                      int64_t wait_ms) {
+                                        int64_t wait_ms) {
   TraceEvent retry = event_about(EventKind::retry, host_.now_ms(), me(), outgoing);
   retry.detail = std::string("send transport: ") +
                  (result == PublishResult::lost ? "the channel closed before the confirm"
@@ -401,7 +406,7 @@ void MassTransitInbox::send_retry_event(const Message& outgoing, PublishResult r
 // transaction's snapshot is not the one it would lock). Every committed pass adds one to
 // ReceiveCount, so a changed count is such an update; a holder that rolled back changed nothing.
 bool MassTransitInbox::serialization_failure(const std::optional<InboxRow>& seen,
-                                           const std::optional<InboxRow>& locked) const {
+                                             const std::optional<InboxRow>& locked) const {
   return seen && locked && seen->row == locked->row &&
          (seen->receive_count != locked->receive_count || seen->consumed != locked->consumed ||
           seen->delivered != locked->delivered ||
@@ -411,7 +416,7 @@ bool MassTransitInbox::serialization_failure(const std::optional<InboxRow>& seen
 // A send pass's commit: the row's last_sequence_number is the message just sent
 // (NotifyOutboxMessageDelivered updates the tracked InboxState, saved with the pass).
 void MassTransitInbox::inbox_sent(const Message& message, const InboxRow& inbox,
-                                int64_t last_sequence) {
+                                  int64_t last_sequence) {
   AccountCore::UnitOfWork work(core_);
   inbox_bump(inbox);
   StatementUse mark(statements_->inbox_sent);
@@ -490,7 +495,6 @@ int64_t MassTransitInbox::cleanup_inbox_state(int64_t cutoff) {
   inbox->bind(1, static_cast<int64_t>(cutoff));
   return inbox->exec();
 }
-
 
 // The cleanup of MassTransit's inbox rows (above) and of the outbox rows delivered as long ago as
 // the window, in one transaction.

@@ -31,8 +31,8 @@ Task<Outcome> NoInbox::handle(MessagePtr message_ptr) {
     core_.crash_point(CrashPoint::after_effect, message);
     core_.commit(work);
   }
-  co_await core_.step("send the outbox messages, then ack",
-                      CrashPointSet(CrashPoint::after_commit), message);
+  co_await core_.step("send the outbox messages, then ack", CrashPointSet(CrashPoint::after_commit),
+                      message);
   const AccountCore::OutboxSend sent = core_.send_pending_outbox();
   if (!sent.confirmed_seqs.empty()) {
     co_await core_.step("mark the sent outbox rows, then ack",

@@ -78,11 +78,11 @@ bool SeenSetInbox::already_seen(const Message& message) {
     host.record(std::move(event));
     return false;
   }
-  core_.dedupe_hit(mark_before_commit_ ? Probe::dedupe_account_external_before
-                                       : Probe::dedupe_account_external_after,
-                   core_.me(), message,
-                   "external seen-set: message " + message.message_id +
-                       " already marked, acked without effect");
+  core_.dedupe_hit(
+      mark_before_commit_ ? Probe::dedupe_account_external_before
+                          : Probe::dedupe_account_external_after,
+      core_.me(), message,
+      "external seen-set: message " + message.message_id + " already marked, acked without effect");
   return true;
 }
 
