@@ -91,6 +91,8 @@ std::vector<LessonBlock> make_blocks() {
         {"54", 2},
         {"58", 2},
         {"36", 3},
+        {"69", 2},
+        {"70", 2},
         {"50", 3, explores_of_50()},
         {"52", 2, explores_of_52()}}},
       {"Beyond RabbitMQ: Kafka's exactly-once and the offset-commit window", {{"48", 3}}},

@@ -11,8 +11,6 @@ namespace inboxsim {
 
 namespace {
 
-constexpr std::array<std::string_view, 5> kAccountInboxNames = {
-    "masstransit", "marten", "none", "external-before", "external-after"};
 constexpr std::array<std::string_view, 5> kTransferDedupeNames = {
     "processed_messages", "none", "external-before", "external-after", "processed-after"};
 constexpr std::array<std::string_view, 2> kDedupeKeyNames = {"message_id", "message_id+consumer"};
@@ -54,6 +52,19 @@ std::string set_choice(Enum& field, const std::array<std::string_view, N>& names
     }
   }
   return "a string, " + one_of(names);
+}
+
+// account.inbox: the names are the registry's (domain/account_inbox.h).
+std::string set_account_inbox(AccountInbox& field, const nlohmann::json& value) {
+  if (value.is_string()) {
+    const std::optional<AccountInbox> inbox =
+        parse_account_inbox(value.get_ref<const std::string&>());
+    if (inbox) {
+      field = *inbox;
+      return {};
+    }
+  }
+  return "a string, one of " + account_inbox_names_text();
 }
 
 std::string set_bool(bool& field, const nlohmann::json& value) {
@@ -202,7 +213,7 @@ const std::vector<std::string>& config_keys() {
 }
 
 std::string config_set(Config& config, std::string_view key, const nlohmann::json& value) {
-  if (key == "account.inbox") return set_choice(config.account_inbox, kAccountInboxNames, value);
+  if (key == "account.inbox") return set_account_inbox(config.account_inbox, value);
   if (key == "account.ledger_unique") return set_bool(config.account_ledger_unique, value);
   if (key == "account.inbox_window_ms") {
     return set_integer(config.account_inbox_window_ms, value, 0, kWindowMsMax);
@@ -294,7 +305,7 @@ std::string config_set_text(Config& config, std::string_view key, std::string_vi
 }
 
 std::string_view account_inbox_name(AccountInbox inbox) {
-  return kAccountInboxNames[static_cast<size_t>(inbox)];
+  return account_inbox_kind(inbox).name;
 }
 
 std::string_view transfer_dedupe_name(TransferDedupe dedupe) {

@@ -12,9 +12,10 @@
 #include <string_view>
 #include <vector>
 
+#include "domain/account_inbox.h"
+
 namespace inboxsim {
 
-enum class AccountInbox : uint8_t { masstransit, marten, none, external_before, external_after };
 // processed_after: processed_messages in the same database, but inserted by a second
 // transaction after the business commit (the seed's atomicity argument inside one store).
 enum class TransferDedupe : uint8_t {

@@ -18,6 +18,7 @@ constexpr std::array<std::string_view, kProbeCount> kProbeNames = {
     "dedupe.marten_backstop",
     "dedupe.account_external_before",
     "dedupe.account_external_after",
+    "dedupe.account_external_atomic",
     "dedupe.processed_messages",
     "dedupe.transfer_external_before",
     "dedupe.transfer_external_after",

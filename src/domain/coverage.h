@@ -29,6 +29,7 @@ enum class Probe : uint8_t {
   dedupe_marten_backstop,           // Marten: the document's primary key rejected a racing copy
   dedupe_account_external_before,   // account-service's seen-set (marked before the commit)
   dedupe_account_external_after,    // account-service's seen-set (marked after the commit)
+  dedupe_account_external_atomic,   // account-service's seen-set (checked and marked in one call)
   dedupe_processed_messages,        // transfer-service: processed_messages' unique key
   dedupe_transfer_external_before,  // transfer-service's seen-set (marked before the commit)
   dedupe_transfer_external_after,   // transfer-service's seen-set (marked after the commit)
@@ -56,7 +57,7 @@ enum class Probe : uint8_t {
   retention_cleanup,      // retention cleanup deleted dedupe records (inbox window, TTL)
 };
 
-inline constexpr size_t kProbeCount = 27;
+inline constexpr size_t kProbeCount = 28;
 
 // Returns the stable name of a probe ("dedupe.marten_backstop"), as reports and flags spell it.
 std::string_view probe_name(Probe probe);

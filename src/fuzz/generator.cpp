@@ -84,11 +84,11 @@ std::vector<MessageType> types_at(ServiceId service, CrashPoint point) {
 }
 
 // The crash points a story may aim at: the service's own, without after_mark where no
-// external seen-set is marked.
+// external seen-set is marked (account-service: the inbox's registry row says whether its
+// handler passes after_mark).
 std::vector<CrashPoint> crash_points(ServiceId service, const Config& config) {
   const bool external = service == ServiceId::account
-                            ? (config.account_inbox == AccountInbox::external_before ||
-                               config.account_inbox == AccountInbox::external_after)
+                            ? account_inbox_kind(config.account_inbox).has(CrashPoint::after_mark)
                             : (config.transfer_dedupe == TransferDedupe::external_before ||
                                config.transfer_dedupe == TransferDedupe::external_after ||
                                config.transfer_dedupe == TransferDedupe::processed_after);

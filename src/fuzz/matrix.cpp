@@ -31,7 +31,12 @@ const std::array<std::string_view, kDefenceCount>& defence_names() {
 
 Config config_with_defences(const Config& base, const std::array<bool, kDefenceCount>& defences) {
   Config config = base;
-  config.account_inbox = defences[0] ? AccountInbox::masstransit : AccountInbox::none;
+  // The inbox on: the base's own when the registry calls it a defence (a Marten story keeps
+  // Marten), else the default one; off: no inbox at all.
+  const bool base_defends = account_inbox_kind(base.account_inbox).is_a_defence;
+  config.account_inbox = !defences[0]   ? no_account_inbox()
+                         : base_defends ? base.account_inbox
+                                        : default_account_inbox();
   // The per-transfer key: the ledger index and the remembered rejections (scenario 29 shows
   // why the one needs the other), so that every defence on is a correct bank.
   config.account_ledger_unique = defences[1];

@@ -37,7 +37,9 @@ struct MatrixOptions {
 
 const std::array<std::string_view, kDefenceCount>& defence_names();
 
-// Returns `base` with the five defences set as `defences` says.
+// Returns `base` with the five defences set as `defences` says. The inbox defence is the base's
+// account.inbox when its registry row is a defence (masstransit, marten), else MassTransit's;
+// off, it is none.
 Config config_with_defences(const Config& base, const std::array<bool, kDefenceCount>& defences);
 
 // Runs one campaign per combination, every defence on first, every defence off last.

@@ -343,7 +343,10 @@ ShrinkResult shrink_scenario(const Scenario& failing, Invariant invariant) {
 Config repaired_config(const Config& config) {
   const Config defaults;
   Config out = config;
-  if (out.account_inbox != AccountInbox::marten) out.account_inbox = defaults.account_inbox;
+  // An inbox that is no defence on its own (registry: is_a_defence) becomes the default one.
+  if (!account_inbox_kind(out.account_inbox).is_a_defence) {
+    out.account_inbox = default_account_inbox();
+  }
   out.account_ledger_unique = true;
   out.account_remember_rejections = true;
   out.account_inbox_unique = true;
@@ -358,12 +361,9 @@ Config repaired_config(const Config& config) {
   // A call outside the transaction has no safe place in the handler (before the commit it is
   // made again by every copy, after it a crash loses it): the repair takes the email out.
   out.transfer_email = EmailSend::none;
-  // Marten's rich append fails a concurrent append with a unique violation: a consumer that
-  // acks every unique violation as a duplicate acks a debit that never happened.
-  if (out.account_inbox == AccountInbox::marten &&
-      out.account_marten_append == MartenAppend::rich) {
-    out.account_ledger_conflict = LedgerConflict::fault;
-  }
+  // What the inbox kept needs of its own (Marten's rich append: ledger_conflict = fault).
+  const AccountInboxKind& inbox = account_inbox_kind(out.account_inbox);
+  if (inbox.repair != nullptr) inbox.repair(out);
   return out;
 }
 

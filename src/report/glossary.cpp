@@ -182,12 +182,16 @@ void add_service_terms(std::vector<GlossaryEntry>& out) {
        "03-refund-closed-account, 24-defence-no-processed-messages"});
   out.push_back(
       {"seen-set",
-       {"external seen-set", "redis", "redis set", "external-before", "external-after"},
+       {"external seen-set", "redis", "redis set", "external-before", "external-after",
+        "external-atomic", "set nx"},
        "a dedupe record kept outside the database's transaction (a Redis SET; account.inbox or "
        "transfer.dedupe = external-before or external-after). Check, mark and commit are separate "
        "steps, so a crash between them loses the work or repeats it, and two instances can both "
-       "check 'not seen' before either marks.",
-       "12-redis-mark-before-commit, 13-redis-mark-after-commit, 36-redis-set-two-instances"});
+       "check 'not seen' before either marks. account.inbox = external-atomic checks and marks in "
+       "one call (SET NX, SADD's reply): only one instance is told 'new', but a mark whose "
+       "transaction rolls back still stays.",
+       "12-redis-mark-before-commit, 13-redis-mark-after-commit, 36-redis-set-two-instances, "
+       "69-redis-set-nx-two-instances, 70-redis-set-nx-mark-rolled-back"});
   out.push_back(
       {"instance",
        {"account-service#2", "transfer-service#2", "#2", "lane"},

@@ -10,7 +10,9 @@
 // host keeps for it); what an instance holds in memory dies with it.
 //
 // A handler is a Task: a sequence of steps at the real system's transaction boundaries, with
-// the host deciding at each boundary whether time passes, the instance pauses or dies.
+// the host deciding at each boundary whether time passes, the instance pauses or dies. The
+// dedupe mechanism (account.inbox) is one of services/inbox/, chosen once per instance; the bank
+// it calls is AccountCore.
 #pragma once
 
 #include <SQLiteCpp/SQLiteCpp.h>
@@ -25,11 +27,14 @@
 #include "domain/config.h"
 #include "domain/scenario.h"
 #include "services/host.h"
+#include "services/inbox/account_core.h"
 #include "services/service_core.h"
 
 namespace inboxsim {
 
-class AccountService : private ServiceCore {
+class AccountInboxMechanism;
+
+class AccountService : private AccountCore {
  public:
   // An instance on its own connection `db` to the service's database.
   AccountService(ServiceHost& host, const Config& config, Connection& connection);
@@ -40,7 +45,7 @@ class AccountService : private ServiceCore {
   static std::string schema_key(const Config& config);
 
   // Creates the opening accounts in one transaction (done once, by one instance).
-  void open_accounts(const std::map<std::string, AccountSpec>& accounts);
+  using AccountCore::open_accounts;
 
   // Handles one delivery from queue `account-service`: a Task that ends with whether to ack or
   // nack. It may end by throwing ServiceCrash (a crash point fired; the open transaction rolled
@@ -82,77 +87,8 @@ class AccountService : private ServiceCore {
   int64_t undelivered_outbox_rows();
 
  private:
-  struct Account {
-    int64_t balance = 0;
-    bool closed = false;
-  };
-
-  // A message's inbox_state row as a pass's locking select found it.
-  struct InboxRow {
-    int64_t row = 0;
-    bool consumed = false;
-    bool delivered = false;
-    int64_t last_sequence_number = 0;  // the last outbox message sent (0: none yet)
-    int64_t receive_count = 0;         // every committed pass adds one: the row's version
-  };
-
-  // Outbox rows an outbox send published and got confirms for.
-  struct OutboxSend {
-    std::vector<int64_t> confirmed_seqs;
-    PublishResult result = PublishResult::confirmed;  // of the last publish: not confirmed stops
-    bool batch_full = false;
-  };
-
-  Task<Outcome> handle_masstransit(MessagePtr message);
-  std::optional<InboxRow> inbox_lookup(const Message& message);
-  void inbox_insert(const Message& message);
-  void inbox_consume(const Message& message, const InboxRow& inbox);
-  std::vector<std::pair<int64_t, MessagePtr>> inbox_outbox_after(const Message& message,
-                                                                 const InboxRow& inbox);
-  bool send_retried(PublishResult result) const;
-  bool serialization_failure(const std::optional<InboxRow>& seen,
-                             const std::optional<InboxRow>& locked) const;
-  void send_retry_event(const Message& outgoing, PublishResult result, int64_t wait_ms);
-  void inbox_sent(const Message& message, const InboxRow& inbox, int64_t last_sequence);
-  void inbox_delivered(const Message& message, const InboxRow& inbox);
-  void inbox_remove_outbox(const Message& message, const InboxRow& inbox);
-  void inbox_bump(const InboxRow& inbox);
-  int64_t cleanup_inbox_state(int64_t cutoff);
-
-  Task<Outcome> handle_swept(MessagePtr message);
-  bool already_seen(const Message& message);
-  bool commit_business(const Message& message, std::optional<int64_t> read_version);
-  static const std::string& stream_of(const Message& message);
-  int64_t stream_version(const std::string& account);
-  bool appends_event(const Message& message);
-  bool stream_conflict(const Message& message, int64_t read_version);
-  void insert_document(const Message& message);
-  OutboxSend send_pending_outbox();
-  void mark_outbox_sent(const std::vector<int64_t>& seqs);
-
-  void consume(const Message& message);
-  bool debit_rejected_before(const Message& message);
-  bool debit_applied_before(const Message& message);
-  // Why a debit is refused (unknown, closed or short source, or a remembered rejection), or
-  // nothing when the source covers it.
-  std::optional<std::string> debit_refusal(const Message& message);
-  void debit(const Message& message);
-  void credit(const Message& message);
-  void refund(const Message& message);
-  // Writes the ledger entry and moves the balance; returns false when the ledger key refused
-  // the entry and account.ledger_conflict = ack treats the command as already done.
-  bool apply_entry(const Message& message, EntryType type, const std::string& account,
-                   int64_t delta);
-  void note_entry_already_applied(const Message& message, EntryType type);
-  void reject(const Message& message, MessageType reply, const std::string& account,
-              const std::string& reason);
-  void add_outbox(const Message& message, MessageType type, const std::string& reason);
-  std::optional<Account> find_account(const std::string& name);
-  std::string seen_key(const Message& message) const;
-  std::string_view me() const { return host_.names().service; }
-
-  struct Statements;
-  std::unique_ptr<Statements> statements_;
+  const AccountInboxKind& kind_;
+  std::unique_ptr<AccountInboxMechanism> inbox_;  // chosen once, from account.inbox
 };
 
 }  // namespace inboxsim

@@ -21,11 +21,15 @@ namespace inboxsim {
 
 // The seed's "Redis SET of seen messageIds": it survives a service crash, but it is not in the
 // service's database, so no transaction covers it. One store per service, shared by its
-// instances, as one Redis would be.
+// instances, as one Redis would be. A call is atomic, as a Redis command is: contains() and
+// mark() are two calls (check-then-add), add() is one.
 class ExternalSeenStore {
  public:
   bool contains(const std::string& key) const { return keys_.count(key) > 0; }
   void mark(const std::string& key) { keys_.insert(key); }
+  // Marks `key` and returns whether it was not marked before, in one call: Redis's
+  // `SET key value NX` (OK or nil) or SADD's reply (1 or 0).
+  bool add(const std::string& key) { return keys_.insert(key).second; }
   const std::set<std::string>& keys() const { return keys_; }
 
  private:
