@@ -51,7 +51,7 @@ bool CoverageRecorder::past_commit(const TraceEvent& crash) const {
     case CrashPoint::after_outbox_send: return true;
     case CrashPoint::after_mark:
       if (participant_base(crash.service) == participant::account_service) {
-        return config_.account_inbox == AccountInbox::external_after;
+        return account_inbox_kind(config_.account_inbox).mark_after_commit;
       }
       return config_.transfer_dedupe == TransferDedupe::external_after ||
              config_.transfer_dedupe == TransferDedupe::processed_after;

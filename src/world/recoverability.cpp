@@ -13,12 +13,14 @@ const std::vector<int64_t> kWolverineAttemptWaitsMs = {0, 0};
 }  // namespace
 
 Recoverability::Recoverability(const Config& config)
-    : wolverine_default_(config.account_inbox == AccountInbox::marten &&
+    : wolverine_default_(account_inbox_kind(config.account_inbox).framework ==
+                             InboxFramework::wolverine &&
                          config.account_retry.kind == RetryPolicy::Kind::none),
       // RabbitMqBasicConsumer's HandleChannelShutdown cancels every pending receive context
       // (ConsumerAgent.CancelPendingConsumers), so the handler stops at its next await.
-      // Wolverine's listener (account.inbox = marten) does not cancel a running handler.
-      cancelled_by_close_(config.account_inbox != AccountInbox::marten) {
+      // Wolverine's listener does not cancel a running handler.
+      cancelled_by_close_(account_inbox_kind(config.account_inbox).framework ==
+                          InboxFramework::masstransit) {
   waits_ = wolverine_default_ ? kWolverineAttemptWaitsMs : config.account_retry.intervals_ms;
 }
 

@@ -288,14 +288,15 @@ void World::drop_index(IndexName index) {
   // Dropped twice, the first drop's statements are the ones that put it back.
   if (!removed->empty()) dropped_[index] = std::move(*removed);
   // The first instance's connection runs the DROP INDEX; the database is the service's.
-  // The Marten inbox has no inbox_state: what goes there is its document's primary key.
-  const bool marten_key =
-      index == IndexName::account_inbox_state && config_.account_inbox == AccountInbox::marten;
+  // An inbox without inbox_state (Marten's) names what the step drops instead.
+  const std::string_view key_words =
+      index == IndexName::account_inbox_state
+          ? account_inbox_kind(config_.account_inbox).dropped_key_words
+          : std::string_view();
   TraceEvent event =
       instance_event(EventKind::index_dropped, now_ms(),
                      on_account ? account.names.service : transfer.names.service,
-                     marten_key ? std::string("inbox_documents' primary key (message_id)")
-                                : std::string(index_name(index)));
+                     key_words.empty() ? std::string(index_name(index)) : std::string(key_words));
   record(std::move(event));
 }
 

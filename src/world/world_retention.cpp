@@ -29,7 +29,8 @@ void World::on_cleanup(int64_t tick_ms) {
         const CleanupCounts deleted = instance.account->cleanup_inbox(tick_ms);
         const std::string window = std::to_string(config_.account_inbox_window_ms);
         // The Marten documents are kept Wolverine's KeepAfterMessageHandling, not the window.
-        const std::string what = config_.account_inbox == AccountInbox::marten
+        const std::string what = account_inbox_kind(config_.account_inbox).retention ==
+                                         InboxRetention::handled_documents
                                      ? "documents handled more than " +
                                            std::to_string(config_.account_keep_after_handling_ms) +
                                            " ms ago deleted (KeepAfterMessageHandling)"
