@@ -261,7 +261,7 @@ TEST_CASE("36: both instances' checks print 'not marked' before either marks (ch
   REQUIRE(count_of(text, check) == 2);
   const size_t second_check = text.find(check, text.find(check) + 1);
   CHECK(second_check < text.find("external seen-set: m-1 marked before the business commit"));
-  CHECK(contains(scenario.description, "check-then-add"));
+  CHECK(contains(described(scenario), "check-then-add"));
 }
 
 TEST_CASE("lessons say what is true now, never the project's history", "[lessons]") {
@@ -327,16 +327,11 @@ TEST_CASE("checkpoints are written back as read, and a bad one says where", "[le
 
 // ---- Descriptions in three parts (issue 27, item 8) ----------------------------------------------
 
-// TODO(lead): 36, 69 and 70 were being rewritten by another helper while the library's
-// descriptions were split; take them out of this set once theirs have the three parts too.
-const std::set<std::string> kDescriptionsNotYetSplit = {"36", "69", "70"};
-
 TEST_CASE("every library scenario has a setup, a watch for and a why, short enough to read out",
           "[lessons]") {
   constexpr size_t kPartWordsMax = 100;
   size_t split = 0;
   for (const std::string& file : library_files()) {
-    if (kDescriptionsNotYetSplit.count(file.substr(0, 2)) > 0) continue;
     INFO(file);
     const Scenario scenario = library_scenario(file);
     CHECK(scenario.description.empty());
@@ -349,12 +344,11 @@ TEST_CASE("every library scenario has a setup, a watch for and a why, short enou
     CHECK(words_in(parts.why) <= kPartWordsMax);
     ++split;
   }
-  CHECK(split >= 60);
+  CHECK(split == library_files().size());
 }
 
 TEST_CASE("every library scenario's watch for names an event of its own run", "[lessons]") {
   for (const std::string& file : library_files()) {
-    if (kDescriptionsNotYetSplit.count(file.substr(0, 2)) > 0) continue;
     INFO(file);
     const Scenario scenario = library_scenario(file);
     RunOptions options;
