@@ -7,8 +7,8 @@
 // outbox row), each in its own transaction, prepared once, in memory as the fuzzer runs them.
 //
 // It also times `inboxsim explore` (states per second; how far the reference
-// configuration gets in a budget of states), and the large inputs of tests/test_parse.cpp and
-// tests/test_report.cpp, which assert only the result: parsing stays linear in the size of a
+// configuration gets in a budget of states), and the large inputs of tests/scenario/test_parse.cpp and
+// tests/report/test_report.cpp, which assert only the result: parsing stays linear in the size of a
 // scenario file, and so does building the --json object.
 //
 // Usage: inboxsim_bench [SEEDS]   (default 400 seeds on the standard workload)

@@ -188,7 +188,7 @@ check "its Mermaid diagram is written" grep -q '^sequenceDiagram' "$work/cx.mmd"
 check "its trace records a violation" grep -q '"kind":"violation"' "$work/cx.jsonl"
 
 # Coverage probes (docs/coverage.md): run and fuzz --json list every probe, in one order (the
-# same for any --jobs: tests/test_coverage.cpp); --require-coverage turns a probe never reached into exit 1, and an unknown
+# same for any --jobs: tests/world/test_coverage.cpp); --require-coverage turns a probe never reached into exit 1, and an unknown
 # name into exit 2. (One Python check for all the JSON: each start of Python costs a second on a
 # loaded machine.)
 "$bin" run scenarios/30-marten-backstop.json --json >"$work/backstop.json"

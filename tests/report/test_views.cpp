@@ -9,7 +9,7 @@
 #include <map>
 #include <sstream>
 
-#include "support.h"
+#include "support/scenarios.h"
 #include "kernel/file_names.h"
 #include "report/html.h"
 #include "report/narrate.h"

@@ -10,7 +10,7 @@
 
 #include "app/demo.h"
 #include "report/narrate.h"
-#include "support.h"
+#include "support/scenarios.h"
 
 using namespace inboxsim;
 using inboxsim::testing::library_scenario;

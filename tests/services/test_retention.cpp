@@ -8,7 +8,7 @@
 #include <catch2/catch.hpp>
 #include <filesystem>
 
-#include "support.h"
+#include "support/scenarios.h"
 #include "scenario/parse.h"
 #include "scenario/runner.h"
 

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "support.h"
+#include "support/scenarios.h"
 #include "scenario/parse.h"
 #include "scenario/write.h"
 

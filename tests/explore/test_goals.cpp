@@ -6,7 +6,7 @@
 #include <catch2/catch.hpp>
 #include <string>
 
-#include "support.h"
+#include "support/scenarios.h"
 #include "fuzz/explore.h"
 #include "fuzz/goals.h"
 #include "scenario/parse.h"

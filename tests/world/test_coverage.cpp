@@ -10,7 +10,7 @@
 #include <sstream>
 #include <tuple>
 
-#include "support.h"
+#include "support/scenarios.h"
 #include "fuzz/campaign.h"
 #include "fuzz/generator.h"
 #include "fuzz/shrink.h"

@@ -11,7 +11,7 @@
 #include "broker/broker.h"
 #include "fuzz/explore.h"
 #include "services/host.h"
-#include "support.h"
+#include "support/scenarios.h"
 
 namespace inboxsim {
 

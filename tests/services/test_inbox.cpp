@@ -11,7 +11,7 @@
 #include "fuzz/matrix.h"
 #include "fuzz/shrink.h"
 #include "scenario/runner.h"
-#include "support.h"
+#include "support/scenarios.h"
 
 using namespace inboxsim;
 using inboxsim::testing::library_scenario;

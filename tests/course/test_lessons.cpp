@@ -15,7 +15,7 @@
 #include "scenario/parse.h"
 #include "scenario/runner.h"
 #include "scenario/write.h"
-#include "support.h"
+#include "support/scenarios.h"
 
 using namespace inboxsim;
 using inboxsim::testing::library_files;

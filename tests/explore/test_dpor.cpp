@@ -7,7 +7,7 @@
 #include <set>
 #include <string>
 
-#include "support.h"
+#include "support/scenarios.h"
 #include "fuzz/explore.h"
 #include "scenario/parse.h"
 #include "scenario/runner.h"

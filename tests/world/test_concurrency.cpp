@@ -16,7 +16,7 @@
 #include "scenario/parse.h"
 #include "scenario/runner.h"
 #include "scenario/write.h"
-#include "support.h"
+#include "support/scenarios.h"
 #include "world/row_locks.h"
 
 using namespace inboxsim;
@@ -509,7 +509,7 @@ TEST_CASE("MassTransit's row lock makes the second instance wait, and the outbox
           "[concurrency][locks]") {
   // Scenario 32's story: the copy of Transfer.Requested reaches #2 while #1, holding the inbox
   // row's lock, is paused after sending Account.Debited. On SQL Server (as scenario 32) the
-  // waiter reads the row #1 committed; Postgres at Repeatable Read is tests/test_fidelity.cpp.
+  // waiter reads the row #1 committed; Postgres at Repeatable Read is tests/world/test_fidelity.cpp.
   const RunResult result = run(parse_ok(R"({
     "seed": 1,
     "config": { "account.instances": 2, "account.database": "sqlserver" },

@@ -14,7 +14,7 @@
 
 #include "domain/config.h"
 #include "scenario/runner.h"
-#include "support.h"
+#include "support/scenarios.h"
 
 using namespace inboxsim;
 using inboxsim::testing::library_scenario;

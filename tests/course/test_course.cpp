@@ -9,7 +9,7 @@
 #include <sstream>
 #include <string>
 
-#include "support.h"
+#include "support/scenarios.h"
 #include "app/course.h"
 #include "app/demo.h"
 #include "domain/config.h"

@@ -6,7 +6,7 @@
 #include <set>
 #include <string>
 
-#include "support.h"
+#include "support/scenarios.h"
 #include "fuzz/explore.h"
 #include "fuzz/matrix.h"
 #include "scenario/parse.h"
