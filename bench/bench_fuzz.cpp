@@ -93,7 +93,7 @@ Rates bare_sqlite_rate(int64_t transactions) {
       db,
       "INSERT INTO sagas (transfer_id, state, updated_ms) VALUES (?, 'DEBITED', ?)"
       " ON CONFLICT (transfer_id) DO UPDATE SET state = excluded.state");
-  // BEGIN and COMMIT prepared once, as the services and ../shared/bench/sqlite_baseline.cpp do.
+  // BEGIN and COMMIT prepared once, as the services do.
   SQLite::Statement begin(db, "BEGIN");
   SQLite::Statement commit(db, "COMMIT");
   auto use = [](SQLite::Statement& statement) {
