@@ -143,21 +143,19 @@ void evaluate_expectations(const Expect& expect, RunResult& result) {
                               [](const ExpectationResult& e) { return e.ok; });
 }
 
+// What a drop or restore of `index` takes away in this inbox, in words: the inbox registry's,
+// when the mechanism keeps its key elsewhere (Marten's document), else the index's name.
 std::string index_words(IndexName index, const Config& config) {
-  if (index == IndexName::account_inbox_state && config.account_inbox == AccountInbox::marten) {
-    return "account.inbox_documents (the Marten inbox document's primary key, message_id)";
-  }
-  return std::string(index_name(index));
+  const std::string_view key = index == IndexName::account_inbox_state
+                                   ? account_inbox_kind(config.account_inbox).dropped_key_words
+                                   : std::string_view();
+  return key.empty() ? std::string(index_name(index)) : std::string(key);
 }
 
 std::string describe_step_in(const Step& step, const Config& config) {
-  if (step.kind == StepKind::drop_index && step.index == IndexName::account_inbox_state &&
-      config.account_inbox == AccountInbox::marten) {
-    return "drop index: the Marten inbox document's primary key (inbox_documents.message_id)";
-  }
-  if (step.kind == StepKind::restore_index && step.index == IndexName::account_inbox_state &&
-      config.account_inbox == AccountInbox::marten) {
-    return "restore index: the Marten inbox document's primary key (inbox_documents.message_id)";
+  if (step.kind == StepKind::drop_index || step.kind == StepKind::restore_index) {
+    return std::string(step.kind == StepKind::drop_index ? "drop index " : "restore index ") +
+           index_words(step.index, config);
   }
   return describe_step(step);
 }

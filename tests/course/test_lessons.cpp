@@ -541,10 +541,10 @@ TEST_CASE("the index account.inbox_state is named as the story's inbox has it", 
   Step restore = drop;
   restore.kind = StepKind::restore_index;
   // The playground labels its moves and its index buttons with these.
-  CHECK(contains(describe_step_in(drop, marten), "inbox_documents.message_id"));
+  CHECK(contains(describe_step_in(drop, marten), "inbox_documents' primary key"));
   CHECK_FALSE(contains(describe_step_in(drop, marten), "inbox_state"));
   CHECK(contains(describe_step_in(restore, marten), "restore index"));
-  CHECK(contains(describe_step_in(restore, marten), "inbox_documents.message_id"));
+  CHECK(contains(describe_step_in(restore, marten), "inbox_documents' primary key"));
   CHECK(describe_step_in(drop, masstransit) == "drop index account.inbox_state");
   CHECK(contains(index_words(IndexName::account_inbox_state, marten), "inbox_documents"));
   CHECK(index_words(IndexName::account_inbox_state, masstransit) == "account.inbox_state");
