@@ -65,10 +65,12 @@ Expected proper(MessageType on) {
 
 struct Saga {
   FakeHost host;
+  Config config;  // the service keeps a reference to its config, so the saga owns it
   TransferService service;
   int next = 2;
 
-  explicit Saga(const Config& config) : service(make_service<TransferService>(host, config)) {
+  explicit Saga(Config given)
+      : config(std::move(given)), service(make_service<TransferService>(host, config)) {
     service.request(TransferSpec{"t1", "alice", "bob", 2500});
   }
   // Delivers an event of `type` with an id never seen before.
