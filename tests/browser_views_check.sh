@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Drives HTML reports in headless Chromium, as a user steps through them (issue 13).
+# Drives HTML reports in headless Chromium, as a user steps through them.
 #
 #   bash tests/browser_views_check.sh INBOXSIM_BINARY SCENARIO_DIR stepping|failing
 #

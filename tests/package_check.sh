@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# inboxsim installed as a user gets it, checked from the outside (issue 15):
+# inboxsim installed as a user gets it, checked from the outside:
 #   install: `cmake --install BUILD --prefix P` into a scratch folder;
 #   deb:     `cpack -G DEB` in BUILD, its Depends checked against what the binary links, then
 #            unpacked with `dpkg -x` into a scratch root (P is ROOT/usr).

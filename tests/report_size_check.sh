@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The HTML report of a long story stays openable (issue 27, item 6).
+# The HTML report of a long story stays openable.
 #
 #   bash tests/report_size_check.sh INBOXSIM_BINARY
 #

@@ -1,4 +1,4 @@
-// The library as a course (issue 12): the new config keys, the narration's money sentence,
+// The library as a course: the new config keys, the narration's money sentence,
 // legend and deciding lines, and `demo` in the guide's lesson order.
 #include <catch2/catch.hpp>
 #include <algorithm>

@@ -1,4 +1,4 @@
-// Lessons shown by their own run (issue 27, items 1 and 7): each lesson the library teaches is
+// Lessons shown by their own run: each lesson the library teaches is
 // checked against the line of its narration that shows it, so a change that breaks the lesson
 // (or the line a student reads it from) fails here. The lines are matched by their words, not
 // their times or layout, which the narration is free to change.
@@ -325,7 +325,7 @@ TEST_CASE("checkpoints are written back as read, and a bad one says where", "[le
   CHECK_THAT(error_of(R"({"question": "?"})"), Catch::Contains("/checkpoints/0/after"));
 }
 
-// ---- Descriptions in three parts (issue 27, item 8) ----------------------------------------------
+// ---- Descriptions in three parts ----------------------------------------------
 
 TEST_CASE("every library scenario has a setup, a watch for and a why, short enough to read out",
           "[lessons]") {
@@ -456,7 +456,7 @@ TEST_CASE("a description in three parts is written back as read, and a bad one s
              Catch::Contains("/watch_for"));
 }
 
-// ---- Why-lines (issue 27, item 3): every dedupe, skip or lock decision says why --------------------
+// ---- Why-lines: every dedupe, skip or lock decision says why --------------------
 
 TEST_CASE("30: the credit that waited behind #1's pause says it sat in #1's prefetch", "[lessons]") {
   const std::string text = narrated(library_scenario("30-marten-backstop.json"));
@@ -500,7 +500,7 @@ TEST_CASE("51: the late copy of a debited transfer says why it is not judged aga
                          "judged against bob's balance as it is now, the copy is refused"));
 }
 
-// ---- The HTML report draws each source of a copy (issue 27, item 4) ------------------------------
+// ---- The HTML report draws each source of a copy ------------------------------
 
 TEST_CASE("the HTML report draws a broker's or the network's copy as its own labelled arrow",
           "[lessons][html]") {
@@ -551,7 +551,7 @@ TEST_CASE("the index account.inbox_state is named as the story's inbox has it", 
   CHECK(index_words(IndexName::account_ledger, marten) == "account.ledger");
 }
 
-// ---- 50's counterexample, replayed (issue 27): its times and its extra publishes explained ------
+// ---- 50's counterexample, replayed: its times and its extra publishes explained ------
 
 TEST_CASE("50's written counterexample says why it is all at 0 s and where its publishes come from",
           "[lessons][explore]") {

@@ -1,4 +1,4 @@
-// The focus narration (issue 27, item 3), as a teacher reads it on a projector: identical
+// The focus narration, as a teacher reads it on a projector: identical
 // repeats collapsed with their count, moments and durations in one readable format, delivery
 // tags named with their channel, `--show-rows` rows under the line that names their table,
 // event numbers that are the HTML report's #event-N, and `--verbose` printing every line.

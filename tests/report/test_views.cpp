@@ -1,4 +1,4 @@
-// Tests of the rows behind the teaching views (issue 13): what the row recorder keeps, what the
+// Tests of the rows behind the teaching views: what the row recorder keeps, what the
 // HTML report embeds, and what `run --show-rows` prints, on the scenarios of the library.
 #include <SQLiteCpp/SQLiteCpp.h>
 #include <unistd.h>

@@ -362,7 +362,7 @@ TEST_CASE("a pause longer than the heartbeat makes a zombie: redelivered elsewhe
   REQUIRE(result.unfired_faults.empty());
 }
 
-// MassTransit cancels the consume context of a channel that closed (issue 29): the paused
+// MassTransit cancels the consume context of a channel that closed: the paused
 // handler does not go on after its pause, acks nothing and leaves no trace in the error queue.
 TEST_CASE("a MassTransit handler paused past the heartbeat is cancelled, not a zombie",
           "[concurrency][pause][fidelity]") {

@@ -387,7 +387,7 @@ TEST_CASE("the Marten/Wolverine inbox keeps a handled message 5 minutes", "[fide
   CHECK(count_of(kept.dead_letter_queues, "account-service_error") == 0);
 }
 
-// ---- Marten's event append (issue 29, item 4) -------------------------------------------------
+// ---- Marten's event append -------------------------------------------------
 
 namespace {
 
@@ -469,7 +469,7 @@ TEST_CASE("a consumer that acks every unique violation acks the rich append's co
   CHECK(violated(result, Invariant::termination));
 }
 
-// ---- an effect outside the transaction (issue 29, item 12) ------------------------------------
+// ---- an effect outside the transaction ------------------------------------
 
 namespace {
 

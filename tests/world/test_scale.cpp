@@ -1,4 +1,4 @@
-// Long stories (issue 14): a story's ending does not grow with the story, the error-queue
+// Long stories: a story's ending does not grow with the story, the error-queue
 // traffic of a story grows with its transfers and not with their square, and a long story
 // settles.
 #include <algorithm>
