@@ -7,7 +7,7 @@
 # Written by hand, so it can drift from the CLI: tests/completion_check.sh compares every list
 # here with `inboxsim --help` and `inboxsim VERB --help`, and fails on any difference.
 
-_inboxsim_verbs="run list fuzz matrix demo explore play glossary"
+_inboxsim_verbs="run list fuzz matrix demo explore play glossary config"
 _inboxsim_global_options="--help --version --help-all"
 _inboxsim_run_options="--help --seed --json --trace --html --mermaid --db-dir --quiet --verbose --step --step-on --show-rows
   --color --set"
@@ -22,6 +22,7 @@ _inboxsim_explore_options="--help --faults --fault-kinds --max-states --jobs --s
   --reduction --preemptions --operator --json --out"
 _inboxsim_play_options="--help --port --listen --open --scenarios --workers --queue"
 _inboxsim_glossary_options="--help"
+_inboxsim_config_options="--help --json --names --values"
 
 # Completes the value of option $1 into COMPREPLY; returns 1 when $1 takes no value.
 _inboxsim_option_value() {
@@ -66,13 +67,38 @@ _inboxsim_option_value() {
       mapfile -t COMPREPLY < <(compgen -P "$chosen" -W "sleep persistent dpor none" -- "${cur##*,}")
       ;;
     --require-coverage) COMPREPLY=() ;;  # probe names: `inboxsim fuzz --help` lists them
-    --seed | --seeds | --set | --jobs | --transfers | --rate | --accounts | --shard | --shrink | \
+    --set)  # KEY=, the keys of the same binary (`inboxsim config --names`)
+      local keys
+      keys=$("${COMP_WORDS[0]:-inboxsim}" config --names 2>/dev/null)
+      compopt -o nospace 2>/dev/null
+      mapfile -t COMPREPLY < <(compgen -S "=" -W "$keys" -- "$cur")
+      ;;
+    --seed | --seeds | --jobs | --transfers | --rate | --accounts | --shard | --shrink | \
       --stop-after | --faults | --max-states | --preemptions | --port | --listen | --workers | \
       --queue)
       COMPREPLY=()
       ;;
     *) return 1 ;;
   esac
+  return 0
+}
+
+# Completes the VALUE of `--set KEY=VALUE` into COMPREPLY, from `inboxsim config KEY --values`;
+# returns 1 when the word being completed is not one. bash breaks the word at "=": "KEY=" arrives
+# as KEY "=" (cur "="), and "KEY=VA" as KEY "=" VA.
+_inboxsim_set_value() {
+  local key before cur=${COMP_WORDS[COMP_CWORD]}
+  if [[ $cur == = ]]; then
+    key=${COMP_WORDS[COMP_CWORD - 1]} before=${COMP_WORDS[COMP_CWORD - 2]} cur=""
+  elif [[ ${COMP_WORDS[COMP_CWORD - 1]} == = ]]; then
+    key=${COMP_WORDS[COMP_CWORD - 2]} before=${COMP_WORDS[COMP_CWORD - 3]}
+  else
+    return 1
+  fi
+  [[ $before == --set ]] || return 1
+  local values
+  values=$("${COMP_WORDS[0]:-inboxsim}" config "$key" --values 2>/dev/null)
+  mapfile -t COMPREPLY < <(compgen -W "$values" -- "$cur")
   return 0
 }
 
@@ -106,6 +132,7 @@ _inboxsim() {
       break
     fi
   done
+  ((COMP_CWORD >= 3)) && _inboxsim_set_value && return 0
   _inboxsim_option_value "$prev" "$cur" && return 0
   if [[ -z $verb ]]; then
     mapfile -t COMPREPLY < <(compgen -W "$_inboxsim_verbs $_inboxsim_global_options" -- "$cur")
@@ -126,6 +153,11 @@ _inboxsim() {
       mapfile -t COMPREPLY < <(compgen -d -- "$cur")
       ;;
     demo) _inboxsim_scenario_names "$cur" ;;
+    config)  # the keys
+      local keys
+      keys=$("${COMP_WORDS[0]}" config --names 2>/dev/null)
+      mapfile -t COMPREPLY < <(compgen -W "$keys" -- "$cur")
+      ;;
     glossary)  # the terms of one word (a term of several is typed in quotes)
       local terms
       terms=$("${COMP_WORDS[0]}" glossary 2>/dev/null | sed -n -E 's/^([^ ]+)( \(also:.*)?$/\1/p')

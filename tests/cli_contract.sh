@@ -172,6 +172,39 @@ check "a term of two words is found" test $? -eq 0
 check "an unknown term exits 2" test $? -eq 2
 check "and lists the terms" grep -q "glossary flux: not a term of the glossary; expected one of: tag, m-N," "$work/err"
 
+# config: the keys a scenario's "config" and --set take, from the same table config_set reads.
+"$bin" config >"$work/config.txt"
+check "config exits 0" test $? -eq 0
+check "config gives a key its default, meaning and values" \
+  grep -qxF "account.inbox  (default masstransit)" "$work/config.txt"
+check "config lists the inbox names" grep -q "values: masstransit, marten, none, external-before" "$work/config.txt"
+"$bin" config --json >"$work/config.json"
+check "config --json is an array of every key" python3 -c '
+import json, sys
+keys = json.load(open(sys.argv[1]))
+names = [k["key"] for k in keys]
+assert len(names) == len(set(names)) >= 29, names
+assert all(set(k) == {"key", "default", "values", "choices", "summary"} for k in keys)
+assert {"key": "broker.prefetch", "default": 16} == {x: keys[names.index("broker.prefetch")][x] for x in ("key", "default")}
+' "$work/config.json"
+# Every fixed value config offers is one --set accepts, and the run's JSON config reads it back.
+while read -r key; do
+  for value in $("$bin" config "$key" --values); do
+    "$bin" run scenarios/01-happy-path.json --quiet --json --set "$key=$value" >"$work/set.json" 2>"$work/err"
+    check "--set $key=$value is accepted" test $? -ne 2
+    check "--set $key=$value reads back" python3 -c '
+import json, sys
+config = json.load(open(sys.argv[1]))["config"]
+assert str(config[sys.argv[2]]).lower() == sys.argv[3], config[sys.argv[2]]
+' "$work/set.json" "$key" "$value"
+  done
+done < <("$bin" config --names)
+"$bin" config broker.flux >/dev/null 2>"$work/err"
+check "config of an unknown key exits 2" test $? -eq 2
+check "and lists the keys" grep -q "config broker.flux: expected a known config key: account.inbox," "$work/err"
+"$bin" config --values >/dev/null 2>"$work/err"
+check "config --values without a key exits 2" test $? -eq 2
+
 # A fuzz counterexample is a scenario like any other: it replays (exit 1 until the bug is fixed)
 # and every view renders it.
 "$bin" fuzz --seeds 1..100 --set account.inbox=none --set account.ledger_unique=false \

@@ -44,7 +44,7 @@ same() {  # same WHAT EXPECTED ACTUAL: equal, or the difference shown
 
 help=$("$bin" --help)
 verbs=$(help_verbs <<<"$help")
-check "inboxsim --help lists the eight verbs" test "$(wc -w <<<"$verbs")" -eq 8
+check "inboxsim --help lists the nine verbs" test "$(wc -w <<<"$verbs")" -eq 9
 expected=$({ echo "$verbs"; help_options <<<"$help"; } | sort)
 check "inboxsim <TAB> offers every verb and global option" \
   same "verbs and global options" "$expected" "$(complete_line "")"
@@ -87,6 +87,21 @@ check "run completes scenario files" \
   "$(complete_line run scenarios/09)"
 check "an option taking a number offers nothing" \
   same "inboxsim fuzz --jobs" "" "$(complete_line fuzz --jobs "")"
+check "--set completes the keys of inboxsim config, each with its =" \
+  same "inboxsim run --set account.inbox_" "$(printf '%s\n' account.inbox_unique= account.inbox_window_ms=)" \
+  "$(complete_line run --set account.inbox_)"
+check "--set KEY= completes the key's values" \
+  same "inboxsim run --set broker.queue_type=" "$(printf '%s\n' classic quorum)" \
+  "$(complete_line run --set broker.queue_type =)"
+check "--set KEY=VA completes from the value's start" \
+  same "inboxsim explore --set account.inbox=ext" \
+  "$(printf '%s\n' external-after external-atomic external-before)" \
+  "$(complete_line explore --set account.inbox = ext)"
+check "a number key offers no value" \
+  same "inboxsim run --set broker.prefetch=" "" "$(complete_line run --set broker.prefetch =)"
+check "config completes its keys" \
+  same "inboxsim config transfer.d" "$(printf '%s\n' transfer.dedupe transfer.dedupe_key)" \
+  "$(complete_line config transfer.d)"
 names_10=$(ls scenarios | sed -n -E 's/^(1[0-9][^.]*)\.json$/\1/p' | sort)
 check "demo completes scenario names from inboxsim list" test -n "$names_10"
 check "demo completes scenario names from inboxsim list" \

@@ -18,6 +18,10 @@ constexpr int kExitInternal = 3;
 // Reports bad input the way every verb does: one line on stderr, exit code 2.
 int bad_input(const std::string& message);
 
+// The help of every verb's --set.
+inline constexpr const char* kSetOptionHelp =
+    "Override a config key: KEY=VALUE (repeatable; 'inboxsim config' lists the keys)";
+
 // Writes `text` to `path`; says so on stderr and returns false when it cannot.
 bool write_file(const std::string& path, const std::string& text);
 

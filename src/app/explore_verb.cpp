@@ -191,7 +191,7 @@ CLI::App* add_explore_verb(CLI::App& app, ExploreCommand& command) {
       ->check(CLI::Range(int64_t{1}, int64_t{1'000'000'000}));
   verb->add_option("--jobs", command.jobs, "Worker threads")
       ->check(CLI::Range(int64_t{1}, int64_t{256}));
-  verb->add_option("--set", command.sets, "Override a config key: KEY=VALUE (repeatable)");
+  verb->add_option("--set", command.sets, kSetOptionHelp);
   verb->add_flag("--continue", command.keep_going,
                  "Go on after the first violation: the shortest order for every invariant that "
                  "breaks");

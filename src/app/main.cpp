@@ -19,6 +19,7 @@
 
 #include "app/cli_args.h"
 #include "app/cli_common.h"
+#include "app/config_verb.h"
 #include "app/demo.h"
 #include "app/explore_verb.h"
 #include "app/play_verb.h"
@@ -480,7 +481,7 @@ CLI::App* add_run_verb(CLI::App& app, RunCommand& command) {
                     "Print the database and queue rows each event changed, under its line");
   run_app->add_option("--color", command.color, "Colours: auto, always or never")
       ->check(CLI::IsMember({"auto", "always", "never"}));
-  run_app->add_option("--set", command.sets, "Override a config key: KEY=VALUE (repeatable)");
+  run_app->add_option("--set", command.sets, kSetOptionHelp);
   return run_app;
 }
 
@@ -500,7 +501,7 @@ void add_campaign_options(CLI::App& verb, CampaignFlags& flags, const std::strin
   verb.add_option("--workload", flags.workload, "small, standard or large")
       ->check(CLI::IsMember({"small", "standard", "large"}));
   verb.add_flag("--swarm", flags.swarm, "Each seed draws its own fault mix and rates");
-  verb.add_option("--set", flags.sets, "Override a config key: KEY=VALUE (repeatable)");
+  verb.add_option("--set", flags.sets, kSetOptionHelp);
   verb.add_option("--jobs", flags.jobs, "Worker threads")
       ->check(CLI::Range(int64_t{1}, int64_t{256}));
   verb.add_option("--out", flags.out_dir, "Where counterexamples go (default ./counterexamples)");
@@ -674,6 +675,8 @@ int main_guarded(int argc, char** argv) {
   CLI::App* play_app = add_play_verb(app, play);
   GlossaryCommand glossary;
   CLI::App* glossary_app = add_glossary_verb(app, glossary);
+  ConfigCommand config;
+  CLI::App* config_app = add_config_verb(app, config);
   describe_program(app);
   try {
     app.parse(argc, argv);
@@ -708,6 +711,8 @@ int main_guarded(int argc, char** argv) {
     code = play_command(play);
   else if (app.got_subcommand(glossary_app))
     code = glossary_command(glossary);
+  else if (app.got_subcommand(config_app))
+    code = config_command(config);
   // Every write is checked: output that never arrived is a failure (`--json > /dev/full`).
   std::cout.flush();
   if (!std::cout) {

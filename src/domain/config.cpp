@@ -179,105 +179,186 @@ std::string work_ms_text(const Config& config) {
   return std::to_string(config.work_ms_min) + ".." + std::to_string(config.work_ms_max);
 }
 
+namespace {
+
+// A key's row: how a value is set and how it reads back, its values in words, and the fixed
+// values a completion may offer (none for numbers and free text).
+struct KeyRow {
+  std::string_view name;
+  std::string_view summary;
+  std::string (*set)(Config&, const nlohmann::json&);
+  nlohmann::ordered_json (*get)(const Config&);
+  std::string (*values)();
+  std::vector<std::string> (*choices)();
+};
+
+template <size_t N>
+std::vector<std::string> names_of(const std::array<std::string_view, N>& names) {
+  return {names.begin(), names.end()};
+}
+
+std::vector<std::string> no_choices() { return {}; }
+
+template <bool Config::*Field>
+KeyRow bool_key(std::string_view name, std::string_view summary) {
+  return {name, summary,
+          [](Config& config, const nlohmann::json& value) { return set_bool(config.*Field, value); },
+          [](const Config& config) { return nlohmann::ordered_json(config.*Field); },
+          [] { return std::string("true or false"); },
+          [] { return std::vector<std::string>{"true", "false"}; }};
+}
+
+template <int64_t Config::*Field, int64_t Low, int64_t High>
+KeyRow integer_key(std::string_view name, std::string_view summary) {
+  return {name, summary,
+          [](Config& config, const nlohmann::json& value) {
+            return set_integer(config.*Field, value, Low, High);
+          },
+          [](const Config& config) { return nlohmann::ordered_json(config.*Field); },
+          [] { return "an integer from " + std::to_string(Low) + " to " + std::to_string(High); },
+          no_choices};
+}
+
+template <auto Field, const auto& Names>
+KeyRow choice_key(std::string_view name, std::string_view summary) {
+  return {name, summary,
+          [](Config& config, const nlohmann::json& value) {
+            return set_choice(config.*Field, Names, value);
+          },
+          [](const Config& config) {
+            return nlohmann::ordered_json(Names[static_cast<size_t>(config.*Field)]);
+          },
+          [] { return one_of(Names).substr(7); },  // without "one of "
+          [] { return names_of(Names); }};
+}
+
+// Every config key, in the order docs/contract.md §3 lists them and config_to_json writes them.
+// config_keys, config_set, config_to_json, `inboxsim config` and the bash completion read it.
+const std::vector<KeyRow>& key_rows() {
+  static const std::vector<KeyRow> rows = {
+      {"account.inbox", "account-service's dedupe mechanism (docs/model.md, the inbox seam)",
+       [](Config& config, const nlohmann::json& value) {
+         return set_account_inbox(config.account_inbox, value);
+       },
+       [](const Config& config) {
+         return nlohmann::ordered_json(account_inbox_name(config.account_inbox));
+       },
+       [] { return account_inbox_names_text(); },
+       [] {
+         std::vector<std::string> names;
+         for (const AccountInboxKind& kind : account_inbox_kinds()) names.emplace_back(kind.name);
+         return names;
+       }},
+      bool_key<&Config::account_ledger_unique>(
+          "account.ledger_unique", "the ledger's unique key (transfer_id, type), the backstop"),
+      integer_key<&Config::account_inbox_window_ms, 0, kWindowMsMax>(
+          "account.inbox_window_ms",
+          "MassTransit's DuplicateDetectionWindow: delivered inbox rows older are cleaned up"),
+      choice_key<&Config::transfer_dedupe, kTransferDedupeNames>(
+          "transfer.dedupe", "transfer-service's dedupe mechanism"),
+      bool_key<&Config::transfer_processed_unique>(
+          "transfer.processed_unique", "the unique key of transfer-service's processed_messages"),
+      choice_key<&Config::transfer_dedupe_key, kDedupeKeyNames>(
+          "transfer.dedupe_key", "what processed_messages is keyed by"),
+      integer_key<&Config::transfer_processed_ttl_ms, 0, kWindowMsMax>(
+          "transfer.processed_ttl_ms", "how long processed_messages rows are kept"),
+      bool_key<&Config::transfer_state_machine>(
+          "transfer.state_machine", "whether the saga refuses an event its state does not expect"),
+      bool_key<&Config::transfer_notifications>(
+          "transfer.notifications", "a second consumer in transfer-service, on the bank's events"),
+      bool_key<&Config::relay_stable_message_id>(
+          "relay.stable_message_id", "whether the outbox relay republishes with the stored id"),
+      integer_key<&Config::broker_prefetch, 1, kPrefetchMax>(
+          "broker.prefetch", "unacked deliveries a consumer may hold (basic.qos)"),
+      integer_key<&Config::broker_delivery_limit, 1, kDeliveryLimitMax>(
+          "broker.delivery_limit", "a quorum queue's returns before it drops or dead-letters"),
+      integer_key<&Config::account_instances, 1, kInstancesMax>(
+          "account.instances", "processes of account-service competing on its queue"),
+      integer_key<&Config::transfer_instances, 1, kInstancesMax>(
+          "transfer.instances", "processes of transfer-service competing on its queues"),
+      {"consumer.work_ms", "virtual ms each handler step takes, drawn from the run's PRNG",
+       set_work_ms,
+       [](const Config& config) { return nlohmann::ordered_json(work_ms_text(config)); },
+       [] {
+         return "a range \"A..B\" of milliseconds with 0 <= A <= B <= " +
+                std::to_string(kWorkMsMax) + " (or one integer N, meaning N..N)";
+       },
+       no_choices},
+      integer_key<&Config::broker_heartbeat_ms, 0, kWindowMsMax>(
+          "broker.heartbeat_ms", "the heartbeat interval (0: off)"),
+      bool_key<&Config::account_inbox_unique>(
+          "account.inbox_unique", "whether the inbox keys exist from the start"),
+      {"account.retry", "MassTransit's UseMessageRetry; after it, the _error queue",
+       [](Config& config, const nlohmann::json& value) {
+         return set_retry(config.account_retry, value);
+       },
+       [](const Config& config) { return nlohmann::ordered_json(retry_text(config.account_retry)); },
+       [] {
+         return "\"none\", \"immediate:N\" (N from 1 to " + std::to_string(kRetriesMax) +
+                ") or \"intervals:A,B,...\" (up to " + std::to_string(kRetriesMax) +
+                " waits in ms)";
+       },
+       no_choices},
+      choice_key<&Config::broker_queue_type, kQueueTypeNames>(
+          "broker.queue_type", "RabbitMQ's queue type: a quorum queue counts deliveries"),
+      bool_key<&Config::account_remember_rejections>(
+          "account.remember_rejections",
+          "whether a rejected debit is recorded under the transfer's key"),
+      choice_key<&Config::account_ledger_conflict, kLedgerConflictNames>(
+          "account.ledger_conflict",
+          "what the consumer does when the ledger key refuses a second entry"),
+      choice_key<&Config::broker_dead_letter, kDeadLetterNames>(
+          "broker.dead_letter", "past the delivery limit: dropped, or moved to <queue>.dlq"),
+      integer_key<&Config::broker_consumer_timeout_ms, 0, kWindowMsMax>(
+          "broker.consumer_timeout_ms",
+          "a delivery unacked this long closes its channel (0: off)"),
+      choice_key<&Config::account_masstransit, kMassTransitVersionNames>(
+          "account.masstransit", "the MassTransit release account-service runs"),
+      choice_key<&Config::account_database, kAccountDatabaseNames>(
+          "account.database", "what a waiter on the inbox row lock sees once the holder commits"),
+      choice_key<&Config::account_isolation, kIsolationNames>(
+          "account.isolation", "MassTransit's outbox IsolationLevel"),
+      integer_key<&Config::account_keep_after_handling_ms, 0, kWindowMsMax>(
+          "account.keep_after_handling_ms",
+          "Wolverine's KeepAfterMessageHandling: how long a handled message's record is kept"),
+      choice_key<&Config::account_marten_append, kMartenAppendNames>(
+          "account.marten_append", "Marten's EventAppendMode for account-service's stream"),
+      choice_key<&Config::transfer_email, kEmailSendNames>(
+          "transfer.email", "a mail API the notifications consumer calls, outside every transaction"),
+  };
+  return rows;
+}
+
+const KeyRow* find_key(std::string_view key) {
+  for (const KeyRow& row : key_rows()) {
+    if (row.name == key) return &row;
+  }
+  return nullptr;
+}
+
+}  // namespace
+
 const std::vector<std::string>& config_keys() {
-  static const std::vector<std::string> keys = {"account.inbox",
-                                                "account.ledger_unique",
-                                                "account.inbox_window_ms",
-                                                "transfer.dedupe",
-                                                "transfer.processed_unique",
-                                                "transfer.dedupe_key",
-                                                "transfer.processed_ttl_ms",
-                                                "transfer.state_machine",
-                                                "transfer.notifications",
-                                                "relay.stable_message_id",
-                                                "broker.prefetch",
-                                                "broker.delivery_limit",
-                                                "account.instances",
-                                                "transfer.instances",
-                                                "consumer.work_ms",
-                                                "broker.heartbeat_ms",
-                                                "account.inbox_unique",
-                                                "account.retry",
-                                                "broker.queue_type",
-                                                "account.remember_rejections",
-                                                "account.ledger_conflict",
-                                                "broker.dead_letter",
-                                                "broker.consumer_timeout_ms",
-                                                "account.masstransit",
-                                                "account.database",
-                                                "account.isolation",
-                                                "account.keep_after_handling_ms",
-                                                "account.marten_append",
-                                                "transfer.email"};
+  static const std::vector<std::string> keys = [] {
+    std::vector<std::string> names;
+    for (const KeyRow& row : key_rows()) names.emplace_back(row.name);
+    return names;
+  }();
   return keys;
 }
 
+std::vector<ConfigKeyInfo> config_key_infos() {
+  std::vector<ConfigKeyInfo> infos;
+  const Config defaults;
+  for (const KeyRow& row : key_rows()) {
+    infos.push_back({std::string(row.name), std::string(row.summary), row.values(),
+                     row.get(defaults), row.choices()});
+  }
+  return infos;
+}
+
 std::string config_set(Config& config, std::string_view key, const nlohmann::json& value) {
-  if (key == "account.inbox") return set_account_inbox(config.account_inbox, value);
-  if (key == "account.ledger_unique") return set_bool(config.account_ledger_unique, value);
-  if (key == "account.inbox_window_ms") {
-    return set_integer(config.account_inbox_window_ms, value, 0, kWindowMsMax);
-  }
-  if (key == "transfer.dedupe") {
-    return set_choice(config.transfer_dedupe, kTransferDedupeNames, value);
-  }
-  if (key == "transfer.processed_unique") return set_bool(config.transfer_processed_unique, value);
-  if (key == "transfer.dedupe_key") {
-    return set_choice(config.transfer_dedupe_key, kDedupeKeyNames, value);
-  }
-  if (key == "transfer.processed_ttl_ms") {
-    return set_integer(config.transfer_processed_ttl_ms, value, 0, kWindowMsMax);
-  }
-  if (key == "transfer.state_machine") return set_bool(config.transfer_state_machine, value);
-  if (key == "transfer.notifications") return set_bool(config.transfer_notifications, value);
-  if (key == "relay.stable_message_id") return set_bool(config.relay_stable_message_id, value);
-  if (key == "broker.prefetch") return set_integer(config.broker_prefetch, value, 1, kPrefetchMax);
-  if (key == "broker.delivery_limit") {
-    return set_integer(config.broker_delivery_limit, value, 1, kDeliveryLimitMax);
-  }
-  if (key == "account.instances") {
-    return set_integer(config.account_instances, value, 1, kInstancesMax);
-  }
-  if (key == "transfer.instances") {
-    return set_integer(config.transfer_instances, value, 1, kInstancesMax);
-  }
-  if (key == "consumer.work_ms") return set_work_ms(config, value);
-  if (key == "broker.heartbeat_ms") {
-    return set_integer(config.broker_heartbeat_ms, value, 0, kWindowMsMax);
-  }
-  if (key == "account.inbox_unique") return set_bool(config.account_inbox_unique, value);
-  if (key == "account.retry") return set_retry(config.account_retry, value);
-  if (key == "broker.queue_type") {
-    return set_choice(config.broker_queue_type, kQueueTypeNames, value);
-  }
-  if (key == "account.remember_rejections") {
-    return set_bool(config.account_remember_rejections, value);
-  }
-  if (key == "account.ledger_conflict") {
-    return set_choice(config.account_ledger_conflict, kLedgerConflictNames, value);
-  }
-  if (key == "broker.dead_letter") {
-    return set_choice(config.broker_dead_letter, kDeadLetterNames, value);
-  }
-  if (key == "broker.consumer_timeout_ms") {
-    return set_integer(config.broker_consumer_timeout_ms, value, 0, kWindowMsMax);
-  }
-  if (key == "account.masstransit") {
-    return set_choice(config.account_masstransit, kMassTransitVersionNames, value);
-  }
-  if (key == "account.database") {
-    return set_choice(config.account_database, kAccountDatabaseNames, value);
-  }
-  if (key == "account.isolation") {
-    return set_choice(config.account_isolation, kIsolationNames, value);
-  }
-  if (key == "account.keep_after_handling_ms") {
-    return set_integer(config.account_keep_after_handling_ms, value, 0, kWindowMsMax);
-  }
-  if (key == "account.marten_append") {
-    return set_choice(config.account_marten_append, kMartenAppendNames, value);
-  }
-  if (key == "transfer.email") return set_choice(config.transfer_email, kEmailSendNames, value);
+  if (const KeyRow* row = find_key(key)) return row->set(config, value);
   std::string expected = "a known config key: ";
   bool first = true;
   for (const auto& name : config_keys()) {
@@ -334,35 +415,7 @@ std::string_view email_send_name(EmailSend email) {
 
 nlohmann::ordered_json config_to_json(const Config& config) {
   nlohmann::ordered_json out;
-  out["account.inbox"] = account_inbox_name(config.account_inbox);
-  out["account.ledger_unique"] = config.account_ledger_unique;
-  out["account.inbox_window_ms"] = config.account_inbox_window_ms;
-  out["transfer.dedupe"] = transfer_dedupe_name(config.transfer_dedupe);
-  out["transfer.processed_unique"] = config.transfer_processed_unique;
-  out["transfer.dedupe_key"] = kDedupeKeyNames[static_cast<size_t>(config.transfer_dedupe_key)];
-  out["transfer.processed_ttl_ms"] = config.transfer_processed_ttl_ms;
-  out["transfer.state_machine"] = config.transfer_state_machine;
-  out["transfer.notifications"] = config.transfer_notifications;
-  out["relay.stable_message_id"] = config.relay_stable_message_id;
-  out["broker.prefetch"] = config.broker_prefetch;
-  out["broker.delivery_limit"] = config.broker_delivery_limit;
-  out["account.instances"] = config.account_instances;
-  out["transfer.instances"] = config.transfer_instances;
-  out["consumer.work_ms"] = work_ms_text(config);
-  out["broker.heartbeat_ms"] = config.broker_heartbeat_ms;
-  out["account.inbox_unique"] = config.account_inbox_unique;
-  out["account.retry"] = retry_text(config.account_retry);
-  out["broker.queue_type"] = kQueueTypeNames[static_cast<size_t>(config.broker_queue_type)];
-  out["account.remember_rejections"] = config.account_remember_rejections;
-  out["account.ledger_conflict"] = ledger_conflict_name(config.account_ledger_conflict);
-  out["broker.dead_letter"] = dead_letter_name(config.broker_dead_letter);
-  out["broker.consumer_timeout_ms"] = config.broker_consumer_timeout_ms;
-  out["account.masstransit"] = masstransit_version_name(config.account_masstransit);
-  out["account.database"] = kAccountDatabaseNames[static_cast<size_t>(config.account_database)];
-  out["account.isolation"] = kIsolationNames[static_cast<size_t>(config.account_isolation)];
-  out["account.keep_after_handling_ms"] = config.account_keep_after_handling_ms;
-  out["account.marten_append"] = marten_append_name(config.account_marten_append);
-  out["transfer.email"] = email_send_name(config.transfer_email);
+  for (const KeyRow& row : key_rows()) out[std::string(row.name)] = row.get(config);
   return out;
 }
 

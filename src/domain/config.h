@@ -94,27 +94,27 @@ struct Config {
   // Fault paths (docs/contract.md §8.2).
   RetryPolicy account_retry;
   QueueType broker_queue_type = QueueType::quorum;
-  // The course (issue 12). Whether account-service records a rejected debit under the transfer's
+  // Whether account-service records a rejected debit under the transfer's
   // key (table rejected_debits) and rejects a later copy of it again, and whether a copy of a
   // debited transfer's request goes to the ledger key instead of being judged against the
   // balance (scenario 51). Our own addition, which the seed's bank does not have: off by
   // default, so the bank is modelled as the seed describes it.
   bool account_remember_rejections = false;
   LedgerConflict account_ledger_conflict = LedgerConflict::fault;
-  // RabbitMQ's dead-lettering and consumer timeout (issue 29).
+  // RabbitMQ's dead-lettering and consumer timeout (docs/contract.md §8.2).
   DeadLetter broker_dead_letter = DeadLetter::none;
   // A delivery unacked this long closes its channel (PRECONDITION_FAILED); 0: off.
   int64_t broker_consumer_timeout_ms = 1'800'000;
-  // Issue 29 (docs/contract.md §9.3): the MassTransit release modelled.
+  // The MassTransit release modelled (docs/contract.md §9.3).
   MassTransitVersion account_masstransit = MassTransitVersion::v8_5;
-  // Issue 29, item 11: how long the marten mode keeps a handled message's inbox document for
+  // How long the marten mode keeps a handled message's inbox document for
   // dedupe (Wolverine's DurabilitySettings.KeepAfterMessageHandling, 5 min).
   // account.inbox_window_ms stays MassTransit's DuplicateDetectionWindow (30 min).
   int64_t account_keep_after_handling_ms = 300'000;
   AccountDatabase account_database = AccountDatabase::postgres;
   Isolation account_isolation = Isolation::repeatable_read;
   MartenAppend account_marten_append = MartenAppend::quick;  // Marten 9, the latest release
-  // Issue 29, item 12: an effect outside the transaction (needs transfer.notifications).
+  // An effect outside the transaction (needs transfer.notifications).
   EmailSend transfer_email = EmailSend::none;
 
   // Returns the instance count of `service`'s config key.
@@ -126,6 +126,20 @@ inline constexpr int64_t kWorkMsMax = 600'000;
 
 // Every config key, in the order docs/contract.md §3 lists them.
 const std::vector<std::string>& config_keys();
+
+// What a user is told of a key (`inboxsim config`, the bash completion): its meaning, its values
+// in words, its default, and the fixed values it takes (empty for numbers and free text).
+struct ConfigKeyInfo {
+  std::string name;
+  std::string summary;
+  std::string values;
+  nlohmann::ordered_json default_value;
+  std::vector<std::string> choices;
+};
+
+// Every key's info, in config_keys() order. All of it comes from the one table in config.cpp
+// that config_set and config_to_json read.
+std::vector<ConfigKeyInfo> config_key_infos();
 
 // Sets `key` from a JSON value of the right type (string for choices, bool, integer).
 // Returns an empty string on success, else what was expected ("one of masstransit, marten, ...").
