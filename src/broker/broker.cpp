@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "domain/participants.h"
+#include "domain/topology.h"
 #include "kernel/assert.h"
 
 namespace inboxsim {
@@ -63,7 +64,7 @@ size_t Broker::declare_queue(std::string_view name, std::vector<std::string> pat
   queues_.push_back(std::move(queue));
   const size_t index = queues_.size() - 1;
   Queue dead_letter;
-  dead_letter.name = std::string(name) + ".dlq";
+  dead_letter.name = dead_letter_queue_name(name);
   dead_letter.role = QueueRole::dead_letter;
   dead_letter.source = index;
   queues_.push_back(std::move(dead_letter));
@@ -75,7 +76,7 @@ size_t Broker::declare_error_queue(size_t source) {
   INBOXSIM_ASSERT(source < queues_.size());
   INBOXSIM_ASSERT(queues_[source].role == QueueRole::work);
   Queue error;
-  error.name = queues_[source].name + "_error";
+  error.name = error_queue_name(queues_[source].name);
   error.role = QueueRole::error;
   error.source = source;
   queues_.push_back(std::move(error));

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "domain/participants.h"
+#include "domain/topology.h"
 #include "kernel/text.h"
 #include "scenario/runner.h"
 
@@ -504,15 +505,6 @@ Step parse_advance(const Node& node) {
 
 constexpr std::array<std::string_view, 8> kStepKeys = {
     "transfer", "fault", "run", "advance", "drop_index", "redrive", "publish", "restore_index"};
-
-// The queues an operator can redrive: each work queue's dead-letter queue, and
-// account-service's error queue (the names World and Broker give them).
-std::vector<std::string> redrivable_queues(const Config& config) {
-  std::vector<std::string> names = {"account-service_error", "account-service.dlq",
-                                    "transfer-service.dlq"};
-  if (config.transfer_notifications) names.emplace_back("transfer-service.notifications.dlq");
-  return names;
-}
 
 Step parse_redrive(const Node& node, const Context& context) {
   std::vector<std::string> names = redrivable_queues(context.config);

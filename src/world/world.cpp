@@ -3,6 +3,7 @@
 #include <utility>
 
 #include "domain/participants.h"
+#include "domain/topology.h"
 #include "kernel/assert.h"
 #include "world/world_events.h"
 
@@ -156,16 +157,23 @@ void World::add_instances(ServiceId service, int64_t count, const WorldOptions& 
 // Queues first, then each instance's consumers in instance order: the broker hands a queue's
 // messages round-robin to its consumers in the order they were added (docs/contract.md §8.1).
 void World::add_consumers() {
-  const size_t account_queue = broker_.declare_queue("account-service", {"transfers.#"});
-  // MassTransit's error queue for the endpoint; transfer-service's handler nacks instead.
-  account_error_queue_ = broker_.declare_error_queue(account_queue);
-  const size_t transfer_queue = broker_.declare_queue("transfer-service", {"accounts.#"});
-  std::optional<size_t> notifications_queue;
-  if (config_.transfer_notifications) {
-    notifications_queue =
-        broker_.declare_queue("transfer-service.notifications",
-                              {"accounts.account.credited", "accounts.account.refunded"});
+  std::array<std::optional<size_t>, 3> queue_of;  // by QueueConsumer
+  for (const QueueSpec* spec : declared_queues(config_)) {
+    std::vector<std::string> patterns;
+    for (const std::string_view binding : spec->bindings) {
+      if (!binding.empty()) patterns.emplace_back(binding);
+    }
+    const size_t queue = broker_.declare_queue(spec->name, std::move(patterns));
+    if (spec->error_queue) {
+      INBOXSIM_ASSERT(spec->consumer == QueueConsumer::account);
+      account_error_queue_ = broker_.declare_error_queue(queue);
+    }
+    queue_of[static_cast<size_t>(spec->consumer)] = queue;
   }
+  const size_t account_queue = *queue_of[static_cast<size_t>(QueueConsumer::account)];
+  const size_t transfer_queue = *queue_of[static_cast<size_t>(QueueConsumer::saga)];
+  const std::optional<size_t> notifications_queue =
+      queue_of[static_cast<size_t>(QueueConsumer::notifications)];
   for (size_t index = 0; index < instances_.size(); ++index) {
     Instance& instance = instances_[index];
     auto add = [&](size_t queue, ConsumerRole role, std::string_view participant) {

@@ -21,6 +21,7 @@
 #include "check/checker.h"
 #include "domain/result.h"
 #include "domain/scenario.h"
+#include "domain/topology.h"
 #include "kernel/fingerprint.h"
 #include "kernel/rng.h"
 #include "kernel/scheduler.h"
@@ -194,7 +195,7 @@ class World {
   static constexpr size_t kAllConsumers = static_cast<size_t>(-1);
 
   // Which consumer of an instance a broker consumer is.
-  enum class ConsumerRole : uint8_t { account, saga, notifications };
+  using ConsumerRole = QueueConsumer;
   struct ConsumerInfo {
     size_t instance = 0;
     ConsumerRole role = ConsumerRole::account;
