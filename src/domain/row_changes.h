@@ -1,4 +1,4 @@
-// The rows behind a run, event by event, for the teaching views (issue 13): each service
+// The rows behind a run, event by event, for the teaching views: each service
 // database's tables and the broker's queues as a learner would look at them, stored as the
 // rows there before the first event plus each event's changes, never as a copy per event.
 //

@@ -18,7 +18,7 @@
 
 namespace inboxsim {
 
-// The bounds one request may use (docs/contract.md §9.1, issue 24 item 8).
+// The bounds one request may use (docs/contract.md §9.1).
 struct MomentLimits {
   size_t schedule_max = 10'000;  // choices, and hand actions, in one schedule
   int64_t events_max = 200'000;  // events one replay may run
@@ -62,7 +62,7 @@ Schedule with_action(const Schedule& schedule, const Step& action);
 Schedule stepwise_schedule(const Scenario& story, const Schedule& schedule,
                            const MomentLimits& limits);
 
-// "Can it still break from here?" (issue 24 item 5).
+// "Can it still break from here?"
 struct ExploreFromHere {
   int64_t faults = 1;
   FaultKinds fault_kinds{};

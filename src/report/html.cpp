@@ -1766,7 +1766,7 @@ std::string render_html(const RunResult& result) {
   out += "<section class=\"results\">" + balances_table(result) + transfers_table(result) +
          invariants_table(result) + expectations_table(result) + counters_line(result) +
          "</section>\n";
-  // The course (issue 12): what happened to the money, then the words the page uses.
+  // What happened to the money, then the words the page uses.
   const bool correct = bank_verdict(result) == "bank correct";
   out += std::string("<p class=\"money ") + (correct ? "money-ok" : "money-broke") + "\">" +
          escape_html(money_sentence(result)) + "</p>\n" + diagram_key() + legend_html() +
