@@ -3,9 +3,11 @@
 #include "broker/jetstream.h"
 
 #include <algorithm>
+#include <array>
 #include <utility>
 
 #include "kernel/assert.h"
+#include "kernel/enum_names.h"
 
 namespace inboxsim {
 
@@ -55,14 +57,13 @@ bool nats_subjects_overlap(std::string_view left, std::string_view right) {
   return a.size() == b.size();
 }
 
-const char* name_of(JetStreamAdvisoryKind kind) {
-  switch (kind) {
-    case JetStreamAdvisoryKind::max_deliveries: return "max_deliveries";
-    case JetStreamAdvisoryKind::nak: return "nak";
-    case JetStreamAdvisoryKind::terminated: return "terminated";
-  }
-  return "?";
-}
+namespace {
+constexpr std::array<std::string_view, 3> kAdvisoryKindNames = {"max_deliveries", "nak",
+                                                                "terminated"};
+static_assert(names_every(kAdvisoryKindNames, JetStreamAdvisoryKind::terminated));
+}  // namespace
+
+std::string_view name_of(JetStreamAdvisoryKind kind) { return name_of(kAdvisoryKindNames, kind); }
 
 // server/stream.go checkStreamCfg and addStream: the checks a client can trip over.
 std::optional<size_t> JetStream::add_stream(JetStreamStreamConfig config, std::string& error) {
@@ -173,9 +174,9 @@ std::optional<JetStreamPubAck> JetStream::publish(std::string_view subject,
   advance(now_ms);
   for (size_t index = 0; index < streams_.size(); ++index) {
     Stream& stream = streams_[index];
-    const bool bound =
-        std::any_of(stream.config.subjects.begin(), stream.config.subjects.end(),
-                    [&](const std::string& pattern) { return nats_subject_matches(pattern, subject); });
+    const bool bound = std::any_of(
+        stream.config.subjects.begin(), stream.config.subjects.end(),
+        [&](const std::string& pattern) { return nats_subject_matches(pattern, subject); });
     if (!bound) continue;
     if (!msg_id.empty()) {
       const auto seen = stream.ids.find(std::string(msg_id));
@@ -215,8 +216,7 @@ std::vector<JetStreamDelivery> JetStream::fetch(size_t consumer, int64_t batch, 
 // advisory (only the first time) and removes the message from pending; it is never delivered
 // again and stays in the stream. deliverMsg and trackPending: a new consumer sequence, the
 // AckWait clock restarts, the pending entry keeps its first consumer sequence.
-std::optional<JetStreamDelivery> JetStream::next_redelivery(size_t consumer_index,
-                                                            int64_t now_ms) {
+std::optional<JetStreamDelivery> JetStream::next_redelivery(size_t consumer_index, int64_t now_ms) {
   Consumer& consumer = consumers_[consumer_index];
   while (!consumer.redeliver.empty()) {
     const uint64_t sequence = consumer.redeliver.front();
@@ -422,7 +422,9 @@ JetStreamConsumerInfo JetStream::info(size_t consumer_index) const {
   return out;
 }
 
-std::vector<JetStreamAdvisory> JetStream::take_advisories() { return std::exchange(advisories_, {}); }
+std::vector<JetStreamAdvisory> JetStream::take_advisories() {
+  return std::exchange(advisories_, {});
+}
 
 void JetStream::advise(JetStreamAdvisoryKind kind, size_t consumer, uint64_t sequence,
                        int64_t deliveries, int64_t now_ms) {

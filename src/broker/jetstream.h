@@ -40,10 +40,10 @@
 namespace inboxsim {
 
 // nats-server 2.9.10's defaults and limits (server/consumer.go, server/stream.go).
-inline constexpr int64_t kJetStreamAckWaitDefaultMs = 30'000;       // JsAckWaitDefault
-inline constexpr int64_t kJetStreamDuplicatesDefaultMs = 120'000;   // StreamDefaultDuplicatesWindow
-inline constexpr int64_t kJetStreamDuplicatesMinMs = 100;           // "needs to be >= 100ms"
-inline constexpr int64_t kJetStreamMaxAckPendingDefault = 1'000;    // JsDefaultMaxAckPending
+inline constexpr int64_t kJetStreamAckWaitDefaultMs = 30'000;      // JsAckWaitDefault
+inline constexpr int64_t kJetStreamDuplicatesDefaultMs = 120'000;  // StreamDefaultDuplicatesWindow
+inline constexpr int64_t kJetStreamDuplicatesMinMs = 100;          // "needs to be >= 100ms"
+inline constexpr int64_t kJetStreamMaxAckPendingDefault = 1'000;   // JsDefaultMaxAckPending
 inline constexpr int64_t kJetStreamMaxDeliverUnlimited = -1;
 // Bounds of the model itself: a fetch's batch, and messages kept per stream.
 inline constexpr int64_t kJetStreamBatchMax = 10'000;
@@ -89,7 +89,7 @@ struct JetStreamDelivery {
 };
 
 enum class JetStreamAdvisoryKind : uint8_t { max_deliveries, nak, terminated };
-const char* name_of(JetStreamAdvisoryKind kind);
+std::string_view name_of(JetStreamAdvisoryKind kind);
 
 // An advisory the server publishes on $JS.EVENT.ADVISORY.CONSUMER.<kind>.<stream>.<consumer>.
 struct JetStreamAdvisory {
@@ -102,8 +102,8 @@ struct JetStreamAdvisory {
 
 // What js_GetConsumerInfo reports of a consumer.
 struct JetStreamConsumerInfo {
-  uint64_t num_pending = 0;      // stored messages not delivered yet
-  int64_t num_ack_pending = 0;   // delivered, not acked (nor dropped past MaxDeliver)
+  uint64_t num_pending = 0;     // stored messages not delivered yet
+  int64_t num_ack_pending = 0;  // delivered, not acked (nor dropped past MaxDeliver)
   uint64_t delivered_consumer_sequence = 0;
   uint64_t delivered_stream_sequence = 0;
 };
@@ -169,7 +169,7 @@ class JetStream {
   };
   struct Stream {
     JetStreamStreamConfig config;
-    std::vector<Stored> messages;     // by sequence (limits retention: nothing is removed)
+    std::vector<Stored> messages;       // by sequence (limits retention: nothing is removed)
     std::map<std::string, SeenId> ids;  // the dedupe window's Nats-Msg-Ids
     std::deque<SeenId> ids_in_order;    // the same, oldest first (for forgetting them)
   };
@@ -180,9 +180,9 @@ class JetStream {
   struct Consumer {
     JetStreamConsumerConfig config;
     size_t stream = 0;
-    uint64_t next_stream_sequence = 1;  // the next new message to look at
-    uint64_t delivered = 0;             // the last consumer sequence given out
-    std::map<uint64_t, Pending> pending;          // by stream sequence
+    uint64_t next_stream_sequence = 1;             // the next new message to look at
+    uint64_t delivered = 0;                        // the last consumer sequence given out
+    std::map<uint64_t, Pending> pending;           // by stream sequence
     std::map<uint64_t, int64_t> redelivery_count;  // by stream sequence
     std::deque<uint64_t> redeliver;                // due for redelivery, in order
   };

@@ -40,10 +40,10 @@ struct Fixture {
     last = js.fetch(consumer, batch, now_ms);
     std::vector<std::string> out;
     for (const JetStreamDelivery& delivery : last) {
-      out.push_back(delivery.message->message_id + " stream=" +
-                    std::to_string(delivery.stream_sequence) + " consumer=" +
-                    std::to_string(delivery.consumer_sequence) + " delivered=" +
-                    std::to_string(delivery.delivery_count));
+      out.push_back(delivery.message->message_id +
+                    " stream=" + std::to_string(delivery.stream_sequence) +
+                    " consumer=" + std::to_string(delivery.consumer_sequence) +
+                    " delivered=" + std::to_string(delivery.delivery_count));
     }
     return out;
   }
@@ -69,8 +69,7 @@ TEST_CASE("NATS subjects match token by token, with * and >", "[jetstream]") {
   REQUIRE_FALSE(nats_subjects_overlap("accounts.a", "accounts.a.b"));
 }
 
-TEST_CASE("two streams may not share a subject, and the window is at least 100 ms",
-          "[jetstream]") {
+TEST_CASE("two streams may not share a subject, and the window is at least 100 ms", "[jetstream]") {
   JetStream js;
   std::string error;
   REQUIRE(js.add_stream({"transfer-service", {"accounts.>"}, kWindowMs}, error));
@@ -87,8 +86,8 @@ TEST_CASE("a delivery carries stream and consumer sequences and its delivery cou
   Fixture f;
   REQUIRE(f.publish("m1", 0).sequence == 1);
   REQUIRE(f.publish("m2", 0).sequence == 2);
-  REQUIRE(f.fetch(10, 1) == Lines{"m1 stream=1 consumer=1 delivered=1",
-                                  "m2 stream=2 consumer=2 delivered=1"});
+  REQUIRE(f.fetch(10, 1) ==
+          Lines{"m1 stream=1 consumer=1 delivered=1", "m2 stream=2 consumer=2 delivered=1"});
   REQUIRE(f.last[0].pending == 1);
   REQUIRE(f.last[1].pending == 0);
   REQUIRE(f.js.info(f.consumer).num_ack_pending == 2);
@@ -187,8 +186,7 @@ TEST_CASE("in_progress starts AckWait over from now", "[jetstream]") {
   REQUIRE(f.fetch(1, 2'600) == Lines{"m1 stream=1 consumer=2 delivered=2"});
 }
 
-TEST_CASE("in_progress after the expiry does not take back the queued redelivery",
-          "[jetstream]") {
+TEST_CASE("in_progress after the expiry does not take back the queued redelivery", "[jetstream]") {
   Fixture f;
   f.publish("m1", 0);
   f.fetch(1, 0);
@@ -206,8 +204,8 @@ TEST_CASE("MaxAckPending caps the consumer's unacked deliveries, all clients tog
   REQUIRE(f.js.ack(m1, 3));
   REQUIRE(f.fetch(10, 4) == Lines{"m3 stream=3 consumer=3 delivered=1"});
   // Redeliveries are pending already: the cap does not hold them back.
-  REQUIRE(f.fetch(10, 4 + kAckWaitMs) == Lines{"m2 stream=2 consumer=4 delivered=2",
-                                               "m3 stream=3 consumer=5 delivered=2"});
+  REQUIRE(f.fetch(10, 4 + kAckWaitMs) ==
+          Lines{"m2 stream=2 consumer=4 delivered=2", "m3 stream=3 consumer=5 delivered=2"});
 }
 
 TEST_CASE("a Nats-Msg-Id seen within the window is a duplicate, counted from the first",
@@ -224,11 +222,11 @@ TEST_CASE("a Nats-Msg-Id seen within the window is a duplicate, counted from the
   REQUIRE_FALSE(after.duplicate);
   REQUIRE(after.sequence == 2);
   // The consumer gets both stored copies: the window is not an inbox.
-  REQUIRE(f.fetch(10, kWindowMs) == Lines{"m1 stream=1 consumer=1 delivered=1",
-                                          "m1 stream=2 consumer=2 delivered=1"});
+  REQUIRE(f.fetch(10, kWindowMs) ==
+          Lines{"m1 stream=1 consumer=1 delivered=1", "m1 stream=2 consumer=2 delivered=1"});
   // A publication without an id is never a duplicate.
-  REQUIRE_FALSE(f.js.publish("transfers.transfer.requested", message("m1"), "", kWindowMs)
-                    ->duplicate);
+  REQUIRE_FALSE(
+      f.js.publish("transfers.transfer.requested", message("m1"), "", kWindowMs)->duplicate);
 }
 
 TEST_CASE("a filtered consumer delivers only its subjects", "[jetstream]") {

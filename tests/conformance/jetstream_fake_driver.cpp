@@ -81,8 +81,7 @@ void JsFakeDriver::fetch(const JsStep& step, std::vector<std::string>& observed)
   // nats-server keeps a no-wait request until it expires when it delivered nothing, or when
   // MaxAckPending stopped it (consumer.go, loopAndGatherMsgs: "Dont expire oneshots if we are
   // here because of max ack pending limit").
-  const bool at_limit =
-      js_.info(fetching.consumer).num_ack_pending >= settings_.max_ack_pending;
+  const bool at_limit = js_.info(fetching.consumer).num_ack_pending >= settings_.max_ack_pending;
   if (static_cast<int64_t>(got.size()) < step.batch && (got.empty() || at_limit)) {
     now_ms_ += kFetchExpiresMs;
   }
@@ -120,7 +119,7 @@ void JsFakeDriver::info(const JsStep& step, std::vector<std::string>& observed) 
 void JsFakeDriver::advisories(std::vector<std::string>& observed) {
   for (const JetStreamAdvisory& advisory : js_.take_advisories()) {
     const size_t stream = js_.consumer_stream(advisory.consumer);
-    observed.push_back(std::string("advisory: ") + name_of(advisory.kind) + " " +
+    observed.push_back("advisory: " + std::string(name_of(advisory.kind)) + " " +
                        names_.at({stream, advisory.stream_sequence}) +
                        " deliveries=" + std::to_string(advisory.deliveries));
   }
@@ -128,7 +127,8 @@ void JsFakeDriver::advisories(std::vector<std::string>& observed) {
 
 JsFakeDriver::Client& JsFakeDriver::client(const JsStep& step) {
   const auto found = clients_.find(step.subject);
-  if (found == clients_.end()) throw std::runtime_error(step.pointer + ": no client " + step.subject);
+  if (found == clients_.end())
+    throw std::runtime_error(step.pointer + ": no client " + step.subject);
   if (!found->second.connected && step.op != JsOp::reconnect) {
     throw std::runtime_error(step.pointer + ": " + step.subject + " is not connected");
   }

@@ -67,7 +67,8 @@ int report_mismatches(const JsScript& script, const std::vector<Column>& columns
     ++mismatches;
     std::cout << "  " << step.pointer << " " << describe(step) << "\n"
               << "    nats-server (recorded): " << joined(step.then) << "\n";
-    if (step.fake_then) std::cout << "    model (declared):       " << joined(*step.fake_then) << "\n";
+    if (step.fake_then)
+      std::cout << "    model (declared):       " << joined(*step.fake_then) << "\n";
     for (const Column& column : columns) {
       std::cout << "    " << column.label << joined((*column.observations)[index]) << "\n";
     }
@@ -134,7 +135,8 @@ std::optional<Address> address_of(const std::string& url, const std::string& bro
     std::ifstream file(broker_file);
     std::string line;
     if (!file || !std::getline(file, line)) {
-      skip_reason = "no nats-server: " + broker_file + " is missing (the nats_start test did not run)";
+      skip_reason =
+          "no nats-server: " + broker_file + " is missing (the nats_start test did not run)";
       return std::nullopt;
     }
     if (line.starts_with("unavailable:")) {

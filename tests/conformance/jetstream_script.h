@@ -15,9 +15,9 @@
 //                { "wait_ms": 1200 }, { "ack": "c1", "message": "m1" }, ... ] }
 //
 // `stream` adds a stream and its durable consumer (the same name), with the script's settings;
-// `subscribe` opens a client (its own connection) bound to the durable `consumer`; `publish` publishes a
-// message whose Nats-Msg-Id and payload are its name; `fetch` pulls up to `batch` messages
-// (a no-wait pull request that expires after kFetchExpiresMs when it cannot be filled);
+// `subscribe` opens a client (its own connection) bound to the durable `consumer`; `publish`
+// publishes a message whose Nats-Msg-Id and payload are its name; `fetch` pulls up to `batch`
+// messages (a no-wait pull request that expires after kFetchExpiresMs when it cannot be filled);
 // `ack`, `nak` (optional `delay_ms`), `term` and `in_progress` answer the client's latest
 // delivery of `message` (or the one with stream sequence `seq`) and wait for the server's
 // reply; `wait_ms` lets time pass; `info` reads the consumer's info; `kill` closes a client's

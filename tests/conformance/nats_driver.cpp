@@ -25,8 +25,9 @@ constexpr int64_t kNanosPerMs = 1'000'000;
 void check(natsStatus status, const std::string& what) {
   if (status == NATS_OK) return;
   const char* last = nats_GetLastError(nullptr);
-  throw std::runtime_error(what + ": " + natsStatus_GetText(status) +
-                           (last != nullptr && *last != '\0' ? std::string(" (") + last + ")" : ""));
+  throw std::runtime_error(
+      what + ": " + natsStatus_GetText(status) +
+      (last != nullptr && *last != '\0' ? std::string(" (") + last + ")" : ""));
 }
 
 void check_js(natsStatus status, jsErrCode code, const std::string& what) {
@@ -146,7 +147,8 @@ std::vector<std::string> NatsDriver::run(const JsStep& step,
   }
   size_t wanted = 0;
   if (expected != nullptr) {
-    for (const std::string& line : *expected) if (line.starts_with("advisory: ")) ++wanted;
+    for (const std::string& line : *expected)
+      if (line.starts_with("advisory: ")) ++wanted;
   }
   const bool may_come = step.op == JsOp::fetch || step.op == JsOp::nak || step.op == JsOp::term;
   read_advisories(wanted, may_come, observed);
@@ -246,10 +248,10 @@ void NatsDriver::fetch(const JsStep& step, std::vector<std::string>& observed) {
     jsMsgMetaData* meta = nullptr;
     check(natsMsg_GetMetaData(&meta, msg), step.pointer + ": metadata");
     const std::string name(natsMsg_GetData(msg), static_cast<size_t>(natsMsg_GetDataLength(msg)));
-    observed.push_back(step.subject + ": " + name + " stream=" +
-                       std::to_string(meta->Sequence.Stream) + " consumer=" +
-                       std::to_string(meta->Sequence.Consumer) + " delivered=" +
-                       std::to_string(meta->NumDelivered));
+    observed.push_back(step.subject + ": " + name +
+                       " stream=" + std::to_string(meta->Sequence.Stream) +
+                       " consumer=" + std::to_string(meta->Sequence.Consumer) +
+                       " delivered=" + std::to_string(meta->NumDelivered));
     fetching.deliveries.push_back(Client::Got{name, meta->Sequence.Stream, msg});
     jsMsgMetaData_Destroy(meta);
   }
@@ -295,9 +297,9 @@ void NatsDriver::info(const JsStep& step, std::vector<std::string>& observed) {
   const std::string stream = real_stream(step.subject);
   jsConsumerInfo* info = nullptr;
   jsErrCode code = static_cast<jsErrCode>(0);
-  check_js(js_GetConsumerInfo(&info, admin_->js, stream.c_str(), step.subject.c_str(), nullptr,
-                              &code),
-           code, step.pointer + ": consumer info");
+  check_js(
+      js_GetConsumerInfo(&info, admin_->js, stream.c_str(), step.subject.c_str(), nullptr, &code),
+      code, step.pointer + ": consumer info");
   observed.push_back(step.subject + ": ack_pending=" + std::to_string(info->NumAckPending) +
                      " pending=" + std::to_string(info->NumPending));
   jsConsumerInfo_Destroy(info);

@@ -30,7 +30,8 @@ class NatsDriver final : public JsDriver {
   NatsDriver(const NatsDriver&) = delete;
   NatsDriver& operator=(const NatsDriver&) = delete;
 
-  std::vector<std::string> run(const JsStep& step, const std::vector<std::string>* expected) override;
+  std::vector<std::string> run(const JsStep& step,
+                               const std::vector<std::string>* expected) override;
 
  private:
   struct Connection;  // a natsConnection and its jsCtx
