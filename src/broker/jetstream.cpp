@@ -24,6 +24,11 @@ std::vector<std::string_view> tokens_of(std::string_view subject) {
   }
 }
 
+// server/jetstream.go isValidName, for stream and durable names alike.
+bool valid_name(std::string_view name) {
+  return !name.empty() && name.find_first_of(" \t\r\n\f.*>") == std::string_view::npos;
+}
+
 bool valid_subject(std::string_view subject) {
   if (subject.empty()) return false;
   const std::vector<std::string_view> tokens = tokens_of(subject);
@@ -65,9 +70,9 @@ static_assert(names_every(kAdvisoryKindNames, JetStreamAdvisoryKind::terminated)
 
 std::string_view name_of(JetStreamAdvisoryKind kind) { return name_of(kAdvisoryKindNames, kind); }
 
-// server/stream.go checkStreamCfg and addStream: the checks a client can trip over.
+// server/stream.go checkStreamCfg and addStreamWithAssignment: the checks a client can trip over.
 std::optional<size_t> JetStream::add_stream(JetStreamStreamConfig config, std::string& error) {
-  if (config.name.empty() || config.name.find_first_of(".*> \t") != std::string::npos) {
+  if (!valid_name(config.name)) {
     error = "a stream name without '.', '*', '>' or spaces";
     return std::nullopt;
   }
@@ -105,7 +110,7 @@ std::optional<size_t> JetStream::add_stream(JetStreamStreamConfig config, std::s
 std::optional<size_t> JetStream::add_consumer(size_t stream, JetStreamConsumerConfig config,
                                               std::string& error) {
   INBOXSIM_ASSERT(stream < streams_.size());
-  if (config.durable.empty() || config.durable.find_first_of(".*> \t") != std::string::npos) {
+  if (!valid_name(config.durable)) {
     error = "a durable name without '.', '*', '>' or spaces";
     return std::nullopt;
   }
