@@ -211,9 +211,13 @@ int with_nats(const std::vector<std::string>& scripts, const std::string& url,
   int status = kExitPassed;
   for (const std::string& path : scripts) {
     const std::optional<JsScript> script = load(path);
-    if (!script) return kExitUsage;
+    if (!script) {
+      status = kExitUsage;
+      break;
+    }
     if (compare(*script, *address, recording) != kExitPassed) status = kExitFailed;
   }
+  close_nats_library();
   return status;
 }
 

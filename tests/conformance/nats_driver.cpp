@@ -60,6 +60,8 @@ const char* advisory_kind(const std::string& token) {
 
 }  // namespace
 
+void close_nats_library() { nats_CloseAndWait(kRequestWaitMs); }
+
 struct NatsDriver::Connection {
   natsConnection* connection = nullptr;
   jsCtx* js = nullptr;

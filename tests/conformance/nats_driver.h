@@ -21,6 +21,10 @@
 
 namespace inboxsim::conformance {
 
+// Stops libnats's own threads and frees its global state (nats_CloseAndWait), once every
+// driver is gone, so that a leak checker sees nothing left at exit.
+void close_nats_library();
+
 class NatsDriver final : public JsDriver {
  public:
   // REQUIRES: a nats-server with JetStream listens on host:port.
