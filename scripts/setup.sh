@@ -14,9 +14,10 @@ packages=(cmake make g++ pkg-config libsqlitecpp-dev libsqlite3-dev libcli11-dev
           help2man groff-base dpkg-dev file)
 # shellcheck disable=SC2206
 packages+=(${INBOXSIM_EXTRA_PACKAGES:-})
-# For the broker conformance tests only (a private RabbitMQ node, and rabbitmq-c to talk to it):
-# where they cannot be installed, those tests are skipped and everything else builds and runs.
-optional_packages=(rabbitmq-server librabbitmq-dev)
+# For the broker conformance tests only (a private RabbitMQ node and rabbitmq-c to talk to it; a
+# private nats-server with JetStream and libnats, its C client): where they cannot be installed,
+# those tests are skipped and everything else builds and runs.
+optional_packages=(rabbitmq-server librabbitmq-dev nats-server libnats-dev)
 
 missing_of() {
   for package in "$@"; do
@@ -35,7 +36,7 @@ if [ "${#missing_optional[@]}" -gt 0 ]; then
   { [ "${#missing[@]}" -gt 0 ] || apt-get update -qq; } &&
     DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
       "${missing_optional[@]}" >/dev/null ||
-    echo "Could not install ${missing_optional[*]}: the RabbitMQ conformance tests will be skipped"
+    echo "Could not install ${missing_optional[*]}: the live broker conformance tests (RabbitMQ, nats-server) will be skipped"
 fi
 
 # shellcheck disable=SC2086

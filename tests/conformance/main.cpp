@@ -1,5 +1,7 @@
 // inboxsim_conformance: runs broker conformance scripts (tests/conformance/scripts) against the
-// fake broker and a real RabbitMQ and compares what each does.
+// fake broker and a real RabbitMQ and compares what each does; and the JetStream scripts
+// (tests/conformance/jetstream) against the JetStream model and a real nats-server (the verbs
+// jetstream, nats and nats-record: jetstream_main.h).
 //
 //   inboxsim_conformance fake SCRIPT...
 //       The fake must produce, step by step, what the script recorded from RabbitMQ, or what
@@ -23,6 +25,7 @@
 #include <vector>
 
 #include "fake_driver.h"
+#include "jetstream_main.h"
 #include "script.h"
 #ifdef INBOXSIM_HAVE_RABBITMQ_C
 #include "rabbitmq_driver.h"
@@ -297,15 +300,38 @@ int main(int argc, char** argv) {
                                   "The file tests/conformance/broker.sh start wrote");
     url->excludes(file);
   }
+  // The JetStream half (jetstream_main.h): the model, and nats-server through libnats.
+  CLI::App* jetstream =
+      app.add_subcommand("jetstream", "Check the JetStream model against the JetStream scripts");
+  jetstream->add_option("scripts", options.scripts, "Script files")
+      ->required()
+      ->check(CLI::ExistingFile);
+  CLI::App* nats =
+      app.add_subcommand("nats", "Run JetStream scripts on nats-server and the model, and compare");
+  CLI::App* nats_record = app.add_subcommand(
+      "nats-record", "Print what nats-server and the model observe, step by step");
+  for (CLI::App* verb : {nats, nats_record}) {
+    verb->add_option("scripts", options.scripts, "Script files")
+        ->required()
+        ->check(CLI::ExistingFile);
+    auto* url = verb->add_option("--url", options.url, "The server's HOST:PORT");
+    auto* file = verb->add_option("--broker-file", options.broker_file,
+                                  "The file tests/conformance/nats.sh start wrote");
+    url->excludes(file);
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& error) {
     return app.exit(error) == 0 ? kExitPassed : kExitUsage;
   }
   if (fake->parsed()) return check_fake(options.scripts);
+  if (jetstream->parsed()) return check_jetstream_model(options.scripts);
   if (options.url.empty() && options.broker_file.empty()) {
     std::cerr << "inboxsim_conformance: give the broker with --url or --broker-file\n";
     return kExitUsage;
+  }
+  if (nats->parsed() || nats_record->parsed()) {
+    return with_nats(options.scripts, options.url, options.broker_file, nats_record->parsed());
   }
   return with_rabbitmq(options, record->parsed());
 }
