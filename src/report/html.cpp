@@ -587,7 +587,8 @@ std::string render_band(const TraceEvent& event, const Lanes& lanes, int y, int 
   std::string label = "Step " + std::to_string(step_number) + " · " + event.detail;
   if (event.kind == EventKind::advance) {
     css_class = "b-advance";
-    label = "⇥ virtual clock jumps " + human_duration(event.amount);
+    label = "⇥ virtual clock runs on " + human_duration(event.amount) + ", until " +
+            human_duration(event.time_ms + event.amount);
   } else if (event.kind == EventKind::violation) {
     css_class = "b-violation";
     label = "‼ VIOLATION  " + event.detail;

@@ -216,7 +216,11 @@ std::string describe_service_event(const TraceEvent& event, int64_t channel) {
       return who + " ✕ " + std::string(event.target) + "  connection closed: " + event.detail;
     case EventKind::index_dropped: return "✂ INDEX DROPPED  " + event.detail + " (" + who + ")";
     case EventKind::index_restored: return "⟲ INDEX RESTORE  " + event.detail + " (" + who + ")";
-    case EventKind::advance: return "⇥ clock jumps " + human_duration(event.amount);
+    // The run goes on through the advance: what falls due inside it is printed after this line,
+    // at its own moment.
+    case EventKind::advance:
+      return "⇥ clock runs on " + human_duration(event.amount) + ", until " +
+             human_duration(event.time_ms + event.amount) + "; what falls due meanwhile follows";
     case EventKind::cleanup:
       return who + "  cleanup deleted " + std::to_string(event.amount) + " row(s)" +
              (event.detail.empty() ? "" : ": " + event.detail);

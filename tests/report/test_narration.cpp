@@ -133,12 +133,13 @@ TEST_CASE("moments and durations read as hours and days, not milliseconds", "[na
   // Scenario 47 replays a parked copy three days later.
   const Narration late = narrate_file("47-late-error-queue-replay.json");
   CHECK(contains(late.text, "· advance 3 d  (#41, t = 0.526 s)\n"));
-  CHECK(contains(late.text, "⇥ clock jumps 3 d\n"));
+  CHECK(contains(late.text, "⇥ clock runs on 3 d, until 3 d 0 h 0 min 0.526 s; what falls due "
+                            "meanwhile follows\n"));
   CHECK(line_with(late.lines, "3 d 0 h 0 min 0.5") < late.lines.size());
   CHECK_FALSE(contains(late.text, "259200"));
   // Scenario 14's five-minute jump, and its moments after it.
   const Narration window = narrate_file("14-window-too-short.json");
-  CHECK(contains(window.text, "⇥ clock jumps 5 min\n"));
+  CHECK(contains(window.text, "⇥ clock runs on 5 min, until 5 min"));
   CHECK(contains(window.text,
                  "\n5 min 0.041 s  #39    broker → account-service  deliver "
                  "Transfer.Requested t1 (m-1, tag 3 on account-service's channel)"));
