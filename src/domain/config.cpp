@@ -208,7 +208,8 @@ const std::vector<std::string>& config_keys() {
                                                 "account.isolation",
                                                 "account.keep_after_handling_ms",
                                                 "account.marten_append",
-                                                "transfer.email"};
+                                                "transfer.email",
+                                                "account.durability_poll_ms"};
   return keys;
 }
 
@@ -278,6 +279,9 @@ std::string config_set(Config& config, std::string_view key, const nlohmann::jso
     return set_choice(config.account_marten_append, kMartenAppendNames, value);
   }
   if (key == "transfer.email") return set_choice(config.transfer_email, kEmailSendNames, value);
+  if (key == "account.durability_poll_ms") {
+    return set_integer(config.account_durability_poll_ms, value, 0, kWindowMsMax);
+  }
   std::string expected = "a known config key: ";
   bool first = true;
   for (const auto& name : config_keys()) {
@@ -363,6 +367,7 @@ nlohmann::ordered_json config_to_json(const Config& config) {
   out["account.keep_after_handling_ms"] = config.account_keep_after_handling_ms;
   out["account.marten_append"] = marten_append_name(config.account_marten_append);
   out["transfer.email"] = email_send_name(config.transfer_email);
+  out["account.durability_poll_ms"] = config.account_durability_poll_ms;
   return out;
 }
 
