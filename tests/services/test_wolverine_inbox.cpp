@@ -9,6 +9,8 @@
 
 #include "domain/account_inbox.h"
 #include "domain/config.h"
+#include "fuzz/campaign.h"
+#include "scenario/write.h"
 #include "scenario/runner.h"
 #include "services/account_service.h"
 #include "support/fake_host.h"
@@ -249,4 +251,36 @@ TEST_CASE("73: with no durability agent the acked envelope is stranded", "[wolve
   const RunResult recovered = run_scenario(with_agent, RunOptions{});
   CHECK(recovered.violations.empty());
   CHECK(debits_of(recovered, "t1") == 1);
+}
+
+// The fast half of the fuzzer's teeth for this inbox (the thousands of seeds are fuzz_correct and
+// fuzz_teeth, tests/fuzz/test_fuzz.cpp): a correct bank passes, and the bank without the ledger
+// key is caught and shrunk to a story of one or two transfers.
+TEST_CASE("fuzz: the wolverine inbox passes, and without the ledger key it is caught and shrunk",
+          "[wolverine][fuzz]") {
+  Config correct = wolverine_config();
+  REQUIRE(config_set_text(correct, "account.remember_rejections", "true").empty());
+  CampaignOptions options;
+  options.seed_first = 1;
+  options.seed_last = 60;
+  options.generator.config = correct;
+  options.out_dir = "";
+  const CampaignResult passed = run_campaign(options, nullptr);
+  CHECK(passed.failures.empty());
+  CHECK(passed.coverage[Probe::inbox_recovered] > 0);
+
+  Config broken = correct;
+  REQUIRE(config_set_text(broken, "account.ledger_unique", "false").empty());
+  options.seed_last = 300;
+  options.generator.config = broken;
+  options.stop_after = 1;
+  options.shrink_max = 1;
+  const CampaignResult caught = run_campaign(options, nullptr);
+  REQUIRE(caught.failures.size() == 1);
+  REQUIRE(caught.counterexamples.size() == 1);
+  const Counterexample& cx = caught.counterexamples[0];
+  INFO("seed " << cx.seed << ": " << scenario_to_json(cx.scenario).dump());
+  CHECK(cx.replay_verified);
+  CHECK(cx.transfers <= 2);
+  CHECK(cx.faults <= 3);
 }
