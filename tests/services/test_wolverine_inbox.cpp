@@ -262,7 +262,7 @@ TEST_CASE("fuzz: the wolverine inbox passes, and without the ledger key it is ca
   REQUIRE(config_set_text(correct, "account.remember_rejections", "true").empty());
   CampaignOptions options;
   options.seed_first = 1;
-  options.seed_last = 60;
+  options.seed_last = 200;
   options.generator.config = correct;
   options.out_dir = "";
   const CampaignResult passed = run_campaign(options, nullptr);
