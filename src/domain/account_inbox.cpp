@@ -39,9 +39,9 @@ constexpr std::array<CrashPoint, 6> kAtomicSeenSetPoints = {CP::before_tx,      
 // Wolverine's durable inbox: the store (before_tx, then after_store), the ack (after_ack), the
 // handler's transaction that marks the envelope Handled (after_effect, after_commit), then the
 // swept outbox.
-constexpr std::array<CrashPoint, 6> kWolverinePoints = {
-    CP::before_tx,         CP::after_effect, CP::after_commit,
-    CP::after_outbox_send, CP::after_store,  CP::after_ack};
+constexpr std::array<CrashPoint, 6> kWolverinePoints = {CP::before_tx,    CP::after_effect,
+                                                        CP::after_commit, CP::after_outbox_send,
+                                                        CP::after_store,  CP::after_ack};
 
 constexpr std::array<Probe, 2> kMassTransitProbes = {Probe::dedupe_masstransit,
                                                      Probe::dedupe_masstransit_resend};

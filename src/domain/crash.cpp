@@ -8,9 +8,8 @@ namespace inboxsim {
 
 namespace {
 constexpr std::array<std::string_view, kCrashPointCount> kCrashPointNames = {
-    "before_tx",    "after_precheck",    "after_dedupe",  "after_effect",
-    "after_commit", "after_outbox_send", "after_publish", "after_mark",
-    "after_store",  "after_ack"};
+    "before_tx",         "after_precheck", "after_dedupe", "after_effect", "after_commit",
+    "after_outbox_send", "after_publish",  "after_mark",   "after_store",  "after_ack"};
 static_assert(names_every(kCrashPointNames, CrashPoint::after_ack));
 // In CrashPoint's order, as the names are.
 constexpr std::array<std::string_view, kCrashPointCount> kCrashPointMeanings = {
@@ -41,8 +40,8 @@ constexpr std::array<CrashPoint, 7> kTransferCrashPoints = {
     CrashPoint::after_effect, CrashPoint::after_commit,   CrashPoint::after_publish,
     CrashPoint::after_mark};
 constexpr std::array<CrashPoint, 7> kAccountPausePoints = {
-    CrashPoint::before_tx,         CrashPoint::after_precheck, CrashPoint::after_dedupe,
-    CrashPoint::after_commit,      CrashPoint::after_outbox_send, CrashPoint::after_store,
+    CrashPoint::before_tx,    CrashPoint::after_precheck,    CrashPoint::after_dedupe,
+    CrashPoint::after_commit, CrashPoint::after_outbox_send, CrashPoint::after_store,
     CrashPoint::after_ack};
 constexpr std::array<CrashPoint, 4> kTransferPausePoints = {
     CrashPoint::before_tx, CrashPoint::after_precheck, CrashPoint::after_dedupe,

@@ -10,8 +10,8 @@
 #include "domain/account_inbox.h"
 #include "domain/config.h"
 #include "fuzz/campaign.h"
-#include "scenario/write.h"
 #include "scenario/runner.h"
+#include "scenario/write.h"
 #include "services/account_service.h"
 #include "support/fake_host.h"
 #include "support/scenarios.h"
@@ -96,8 +96,9 @@ TEST_CASE("wolverine inbox: stores the envelope, acks, then handles it and marks
   CHECK(debits(service) == 1);
   CHECK(service.balances()["alice"] == 7500);
   REQUIRE(host.steps.size() >= 3);
-  CHECK(host.steps[0] == "store the envelope in wolverine_incoming_envelopes (Incoming, owner node " +
-                            std::to_string(service.node_number()) + ")");
+  CHECK(host.steps[0] ==
+        "store the envelope in wolverine_incoming_envelopes (Incoming, owner node " +
+            std::to_string(service.node_number()) + ")");
   CHECK(host.steps[1] == "ack the broker: the envelope is stored");
   // Two dedupe records: the store, then the Handled mark in the handler's transaction.
   CHECK(events_of(host, EventKind::dedupe_record) == 2);
@@ -136,8 +137,8 @@ TEST_CASE("wolverine inbox: a crash at each point keeps only what was committed"
     bool debit_committed;
   };
   const Case cases[] = {
-      {CrashPoint::before_tx, false, false},   {CrashPoint::after_store, true, false},
-      {CrashPoint::after_ack, true, false},    {CrashPoint::after_effect, true, false},
+      {CrashPoint::before_tx, false, false},  {CrashPoint::after_store, true, false},
+      {CrashPoint::after_ack, true, false},   {CrashPoint::after_effect, true, false},
       {CrashPoint::after_commit, true, true},
   };
   for (const Case& c : cases) {
@@ -149,10 +150,8 @@ TEST_CASE("wolverine inbox: a crash at each point keeps only what was committed"
       host.crash_at = c.point;
       REQUIRE_THROWS_AS(run(service.handle(kRequested)), ServiceCrash);
       CHECK(debits(service) == (c.debit_committed ? 1 : 0));
-      CHECK(host.acks_now == (c.point == CrashPoint::before_tx ||
-                                      c.point == CrashPoint::after_store
-                                  ? 0
-                                  : 1));
+      CHECK(host.acks_now ==
+            (c.point == CrashPoint::before_tx || c.point == CrashPoint::after_store ? 0 : 1));
       // The process comes back as a new node; the old node's envelope is Incoming and its
       // owner gone, so the agent claims it, unless the handler's transaction marked it.
       const int64_t old_node = service.node_number();

@@ -66,7 +66,8 @@ WolverineInbox::WolverineInbox(AccountCore& core)
       host_(core.host()),
       config_(core.config()),
       insert_(core.connection(),
-              "INSERT INTO wolverine_incoming_envelopes (message_id, status, owner_id, received_ms, type,"
+              "INSERT INTO wolverine_incoming_envelopes (message_id, status, owner_id, "
+              "received_ms, type,"
               " transfer_id, from_account, to_account, amount, reason, created_ms)"
               " VALUES (?, 'Incoming', ?, ?, ?, ?, ?, ?, ?, ?, ?)"),
       mark_handled_(core.connection(),
@@ -74,7 +75,8 @@ WolverineInbox::WolverineInbox(AccountCore& core)
                     " WHERE message_id = ?"),
       delete_(core.connection(), "DELETE FROM wolverine_incoming_envelopes WHERE message_id = ?"),
       cleanup_(core.connection(),
-               "DELETE FROM wolverine_incoming_envelopes WHERE status = 'Handled' AND keep_until_ms <= ?") {
+               "DELETE FROM wolverine_incoming_envelopes WHERE status = 'Handled' AND "
+               "keep_until_ms <= ?") {
   node_ = register_node();
 }
 
@@ -101,8 +103,7 @@ Task<Outcome> WolverineInbox::handle(MessagePtr message_ptr) {
   co_await core_.step("handle the envelope: apply the change, mark it Handled, commit",
                       CrashPointSet(CrashPoint::after_ack), message);
   handle_from_table(message);
-  co_await core_.step("send the outbox messages", CrashPointSet(CrashPoint::after_commit),
-                      message);
+  co_await core_.step("send the outbox messages", CrashPointSet(CrashPoint::after_commit), message);
   send_outbox();
   co_return Outcome::ack;
 }
@@ -114,8 +115,7 @@ Task<Outcome> WolverineInbox::handle_stored(MessagePtr message_ptr) {
   co_await core_.step("handle the stored envelope: apply the change, mark it Handled, commit",
                       CrashPointSet(CrashPoint::before_tx), message);
   handle_from_table(message);
-  co_await core_.step("send the outbox messages", CrashPointSet(CrashPoint::after_commit),
-                      message);
+  co_await core_.step("send the outbox messages", CrashPointSet(CrashPoint::after_commit), message);
   send_outbox();
   co_return Outcome::ack;
 }
@@ -184,9 +184,10 @@ void WolverineInbox::send_outbox() {
 int64_t WolverineInbox::release_dormant(const std::vector<int64_t>& live_nodes) {
   std::string live = std::to_string(kAnyNode);
   for (const int64_t node : live_nodes) live += ", " + std::to_string(node);
-  StatementUse release(core_.connection().prepared(
-      "UPDATE wolverine_incoming_envelopes SET owner_id = 0 WHERE status = 'Incoming' AND owner_id NOT IN"
-      " (SELECT value FROM json_each(?))"));
+  StatementUse release(
+      core_.connection().prepared("UPDATE wolverine_incoming_envelopes SET owner_id = 0 WHERE "
+                                  "status = 'Incoming' AND owner_id NOT IN"
+                                  " (SELECT value FROM json_each(?))"));
   release->bind(1, "[" + live + "]");
   return release->exec();
 }
