@@ -96,6 +96,8 @@ std::vector<LessonBlock> make_blocks() {
         {"50", 3, explores_of_50()},
         {"52", 2, explores_of_52()}}},
       {"Beyond RabbitMQ: Kafka's exactly-once and the offset-commit window", {{"48", 3}}},
+      {"Store, then ack: Wolverine's durable inbox and its durability agent",
+       {{"71", 3}, {"72", 3}, {"73", 2}}},
   };
 }
 

@@ -36,6 +36,13 @@ constexpr std::array<CrashPoint, 6> kAtomicSeenSetPoints = {CP::before_tx,      
                                                             CP::after_effect,      CP::after_commit,
                                                             CP::after_outbox_send, CP::after_mark};
 
+// Wolverine's durable inbox: the store (before_tx, then after_store), the ack (after_ack), the
+// handler's transaction that marks the envelope Handled (after_effect, after_commit), then the
+// swept outbox.
+constexpr std::array<CrashPoint, 6> kWolverinePoints = {CP::before_tx,    CP::after_effect,
+                                                        CP::after_commit, CP::after_outbox_send,
+                                                        CP::after_store,  CP::after_ack};
+
 constexpr std::array<Probe, 2> kMassTransitProbes = {Probe::dedupe_masstransit,
                                                      Probe::dedupe_masstransit_resend};
 constexpr std::array<Probe, 2> kMartenProbes = {Probe::dedupe_marten_precheck,
@@ -43,11 +50,14 @@ constexpr std::array<Probe, 2> kMartenProbes = {Probe::dedupe_marten_precheck,
 constexpr std::array<Probe, 1> kBeforeProbes = {Probe::dedupe_account_external_before};
 constexpr std::array<Probe, 1> kAfterProbes = {Probe::dedupe_account_external_after};
 constexpr std::array<Probe, 1> kAtomicProbes = {Probe::dedupe_account_external_atomic};
+constexpr std::array<Probe, 1> kWolverineProbes = {Probe::dedupe_wolverine_incoming};
 
 constexpr std::array<std::string_view, 4> kMassTransitKeys = {
     "account.inbox_unique", "account.masstransit", "account.database", "account.isolation"};
 constexpr std::array<std::string_view, 3> kMartenKeys = {
     "account.inbox_unique", "account.keep_after_handling_ms", "account.marten_append"};
+constexpr std::array<std::string_view, 3> kWolverineKeys = {
+    "account.inbox_unique", "account.keep_after_handling_ms", "account.durability_poll_ms"};
 
 // Marten's rich append fails a concurrent append with a unique violation: a consumer that acks
 // every unique violation as a duplicate acks a debit that never happened.
@@ -62,12 +72,13 @@ constexpr std::array<AccountInboxKind, kAccountInboxCount> kKinds = {{
      "MassTransit's Entity Framework inbox and consumer outbox: an inbox_state row per message, "
      "a transaction per pass",
      InboxFramework::masstransit, true, false, false, kMassTransitPoints, false, kMassTransitProbes,
-     kMassTransitKeys, "", InboxRetention::delivered_rows, nullptr},
+     kMassTransitKeys, "", InboxRetention::delivered_rows, nullptr, false},
     {AccountInbox::marten, "marten",
      "Wolverine's inbox on Marten: a document per message looked up first, stored with the event "
      "append, its primary key the backstop",
      InboxFramework::wolverine, true, true, true, kMartenPoints, false, kMartenProbes, kMartenKeys,
-     "inbox_documents' primary key (message_id)", InboxRetention::handled_documents, repair_marten},
+     "inbox_documents' primary key (message_id)", InboxRetention::handled_documents, repair_marten,
+     false},
     {AccountInbox::none,
      "none",
      "no inbox: every delivery runs the business change",
@@ -81,7 +92,8 @@ constexpr std::array<AccountInboxKind, kAccountInboxCount> kKinds = {{
      {},
      "",
      InboxRetention::delivered_rows,
-     nullptr},
+     nullptr,
+     false},
     {AccountInbox::external_before,
      "external-before",
      "a Redis SET of seen ids, check-then-add, marked before the business commit",
@@ -95,7 +107,8 @@ constexpr std::array<AccountInboxKind, kAccountInboxCount> kKinds = {{
      {},
      "",
      InboxRetention::delivered_rows,
-     nullptr},
+     nullptr,
+     false},
     {AccountInbox::external_after,
      "external-after",
      "a Redis SET of seen ids, check-then-add, marked after the business commit",
@@ -109,7 +122,8 @@ constexpr std::array<AccountInboxKind, kAccountInboxCount> kKinds = {{
      {},
      "",
      InboxRetention::delivered_rows,
-     nullptr},
+     nullptr,
+     false},
     // Not a defence: the mark is still outside the transaction, so a mark whose transaction
     // rolls back makes the redelivery look like a duplicate (scenario 70).
     {AccountInbox::external_atomic,
@@ -126,7 +140,19 @@ constexpr std::array<AccountInboxKind, kAccountInboxCount> kKinds = {{
      {},
      "",
      InboxRetention::delivered_rows,
-     nullptr},
+     nullptr,
+     false},
+    // A defence with the ledger key: the store is the dedupe record, in its own transaction
+    // before the ack, and the handler's transaction marks it Handled with the business write;
+    // a recovery that takes an envelope still being handled is caught by the ledger key alone
+    // (scenario 72), so without it the bank is broken (the fuzzer's broken bank).
+    {AccountInbox::wolverine, "wolverine",
+     "Wolverine's durable inbox: the envelope stored (Incoming) and the broker acked at once, "
+     "handled from the table and marked Handled, a durability agent recovering envelopes whose "
+     "node is gone",
+     InboxFramework::wolverine, true, true, false, kWolverinePoints, false, kWolverineProbes,
+     kWolverineKeys, "wolverine_incoming_envelopes' key (message_id)",
+     InboxRetention::handled_envelopes, nullptr, true},
 }};
 
 // Row i is the mechanism whose value is i, and every row has a name, so AccountInbox indexes

@@ -29,10 +29,11 @@ enum class AccountInbox : uint8_t {
   none,
   external_before,
   external_after,
-  external_atomic
+  external_atomic,
+  wolverine
 };
 
-inline constexpr size_t kAccountInboxCount = 6;
+inline constexpr size_t kAccountInboxCount = 7;
 
 // The framework that runs account-service's consumer around the mechanism. MassTransit's
 // receive endpoint cancels a running handler when its channel closes and runs account.retry;
@@ -41,9 +42,9 @@ inline constexpr size_t kAccountInboxCount = 6;
 enum class InboxFramework : uint8_t { masstransit, wolverine };
 
 // What the inbox cleanup deletes, and after which window: MassTransit's inbox rows delivered
-// longer than account.inbox_window_ms ago, or Wolverine's handled documents after
-// account.keep_after_handling_ms.
-enum class InboxRetention : uint8_t { delivered_rows, handled_documents };
+// longer than account.inbox_window_ms ago, or Wolverine's handled documents (Marten) or handled
+// envelopes (the durable inbox's incoming table) after account.keep_after_handling_ms.
+enum class InboxRetention : uint8_t { delivered_rows, handled_documents, handled_envelopes };
 
 struct AccountInboxKind {
   AccountInbox inbox;
@@ -75,6 +76,11 @@ struct AccountInboxKind {
   // What the shrinker's repair changes beyond the defences every mechanism shares (Marten's
   // rich append needs ledger_conflict = fault); null when nothing.
   void (*repair)(Config& config);
+  // Whether the listener stores the envelope and acks the broker at once, then handles it from
+  // its own table, with a durability agent that recovers the envelopes of nodes that are gone
+  // (Wolverine's durable inbox): the world then runs the agent's poll and lets a handler ack
+  // before it ends.
+  bool store_and_ack;
 
   // Whether a delivery's handler passes `point`.
   bool has(CrashPoint point) const;

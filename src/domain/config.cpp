@@ -325,6 +325,9 @@ const std::vector<KeyRow>& key_rows() {
           "account.marten_append", "Marten's EventAppendMode for account-service's stream"),
       choice_key<&Config::transfer_email, kEmailSendNames>(
           "transfer.email", "a mail API the notifications consumer calls, outside every transaction"),
+      integer_key<&Config::account_durability_poll_ms, 0, kWindowMsMax>(
+          "account.durability_poll_ms",
+          "how often the wolverine inbox's durability agent recovers envelopes (0: no agent)"),
   };
   return rows;
 }

@@ -114,6 +114,10 @@ struct Config {
   AccountDatabase account_database = AccountDatabase::postgres;
   Isolation account_isolation = Isolation::repeatable_read;
   MartenAppend account_marten_append = MartenAppend::quick;  // Marten 9, the latest release
+  // How often the wolverine inbox's durability agent polls the incoming table for envelopes
+  // whose owner node is gone (Wolverine's DurabilitySettings.ScheduledJobPollingTime, 5 s);
+  // 0: no durability agent runs (DurabilityAgentEnabled = false).
+  int64_t account_durability_poll_ms = 5'000;
   // An effect outside the transaction (needs transfer.notifications).
   EmailSend transfer_email = EmailSend::none;
 

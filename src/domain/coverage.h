@@ -30,6 +30,7 @@ enum class Probe : uint8_t {
   dedupe_account_external_before,   // account-service's seen-set (marked before the commit)
   dedupe_account_external_after,    // account-service's seen-set (marked after the commit)
   dedupe_account_external_atomic,   // account-service's seen-set (checked and marked in one call)
+  dedupe_wolverine_incoming,        // Wolverine's incoming table: the envelope's id stored already
   dedupe_processed_messages,        // transfer-service: processed_messages' unique key
   dedupe_transfer_external_before,  // transfer-service's seen-set (marked before the commit)
   dedupe_transfer_external_after,   // transfer-service's seen-set (marked after the commit)
@@ -48,6 +49,7 @@ enum class Probe : uint8_t {
   ack_void,                 // a zombie handler acked on a channel that had closed
   confirm_lost,             // a publisher confirm never arrived
   publish_nacked,           // the broker refused a publish
+  inbox_recovered,          // Wolverine's durability agent took an envelope whose owner was gone
   // Fault paths.
   consumer_retry,         // account.retry ran a faulted handler again
   consumer_nack,          // a handler nacked its delivery, which the broker requeues
@@ -57,7 +59,7 @@ enum class Probe : uint8_t {
   retention_cleanup,      // retention cleanup deleted dedupe records (inbox window, TTL)
 };
 
-inline constexpr size_t kProbeCount = 28;
+inline constexpr size_t kProbeCount = 30;
 
 // Returns the stable name of a probe ("dedupe.marten_backstop"), as reports and flags spell it.
 std::string_view probe_name(Probe probe);

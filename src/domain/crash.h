@@ -21,9 +21,11 @@ enum class CrashPoint : uint8_t {
   after_outbox_send,  // account-service: outbox rows sent, `delivered` not yet set
   after_publish,      // relay: published, not yet marked sent
   after_mark,         // external-* modes: the external seen-set was marked
+  after_store,        // wolverine inbox: envelope stored (Incoming), the broker not yet acked
+  after_ack,          // wolverine inbox: the broker acked, the envelope not yet handled
 };
 
-inline constexpr size_t kCrashPointCount = 8;
+inline constexpr size_t kCrashPointCount = 10;
 
 // A set of crash points: the names one step boundary is known by (in the external seen-set
 // modes, the place after the lookup is both after_precheck and after_dedupe).

@@ -83,18 +83,37 @@ std::vector<MessageType> types_at(ServiceId service, CrashPoint point) {
   return out;
 }
 
+// Whether `point` is one only some account-service mechanisms pass (the wolverine inbox's store
+// and ack), drawn only where the inbox's registry row has it.
+bool store_and_ack_point(CrashPoint point) {
+  return point == CrashPoint::after_store || point == CrashPoint::after_ack;
+}
+
 // The crash points a story may aim at: the service's own, without after_mark where no
 // external seen-set is marked (account-service: the inbox's registry row says whether its
-// handler passes after_mark).
+// handler passes after_mark, after_store and after_ack).
 std::vector<CrashPoint> crash_points(ServiceId service, const Config& config) {
+  const AccountInboxKind& inbox = account_inbox_kind(config.account_inbox);
   const bool external = service == ServiceId::account
-                            ? account_inbox_kind(config.account_inbox).has(CrashPoint::after_mark)
+                            ? inbox.has(CrashPoint::after_mark)
                             : (config.transfer_dedupe == TransferDedupe::external_before ||
                                config.transfer_dedupe == TransferDedupe::external_after ||
                                config.transfer_dedupe == TransferDedupe::processed_after);
   std::vector<CrashPoint> points;
   for (const CrashPoint point : crash_points_of(service)) {
     if (point == CrashPoint::after_mark && !external) continue;
+    if (store_and_ack_point(point) && !inbox.has(point)) continue;
+    points.push_back(point);
+  }
+  return points;
+}
+
+// The pause points of `service`, without the store-and-ack points where the inbox has none.
+std::vector<CrashPoint> pause_points(ServiceId service, const Config& config) {
+  const AccountInboxKind& inbox = account_inbox_kind(config.account_inbox);
+  std::vector<CrashPoint> points;
+  for (const CrashPoint point : pause_points_of(service)) {
+    if (store_and_ack_point(point) && !inbox.has(point)) continue;
     points.push_back(point);
   }
   return points;
@@ -259,7 +278,7 @@ FaultSpec draw_pause(Rng& rng, const Config& config, const std::string& transfer
   FaultSpec fault;
   fault.kind = FaultKind::pause;
   fault.service = rng.chance(1, 2) ? ServiceId::account : ServiceId::transfer;
-  const std::span<const CrashPoint> points = pause_points_of(*fault.service);
+  const std::vector<CrashPoint> points = pause_points(*fault.service, config);
   fault.at = points[rng.below(points.size())];
   const std::vector<MessageType> types = types_at(*fault.service, fault.at);
   fault.has_match = true;

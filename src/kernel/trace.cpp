@@ -48,8 +48,9 @@ constexpr std::array<std::string_view, kEventKindCount> kEventKindNames = {"step
                                                                            "publish_nacked",
                                                                            "redrive",
                                                                            "dropped",
-                                                                           "index_restored"};
-static_assert(names_every(kEventKindNames, EventKind::index_restored));
+                                                                           "index_restored",
+                                                                           "recovered"};
+static_assert(names_every(kEventKindNames, EventKind::recovered));
 
 }  // namespace
 

@@ -55,9 +55,10 @@ enum class EventKind : uint8_t {
   redrive,             // an operator moved a message from an error or dead-letter queue back
   dropped,             // broker: a message past the delivery limit, with no dead-letter exchange
   index_restored,      // an operator put back a dropped index (or could not)
+  recovered,           // a durability agent took a stored envelope whose owner node is gone
 };
 
-inline constexpr size_t kEventKindCount = 37;
+inline constexpr size_t kEventKindCount = 38;
 
 // Returns the stable name of an event kind, as written to traces.
 std::string_view event_kind_name(EventKind kind);

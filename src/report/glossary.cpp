@@ -312,10 +312,29 @@ void add_invariant_terms(std::vector<GlossaryEntry>& out) {
   }
 }
 
+// Wolverine's store-and-ack inbox, in the words its narration uses.
+void add_durable_inbox_terms(std::vector<GlossaryEntry>& out) {
+  out.push_back(
+      {"durable inbox",
+       {"wolverine", "stored", "incoming", "handled", "durability agent",
+        "wolverine_incoming_envelopes", "recovered", "node"},
+       "Wolverine's store-and-ack inbox (account.inbox = wolverine): the listener stores the "
+       "envelope in wolverine_incoming_envelopes (status Incoming, owner = its node) and acks the "
+       "broker at once; the handler runs from the table and marks it Handled in its "
+       "transaction, kept account.keep_after_handling_ms for dedupe; a copy of a stored id is "
+       "acked and dropped. Every process start is a new node. A durability agent on each node "
+       "polls every account.durability_poll_ms and recovers the Incoming envelopes of nodes that "
+       "are gone (down, restarted, or paused past the stale-node timeout): after the ack it, not "
+       "the broker, makes the second attempt.",
+       "71-wolverine-crash-after-ack, 72-wolverine-agent-races-handler, "
+       "73-wolverine-stranded-envelope"});
+}
+
 std::vector<GlossaryEntry> make_glossary() {
   std::vector<GlossaryEntry> entries;
   add_delivery_terms(entries);
   add_service_terms(entries);
+  add_durable_inbox_terms(entries);
   add_fault_terms(entries);
   add_explorer_terms(entries);
   add_invariant_terms(entries);

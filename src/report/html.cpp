@@ -546,6 +546,7 @@ MarkerStyle marker_style(const TraceEvent& event) {
     case EventKind::connection_closed: return {"m-warn", "⚡", "connection closed: " + event.detail};
     case EventKind::index_dropped: return {"m-crash", "✂", "index dropped: " + event.detail};
     case EventKind::index_restored: return {"m-note", "⟲", "index " + event.detail};
+    case EventKind::recovered: return {"m-warn", "⟳", event.detail};
     case EventKind::cleanup:
       return {"m-note", "⌫", "cleanup deleted " + std::to_string(event.amount) + " row(s)"};
     default: return {"m-note", "•", describe_event(event)};

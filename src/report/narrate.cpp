@@ -216,6 +216,7 @@ std::string describe_service_event(const TraceEvent& event, int64_t channel) {
       return who + " ✕ " + std::string(event.target) + "  connection closed: " + event.detail;
     case EventKind::index_dropped: return "✂ INDEX DROPPED  " + event.detail + " (" + who + ")";
     case EventKind::index_restored: return "⟲ INDEX RESTORE  " + event.detail + " (" + who + ")";
+    case EventKind::recovered: return "⟳ RECOVERED  " + who + " " + event.detail;
     // The run goes on through the advance: what falls due inside it is printed after this line,
     // at its own moment.
     case EventKind::advance:
@@ -258,7 +259,8 @@ std::string_view line_style(const TraceEvent& event) {
     case EventKind::retry:
     case EventKind::publish_nacked: return kYellow;
     case EventKind::error_queued: return kRed;
-    case EventKind::redrive: return kCyan;
+    case EventKind::redrive:
+    case EventKind::recovered: return kCyan;
     default: return {};
   }
 }

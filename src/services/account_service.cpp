@@ -58,6 +58,21 @@ void AccountService::create_schema(SQLite::Database& db, const Config& config) {
   const std::string unique = config.account_inbox_unique ? "UNIQUE " : "";
   db.exec("CREATE " + unique + "INDEX inbox_state_key ON inbox_state (message_id, consumer_id);" +
           "CREATE " + unique + "INDEX inbox_documents_key ON inbox_documents (message_id);");
+  if (account_inbox_kind(config.account_inbox).store_and_ack) {
+    // Wolverine's durable inbox: its incoming table (the envelope and its status, owner and
+    // keep_until) and a row per process start, whose number is the owner_id.
+    db.exec(
+        "CREATE TABLE wolverine_incoming_envelopes (id INTEGER PRIMARY KEY,"
+        "  message_id TEXT NOT NULL, status TEXT NOT NULL, owner_id INTEGER NOT NULL,"
+        "  received_ms INTEGER NOT NULL, keep_until_ms INTEGER, type TEXT NOT NULL,"
+        "  transfer_id TEXT NOT NULL, from_account TEXT NOT NULL, to_account TEXT NOT NULL,"
+        "  amount INTEGER NOT NULL, reason TEXT NOT NULL, created_ms INTEGER NOT NULL);"
+        "CREATE INDEX wolverine_incoming_status ON wolverine_incoming_envelopes (status, owner_id);"
+        "CREATE TABLE wolverine_nodes (node_number INTEGER PRIMARY KEY, service TEXT NOT NULL,"
+        "  started_ms INTEGER NOT NULL);");
+    db.exec("CREATE " + unique +
+            "INDEX wolverine_incoming_key ON wolverine_incoming_envelopes (message_id)");
+  }
   create_ledger(db, config);
   // With account.remember_rejections (our addition, off by default) the per-transfer key also
   // remembers a rejected debit: a late duplicate of its Transfer.Requested (past the inbox
@@ -72,6 +87,7 @@ std::string AccountService::schema_key(const Config& config) {
       account_inbox_kind(config.account_inbox).event_stream_ledger ? "marten" : "ledger";
   if (config.account_ledger_unique) key += "+unique";
   if (config.account_inbox_unique) key += "+inbox-key";
+  if (account_inbox_kind(config.account_inbox).store_and_ack) key += "+incoming";
   return key;
 }
 
@@ -87,6 +103,23 @@ Task<Outcome> AccountService::handle(MessagePtr message) {
   return inbox_->handle(std::move(message));
 }
 
+Task<Outcome> AccountService::handle_stored(MessagePtr message) {
+  INBOXSIM_ASSERT(kind_.store_and_ack);
+  return inbox_->handle_stored(std::move(message));
+}
+
+AccountService::Recovery AccountService::recover_envelopes(const std::vector<int64_t>& live_nodes) {
+  INBOXSIM_ASSERT(kind_.store_and_ack);
+  return inbox_->recover(live_nodes);
+}
+
+void AccountService::dead_letter(const Message& message) {
+  INBOXSIM_ASSERT(kind_.store_and_ack);
+  inbox_->dead_letter(message);
+}
+
+int64_t AccountService::node_number() const { return inbox_->node_number(); }
+
 bool AccountService::sweep_outbox() {
   const OutboxSend sent = send_pending_outbox();
   mark_outbox_sent(sent.confirmed_seqs);
@@ -96,6 +129,7 @@ bool AccountService::sweep_outbox() {
 }
 
 void AccountService::restart() {
+  inbox_->restarted();
   // MassTransit's consumer outbox is only re-sent by a redelivery; the swept outboxes of the
   // other modes have a delivery loop that resumes when the process does.
   if (kind_.swept_outbox) host_.schedule_account_outbox_sweep();
@@ -111,11 +145,12 @@ std::optional<std::vector<std::string>> AccountService::drop_index(IndexName ind
       return sql;
     }
     case IndexName::account_inbox_state: {
-      std::vector<std::string> sql =
-          index_statements(db_, {"inbox_state_key", "inbox_documents_key"});
+      std::vector<std::string> sql = index_statements(
+          db_, {"inbox_state_key", "inbox_documents_key", "wolverine_incoming_key"});
       // Dropped as the seed's experiment drops it: the key goes, lookups scan.
       db_.exec("DROP INDEX IF EXISTS inbox_state_key");
       db_.exec("DROP INDEX IF EXISTS inbox_documents_key");
+      db_.exec("DROP INDEX IF EXISTS wolverine_incoming_key");
       return sql;
     }
     case IndexName::transfer_processed_messages: return std::nullopt;

@@ -28,11 +28,10 @@
 #include "domain/scenario.h"
 #include "services/host.h"
 #include "services/inbox/account_core.h"
+#include "services/inbox/inbox.h"
 #include "services/service_core.h"
 
 namespace inboxsim {
-
-class AccountInboxMechanism;
 
 class AccountService : private AccountCore {
  public:
@@ -51,6 +50,19 @@ class AccountService : private AccountCore {
   // nack. It may end by throwing ServiceCrash (a crash point fired; the open transaction rolled
   // back) or ConsumerFault (the handler failed and rolled back).
   Task<Outcome> handle(MessagePtr message);
+
+  // Wolverine's durable inbox (the registry's store_and_ack): handles an envelope already
+  // stored and acked, from the table (an envelope the durability agent recovered, or the next
+  // attempt of one whose handler faulted).
+  Task<Outcome> handle_stored(MessagePtr message);
+  // One poll of the durability agent, given the node numbers alive: the envelopes it claimed
+  // for this node (to handle from the table) and whether any envelope is still Incoming.
+  using Recovery = AccountInboxMechanism::Recovery;
+  Recovery recover_envelopes(const std::vector<int64_t>& live_nodes);
+  // The envelope's attempts are spent: it leaves the incoming table for dead-letter storage.
+  void dead_letter(const Message& message);
+  // This process's node number in the durable inbox (0 for the other mechanisms).
+  int64_t node_number() const;
 
   // Sends outbox rows not yet delivered (the modes whose outbox is swept, not tied to an inbox
   // row). Returns false when a publish was not confirmed and rows remain.

@@ -125,6 +125,15 @@ class ServiceHost {
   // (about the message the handler handles) says. Nothing rolls it back and a crash does not
   // undo it; the host traces it and counts it for the checker at once.
   virtual void email_sent(TraceEvent event) = 0;
+
+  // Wolverine's durable inbox (account.inbox = wolverine). The world's hosts have a broker and a
+  // durability agent; a host without them (a unit test's) may keep these defaults.
+  //
+  // Acks the running handler's delivery now, before the handler ends (the durable receiver acks
+  // the broker once the envelope is stored); the handler's end then acks nothing.
+  virtual void ack_now() {}
+  // An envelope was stored Incoming: the durability agents poll while the table holds one.
+  virtual void schedule_durability_poll() {}
 };
 
 // Returns a trace event about a message, with its id, type and transfer filled in.

@@ -25,6 +25,9 @@ inline constexpr int64_t kChannelTickMs = 60'000;
 // clock reaches or passes a tick, once, as of the last tick passed (deleting by a cutoff is
 // monotone, so one late run deletes what every missed tick would have).
 inline constexpr int64_t kCleanupIntervalMs = 10'000;
+// Wolverine's DurabilitySettings.StaleNodeTimeout (1 min): a node whose health check is older is
+// dormant, and the durability agents recover its envelopes (world_durability.cpp).
+inline constexpr int64_t kStaleNodeTimeoutMs = 60'000;
 // The Mongo TTL monitor's period (mongod's ttlMonitorSleepSecs, 60 s): transfer-service's
 // processed_messages and outbox TTL run as of the last whole minute a cleanup tick passed.
 inline constexpr int64_t kTtlMonitorIntervalMs = 60'000;

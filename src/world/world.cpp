@@ -51,6 +51,8 @@ class World::InstanceHost final : public ServiceHost {
   ExternalSeenStore& seen_store() override {
     return world_.seen_stores_[static_cast<size_t>(world_.instances_[instance_].service)];
   }
+  void ack_now() override { world_.ack_now(instance_); }
+  void schedule_durability_poll() override { world_.schedule_durability_polls(); }
   void email_sent(TraceEvent event) override {
     const std::string transfer = event.transfer;
     world_.record(std::move(event));
@@ -405,6 +407,7 @@ void World::dispatch(const Job& job) {
     case JobKind::heartbeat_timeout: on_heartbeat_timeout(job); return;
     case JobKind::pause_end: on_pause_end(job.instance); return;
     case JobKind::retry: on_retry(job.handler); return;
+    case JobKind::durability_poll: on_durability_poll(job); return;
   }
   INBOXSIM_ASSERT(false);
 }

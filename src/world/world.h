@@ -168,6 +168,7 @@ class World {
     heartbeat_timeout,  // the broker gives up on a silent connection
     pause_end,          // a paused instance goes on
     retry,              // a faulted handler's next attempt begins (account.retry)
+    durability_poll,    // the wolverine inbox's durability agent polls the incoming table
   };
   struct Job {
     JobKind kind = JobKind::deliver;
@@ -217,6 +218,7 @@ class World {
     uint64_t publish_channel = 1;  // the relay's publishing channel; a closed one voids confirms
     bool relay_poll_scheduled = false;
     bool sweep_scheduled = false;
+    bool durability_poll_scheduled = false;
     std::vector<size_t> consumers;  // broker consumer indices
     std::unique_ptr<InstanceHost> host;
     std::unique_ptr<AccountService> account;
@@ -232,6 +234,10 @@ class World {
     size_t attempt = 0;   // 0 for the first, then one per retry
     uint64_t resume = 0;  // where it waits and what it still needs (ServiceHost::between_steps)
     std::string next_step;  // what it does when it goes on (ServiceHost::between_steps)
+    // The wolverine inbox: the envelope is in the incoming table and the broker was acked (by
+    // this handler's ack_now, or long ago: the durability agent recovered it); the handler's end
+    // acks nothing, and its next attempt runs from the table.
+    bool from_table = false;
   };
 
   // Wiring.
@@ -243,7 +249,8 @@ class World {
   void dispatch(const Job& job);
   bool deferred_by_pause(const Job& job);
   void on_deliver(const Job& job);
-  void start_handler(size_t instance, const Delivery& delivery, size_t attempt);
+  void start_handler(size_t instance, const Delivery& delivery, size_t attempt,
+                     bool from_table = false);
   void handler_faulted(ActiveHandler handler, std::string_view reason, bool cancelled = false);
   bool cancelled_by_close(const ActiveHandler& handler) const;
   void cancel_handler(uint64_t handler);
@@ -262,6 +269,14 @@ class World {
   void on_reconnect(const Job& job);
   void on_heartbeat_timeout(const Job& job);
   void on_pause_end(size_t instance);
+
+  // The wolverine inbox's durability agent (world_durability.cpp).
+  void on_durability_poll(const Job& job);
+  void schedule_durability_polls();
+  void schedule_durability_poll(size_t instance);
+  std::vector<int64_t> live_nodes() const;
+  void start_table_handler(size_t instance, const MessagePtr& message);
+  void ack_now(size_t instance);
 
   // What the instances ask of the world (through InstanceHost).
   void crash_point(size_t instance, CrashPoint point, const Message* message);
@@ -321,7 +336,9 @@ class World {
   Fingerprint fingerprint_delivery(const Delivery& delivery) const;
 
   // Acks, nacks and publishing.
-  void send_ack(const ActiveHandler& handler);
+  // `at_once`: the ack reaches the broker now, with no time on the wire (the wolverine inbox's
+  // ack after the store, so that its after_ack point means the broker has the ack).
+  void send_ack(const ActiveHandler& handler, bool at_once = false);
   void send_nack(const Delivery& delivery, std::string reason);
   bool ack_void(const Delivery& delivery, std::string_view verb);
   void pump();
@@ -345,6 +362,7 @@ class World {
   void maybe_cleanup();
   void on_cleanup(int64_t tick_ms);
   void record_cleanup(std::string_view service, int64_t deleted, std::string detail);
+  std::string retention_words(const std::string& window) const;
 
   // Observation.
   void record(TraceEvent event);

@@ -121,6 +121,7 @@ std::string_view World::job_kind_word(JobKind kind) {
     case JobKind::heartbeat_timeout: return "heartbeat_timeout";
     case JobKind::pause_end: return "pause_end";
     case JobKind::retry: return "retry";
+    case JobKind::durability_poll: return "durability_poll";
   }
   return "?";
 }
@@ -170,7 +171,8 @@ bool World::void_forever(const Job& job) const {
     case JobKind::resume:
     case JobKind::retry: return handlers_.count(job.handler) == 0;
     case JobKind::relay_poll:
-    case JobKind::account_sweep: return instance.incarnation != job.incarnation;
+    case JobKind::account_sweep:
+    case JobKind::durability_poll: return instance.incarnation != job.incarnation;
     default: return false;
   }
 }

@@ -15,13 +15,15 @@ namespace inboxsim {
 // Starts attempt `attempt` of handling a delivery. The `nack` fault faults the attempt before
 // the handler gets anywhere, as a busy database would, or a message the handler cannot process
 // (a poison message: the fault's cause says which the story means).
-void World::start_handler(size_t instance_index, const Delivery& delivery, size_t attempt) {
+void World::start_handler(size_t instance_index, const Delivery& delivery, size_t attempt,
+                          bool from_table) {
   Instance& instance = instances_[instance_index];
   const uint64_t id = next_handler_id_++;
   ActiveHandler handler;
   handler.instance = instance_index;
   handler.delivery = delivery;
   handler.attempt = attempt;
+  handler.from_table = from_table;
   if (const std::optional<FaultSpec> fault =
           take_fault(FaultKind::nack, instance.service, instance.number, *delivery.message)) {
     handler_faulted(std::move(handler), fault->cause == FailureCause::poison
@@ -30,7 +32,10 @@ void World::start_handler(size_t instance_index, const Delivery& delivery, size_
     return;
   }
   switch (consumers_[delivery.consumer].role) {
-    case ConsumerRole::account: handler.task = instance.account->handle(delivery.message); break;
+    case ConsumerRole::account:
+      handler.task = from_table ? instance.account->handle_stored(delivery.message)
+                                : instance.account->handle(delivery.message);
+      break;
     case ConsumerRole::saga:
       handler.task = instance.transfer->handle(TransferConsumer::saga, delivery.message);
       break;
@@ -104,8 +109,9 @@ void World::finish_handler(uint64_t id) {
   // A handler that ends normally has committed every pass and released its locks already.
   release_locks(handler.instance, id);
   if (outcome == Outcome::ack) {
-    send_ack(handler);
+    if (!handler.from_table) send_ack(handler);
   } else {
+    INBOXSIM_ASSERT(!handler.from_table);
     send_nack(handler.delivery, "handler asked for a retry");
   }
 }
@@ -121,7 +127,10 @@ void World::handler_faulted(ActiveHandler handler, std::string_view reason, bool
   record(std::move(event));
   FaultDecision decision = recoverability_.on_fault(account, handler.attempt, cancelled);
   switch (decision.kind) {
-    case FaultDecision::Kind::nack: send_nack(delivery, std::string(reason)); return;
+    case FaultDecision::Kind::nack:
+      INBOXSIM_ASSERT(!handler.from_table);
+      send_nack(delivery, std::string(reason));
+      return;
     case FaultDecision::Kind::error_queue: move_to_error_queue(handler, reason); return;
     case FaultDecision::Kind::retry: break;
   }
@@ -151,21 +160,29 @@ void World::on_retry(uint64_t id) {
   }
   const ActiveHandler waiting = std::move(found->second);
   handlers_.erase(found);
-  start_handler(waiting.instance, waiting.delivery, waiting.attempt);
+  start_handler(waiting.instance, waiting.delivery, waiting.attempt, waiting.from_table);
 }
 
 // MassTransit's error transport: the faulted message goes to <queue>_error, then the delivery
-// is acked (the ack may still be lost, or void on a closed channel, like any ack).
+// is acked (the ack may still be lost, or void on a closed channel, like any ack). A handler of
+// the wolverine inbox's table has no delivery left to ack: the envelope leaves the incoming
+// table for dead-letter storage (here the error queue) instead.
 void World::move_to_error_queue(const ActiveHandler& handler, std::string_view reason) {
   const Delivery& delivery = handler.delivery;
+  if (handler.from_table) {
+    guarded(handler.instance,
+            [&] { instances_[handler.instance].account->dead_letter(*delivery.message); });
+  }
   const std::string& queue = broker_.move_to_error_queue(account_error_queue_, delivery.message);
   TraceEvent event =
       delivery_event(EventKind::error_queued, now_ms(), consumers_[delivery.consumer].participant,
                      participant::broker, delivery);
   event.detail = "moved to " + queue + " after " + std::to_string(handler.attempt + 1) +
-                 " attempt(s) (" + std::string(reason) + "); the delivery is acked";
+                 " attempt(s) (" + std::string(reason) +
+                 (handler.from_table ? "); the envelope leaves wolverine_incoming_envelopes"
+                                     : "); the delivery is acked");
   record(std::move(event));
-  send_ack(handler);
+  if (!handler.from_table) send_ack(handler);
 }
 
 Suspend World::between_steps(size_t index, CrashPointSet points, const Message& message,

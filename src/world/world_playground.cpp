@@ -117,6 +117,9 @@ std::string label_of_loop(std::string_view kind, const std::string& participant)
   if (kind == "heartbeat_timeout") {
     return "the broker gives up on " + participant + "'s silent connection";
   }
+  if (kind == "durability_poll") {
+    return participant + "'s durability agent polls wolverine_incoming_envelopes";
+  }
   INBOXSIM_ASSERT(kind == "pause_end");
   return participant + " goes on after its pause";
 }
@@ -200,6 +203,7 @@ PendingEvent World::describe_job(const Job& job) const {
     case JobKind::reconnect: event.kind = "reconnect"; break;
     case JobKind::heartbeat_timeout: event.kind = "heartbeat_timeout"; break;
     case JobKind::pause_end: event.kind = "pause_end"; break;
+    case JobKind::durability_poll: event.kind = "durability_poll"; break;
   }
   if (event.label.empty()) event.label = label_of_loop(event.kind, event.participant);
   if (void_forever(job)) event.label += " (void: its target is gone, it changes nothing)";

@@ -25,6 +25,8 @@ void World::on_restart(size_t index) {
   guarded(index, [&] {
     if (instance.account) {
       instance.account->restart();
+      // A new node's durability agent starts its timer.
+      if (account_inbox_kind(config_.account_inbox).store_and_ack) schedule_durability_poll(index);
     } else {
       instance.transfer->restart();
     }
@@ -159,6 +161,7 @@ void World::crashed(size_t index) {
   instance.paused_until_ms = -1;
   instance.relay_poll_scheduled = false;
   instance.sweep_scheduled = false;
+  instance.durability_poll_scheduled = false;
   // The relay's publishing channel dies with the process: a confirm still on its way belongs
   // to a channel that no longer exists, and the new incarnation publishes again (found by
   // `inboxsim explore`: a late confirm of the old channel used to take the new one's place).

@@ -28,13 +28,7 @@ void World::on_cleanup(int64_t tick_ms) {
       if (instance.account) {
         const CleanupCounts deleted = instance.account->cleanup_inbox(tick_ms);
         const std::string window = std::to_string(config_.account_inbox_window_ms);
-        // The Marten documents are kept Wolverine's KeepAfterMessageHandling, not the window.
-        const std::string what = account_inbox_kind(config_.account_inbox).retention ==
-                                         InboxRetention::handled_documents
-                                     ? "documents handled more than " +
-                                           std::to_string(config_.account_keep_after_handling_ms) +
-                                           " ms ago deleted (KeepAfterMessageHandling)"
-                                     : "rows delivered more than " + window + " ms ago deleted";
+        const std::string what = retention_words(window);
         record_cleanup(instance.names.service, deleted.dedupe_rows, "inbox cleanup: " + what);
         record_cleanup(instance.names.service, deleted.outbox_rows,
                        "outbox cleanup: rows delivered more than " + window + " ms ago deleted");
@@ -50,6 +44,23 @@ void World::on_cleanup(int64_t tick_ms) {
       break;
     }
   }
+}
+
+// What the inbox cleanup deleted, in the mechanism's words: the Marten documents and the
+// durable inbox's Handled envelopes are kept Wolverine's KeepAfterMessageHandling, not the
+// window.
+std::string World::retention_words(const std::string& window) const {
+  const std::string keep = std::to_string(config_.account_keep_after_handling_ms);
+  switch (account_inbox_kind(config_.account_inbox).retention) {
+    case InboxRetention::handled_documents:
+      return "documents handled more than " + keep + " ms ago deleted (KeepAfterMessageHandling)";
+    case InboxRetention::handled_envelopes:
+      return "Handled envelopes past their keep_until deleted from wolverine_incoming_envelopes "
+             "(KeepAfterMessageHandling, " +
+             keep + " ms)";
+    case InboxRetention::delivered_rows: break;
+  }
+  return "rows delivered more than " + window + " ms ago deleted";
 }
 
 void World::record_cleanup(std::string_view service, int64_t deleted, std::string detail) {

@@ -54,7 +54,7 @@ bool World::ack_void(const Delivery& delivery, std::string_view verb) {
   return true;
 }
 
-void World::send_ack(const ActiveHandler& handler) {
+void World::send_ack(const ActiveHandler& handler, bool at_once) {
   const Delivery& delivery = handler.delivery;
   if (ack_void(delivery, "ack")) return;
   const Instance& instance = instances_[handler.instance];
@@ -72,6 +72,10 @@ void World::send_ack(const ActiveHandler& handler) {
   job.consumer = delivery.consumer;
   job.channel = delivery.channel;
   job.delivery_tag = delivery.delivery_tag;
+  if (at_once) {
+    on_ack(job, false);
+    return;
+  }
   schedule(now_ms() + latency_ms(), job);
 }
 

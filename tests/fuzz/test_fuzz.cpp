@@ -349,6 +349,10 @@ TEST_CASE("every broken configuration is found within 500 seeds and shrunk small
        config_from({{"account.inbox", "marten"},
                     {"account.inbox_unique", "false"},
                     {"account.ledger_unique", "false"}})},
+      // Scenario 72: the durability agent's recovery of an envelope still being handled; only
+      // the ledger key stops the second debit.
+      {"the wolverine inbox without the ledger index",
+       config_from({{"account.inbox", "wolverine"}, {"account.ledger_unique", "false"}})},
   };
   for (const auto& [name, config] : broken) {
     CampaignOptions options = campaign(1, 500, config);
@@ -406,6 +410,8 @@ TEST_CASE("every correct configuration passes thousands of seeds", "[.teeth]") {
       {"default, rejections remembered", config_from({{"account.remember_rejections", "true"}})},
       {"marten",
        config_from({{"account.inbox", "marten"}, {"account.remember_rejections", "true"}})},
+      {"wolverine",
+       config_from({{"account.inbox", "wolverine"}, {"account.remember_rejections", "true"}})},
       {"notifications keyed by message id and consumer",
        config_from({{"transfer.notifications", "true"},
                     {"transfer.dedupe_key", "message_id+consumer"},

@@ -382,7 +382,8 @@ TEST_CASE("errors name the pointer and what was expected", "[parse][errors]") {
            R"({"fault": {"kind": "crash", "service": "account-service", "at": "after_lunch"}}]})",
        "/steps/1/fault/at",
        "expected one of before_tx, after_precheck, after_dedupe, after_effect, after_commit, "
-       "after_outbox_send, after_mark for account-service (got \"after_lunch\")"},
+       "after_outbox_send, after_mark, after_store, after_ack for account-service (got "
+       "\"after_lunch\")"},
       {steps_prefix +
            R"({"fault": {"kind": "pause", "service": "transfer-service", "at": "after_effect", "ms": 5}}]})",
        "/steps/1/fault/at",

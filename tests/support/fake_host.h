@@ -84,6 +84,10 @@ struct FakeHost final : ServiceHost {
   void schedule_relay_poll() override {}
   void schedule_account_outbox_sweep() override {}
   ExternalSeenStore& seen_store() override { return store; }
+  int acks_now = 0;  // ack_now calls: the store-and-ack inbox acks before it handles
+  int durability_polls_asked = 0;
+  void ack_now() override { ++acks_now; }
+  void schedule_durability_poll() override { ++durability_polls_asked; }
 
   // The service's connection: the host outlives the service in every test.
   std::unique_ptr<Connection> connection;

@@ -23,6 +23,7 @@ constexpr std::array<MechanismRow, kAccountInboxCount> kMechanisms = {{
     {AccountInbox::external_before, make_seen_set_before_inbox},
     {AccountInbox::external_after, make_seen_set_after_inbox},
     {AccountInbox::external_atomic, make_atomic_seen_set_inbox},
+    {AccountInbox::wolverine, make_wolverine_inbox},
 }};
 
 constexpr bool rows_in_enum_order() {
@@ -42,6 +43,18 @@ std::unique_ptr<AccountInboxMechanism> make_account_inbox(AccountInbox inbox, Ac
   INBOXSIM_ASSERT(index < kMechanisms.size());
   return kMechanisms[index].make(core);
 }
+
+// Only a store-and-ack mechanism is asked these (the registry says which).
+Task<Outcome> AccountInboxMechanism::handle_stored(MessagePtr /*message*/) {
+  INBOXSIM_ASSERT(false);
+}
+
+AccountInboxMechanism::Recovery AccountInboxMechanism::recover(
+    const std::vector<int64_t>& /*live_nodes*/) {
+  INBOXSIM_ASSERT(false);
+}
+
+void AccountInboxMechanism::dead_letter(const Message& /*message*/) { INBOXSIM_ASSERT(false); }
 
 int64_t swept_undelivered_outbox_rows(AccountCore& core) {
   StatementUse count(core.connection().prepared(

@@ -13,6 +13,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <vector>
 
 #include "domain/account_inbox.h"
 #include "services/inbox/account_core.h"
@@ -35,6 +36,26 @@ class AccountInboxMechanism {
 
   // The outbox rows no send has delivered yet.
   virtual int64_t undelivered_outbox_rows() = 0;
+
+  // The mechanisms that store the envelope and ack before handling it (the registry's
+  // store_and_ack; none of the others is ever asked):
+
+  // Handles an envelope already stored and acked, from the table: a Task as handle()'s.
+  virtual Task<Outcome> handle_stored(MessagePtr message);
+  // What one poll of the durability agent did: the envelopes it claimed for this node, which
+  // the caller handles from the table, and whether any envelope is still Incoming.
+  struct Recovery {
+    std::vector<MessagePtr> recovered;
+    bool incoming_left = false;
+  };
+  // One poll of the durability agent, given the node numbers that are alive.
+  virtual Recovery recover(const std::vector<int64_t>& live_nodes);
+  // The envelope's attempts are spent: it leaves the table for dead-letter storage.
+  virtual void dead_letter(const Message& message);
+  // The process started again: a new node.
+  virtual void restarted() {}
+  // This process's node number (0 when the mechanism has no nodes).
+  virtual int64_t node_number() const { return 0; }
 };
 
 // One constructor per mechanism, each defined in the mechanism's file.
@@ -44,6 +65,7 @@ std::unique_ptr<AccountInboxMechanism> make_no_inbox(AccountCore& core);
 std::unique_ptr<AccountInboxMechanism> make_seen_set_before_inbox(AccountCore& core);
 std::unique_ptr<AccountInboxMechanism> make_seen_set_after_inbox(AccountCore& core);
 std::unique_ptr<AccountInboxMechanism> make_atomic_seen_set_inbox(AccountCore& core);
+std::unique_ptr<AccountInboxMechanism> make_wolverine_inbox(AccountCore& core);
 
 // The mechanism of `inbox`, for the instance whose core is `core`.
 std::unique_ptr<AccountInboxMechanism> make_account_inbox(AccountInbox inbox, AccountCore& core);
