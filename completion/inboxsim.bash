@@ -45,7 +45,8 @@ _inboxsim_option_value() {
         ack_lost nack requeue dead_letter confirm confirm_lost dedupe_hit dedupe_record effect
         rejected saga illegal_transition consumer_fault notification crash restart
         connection_closed index_dropped advance cleanup violation paused resumed lock_wait
-        lock_granted ack_void retry error_queued publish_nacked redrive dropped index_restored" \
+        lock_granted ack_void retry error_queued publish_nacked redrive dropped index_restored
+        recovered" \
         -- "${cur##*,}")
       ;;
     # Numbers, seed ranges, shards and KEY=VALUE: nothing to offer, and no file names either.

@@ -99,6 +99,10 @@ check "--set KEY=VA completes from the value's start" \
   "$(complete_line explore --set account.inbox = ext)"
 check "a number key offers no value" \
   same "inboxsim run --set broker.prefetch=" "" "$(complete_line run --set broker.prefetch =)"
+kinds=$("$bin" run scenarios/01-happy-path.json --step-on flux 2>&1 | sed -n -E 's/.*comma-separated: //p' |
+  tr -d ' ' | tr ',' '\n' | sort)
+check "--step-on offers every event kind the CLI knows, and event" \
+  same "inboxsim run --step-on" "$(printf '%s\n' $kinds event | sort)" "$(complete_line run --step-on "")"
 check "config completes its keys" \
   same "inboxsim config transfer.d" "$(printf '%s\n' transfer.dedupe transfer.dedupe_key)" \
   "$(complete_line config transfer.d)"
