@@ -3,12 +3,11 @@
 #include "jetstream_script.h"
 
 #include <array>
-#include <fstream>
 #include <nlohmann/json.hpp>
 #include <set>
-#include <sstream>
 
 #include "script.h"
+#include "script_json.h"
 
 namespace inboxsim::conformance {
 
@@ -16,7 +15,6 @@ namespace {
 
 using json = nlohmann::json;
 
-constexpr size_t kScriptBytesMax = 1024 * 1024;
 constexpr size_t kStepsMax = 500;
 // Real time on the live broker: a script's waits stay short so the suite stays fast.
 constexpr int64_t kWaitMsMax = 10'000;
@@ -25,15 +23,6 @@ constexpr int64_t kDuplicatesMsMax = 60'000;
 constexpr int64_t kMaxDeliverMax = 100;
 constexpr int64_t kMaxAckPendingMax = 1'000;
 constexpr int64_t kBatchMax = 100;
-
-struct Failure {
-  std::string pointer;
-  std::string expected;
-};
-
-[[noreturn]] void fail(std::string pointer, std::string expected) {
-  throw Failure{std::move(pointer), std::move(expected)};
-}
 
 constexpr std::array<std::pair<JsOp, const char*>, 12> kOps = {{
     {JsOp::stream, "stream"},
@@ -66,45 +55,6 @@ std::set<std::string> keys_of(JsOp op) {
     case JsOp::reconnect: return {};
   }
   return {};
-}
-
-const json& member(const json& object, const std::string& key, const std::string& pointer) {
-  const auto found = object.find(key);
-  if (found == object.end()) fail(pointer, "a key \"" + key + "\"");
-  return *found;
-}
-
-std::string text(const json& value, const std::string& pointer) {
-  if (!value.is_string() || value.get<std::string>().empty()) fail(pointer, "a non-empty string");
-  return value.get<std::string>();
-}
-
-int64_t integer(const json& value, const std::string& pointer, int64_t low, int64_t high) {
-  if (!value.is_number_integer()) fail(pointer, "an integer");
-  const auto number = value.get<int64_t>();
-  if (number < low || number > high) {
-    fail(pointer, "an integer from " + std::to_string(low) + " to " + std::to_string(high));
-  }
-  return number;
-}
-
-std::vector<std::string> texts(const json& value, const std::string& pointer) {
-  if (!value.is_array()) fail(pointer, "an array of strings");
-  std::vector<std::string> out;
-  for (size_t index = 0; index < value.size(); ++index) {
-    out.push_back(text(value[index], pointer + "/" + std::to_string(index)));
-  }
-  return out;
-}
-
-std::vector<std::string> observations(const json& value, const std::string& pointer) {
-  std::vector<std::string> out = texts(value, pointer);
-  for (size_t index = 0; index < out.size(); ++index) {
-    if (out[index].find(": ") == std::string::npos) {
-      fail(pointer + "/" + std::to_string(index), "an observation \"<subject>: <what>\"");
-    }
-  }
-  return out;
 }
 
 void parse_operands(const json& object, const std::string& pointer, JsStep& step) {
@@ -232,36 +182,7 @@ const char* js_op_name(JsOp op) {
 }
 
 std::optional<JsScript> load_jetstream_script(const std::string& path, std::string& error) {
-  std::ifstream file(path, std::ios::binary);
-  if (!file) {
-    error = path + ": cannot be read";
-    return std::nullopt;
-  }
-  std::ostringstream bytes;
-  bytes << file.rdbuf();
-  if (bytes.str().size() > kScriptBytesMax) {
-    error = path + ": larger than " + std::to_string(kScriptBytesMax) + " bytes";
-    return std::nullopt;
-  }
-  const json document = json::parse(bytes.str(), nullptr, /*allow_exceptions=*/false);
-  if (document.is_discarded()) {
-    error = path + ": not valid JSON";
-    return std::nullopt;
-  }
-  try {
-    JsScript script = parse_script(document);
-    script.path = path;
-    const size_t slash = path.find_last_of('/');
-    script.name = path.substr(slash == std::string::npos ? 0 : slash + 1);
-    if (script.name.size() > 5 && script.name.ends_with(".json")) {
-      script.name.resize(script.name.size() - 5);
-    }
-    return script;
-  } catch (const Failure& failure) {
-    error = path + ": at " + (failure.pointer.empty() ? "/" : failure.pointer) + ": expected " +
-            failure.expected;
-    return std::nullopt;
-  }
+  return load_script_file<JsScript>(path, error, parse_script);
 }
 
 }  // namespace inboxsim::conformance
