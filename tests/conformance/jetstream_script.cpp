@@ -151,24 +151,13 @@ JsSettings parse_settings(const json& object, const std::string& pointer) {
 }
 
 JsScript parse_script(const json& document) {
-  if (!document.is_object()) fail("", "an object");
-  for (const auto& [key, value] : document.items()) {
-    if (key != "description" && key != "claims" && key != "jetstream" && key != "steps") {
-      fail("/" + key, "description, claims, jetstream or steps");
-    }
-  }
   JsScript script;
-  script.description = text(member(document, "description", ""), "/description");
-  script.claims = texts(member(document, "claims", ""), "/claims");
-  if (script.claims.empty()) fail("/claims", "at least one claim of docs/model.md");
-  script.settings = parse_settings(member(document, "jetstream", ""), "/jetstream");
-  const json& steps = member(document, "steps", "");
-  if (!steps.is_array() || steps.empty() || steps.size() > kStepsMax) {
-    fail("/steps", "an array of 1 to " + std::to_string(kStepsMax) + " steps");
-  }
-  for (size_t index = 0; index < steps.size(); ++index) {
-    script.steps.push_back(parse_step(steps[index], "/steps/" + std::to_string(index)));
-  }
+  parse_script_parts(
+      document, "jetstream", kStepsMax, script,
+      [&script](const json& settings, const std::string& pointer) {
+        script.settings = parse_settings(settings, pointer);
+      },
+      parse_step);
   return script;
 }
 

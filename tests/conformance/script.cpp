@@ -199,24 +199,13 @@ BrokerSettings parse_broker(const json& object, const std::string& pointer) {
 }
 
 Script parse_script(const json& document) {
-  if (!document.is_object()) fail("", "an object");
-  for (const auto& [key, value] : document.items()) {
-    if (key != "description" && key != "claims" && key != "broker" && key != "steps") {
-      fail("/" + key, "description, claims, broker or steps");
-    }
-  }
   Script script;
-  script.description = text(member(document, "description", ""), "/description");
-  script.claims = texts(member(document, "claims", ""), "/claims");
-  if (script.claims.empty()) fail("/claims", "at least one claim of docs/model.md");
-  script.broker = parse_broker(member(document, "broker", ""), "/broker");
-  const json& steps = member(document, "steps", "");
-  if (!steps.is_array() || steps.empty() || steps.size() > kStepsMax) {
-    fail("/steps", "an array of 1 to " + std::to_string(kStepsMax) + " steps");
-  }
-  for (size_t index = 0; index < steps.size(); ++index) {
-    script.steps.push_back(parse_step(steps[index], "/steps/" + std::to_string(index)));
-  }
+  parse_script_parts(
+      document, "broker", kStepsMax, script,
+      [&script](const json& settings, const std::string& pointer) {
+        script.broker = parse_broker(settings, pointer);
+      },
+      parse_step);
   return script;
 }
 
