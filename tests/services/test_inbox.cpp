@@ -14,24 +14,9 @@
 #include "support/scenarios.h"
 
 using namespace inboxsim;
+using inboxsim::testing::debits_of;
+using inboxsim::testing::events_with;
 using inboxsim::testing::library_scenario;
-
-namespace {
-
-// The events of `result` of `kind` whose detail contains `part`.
-int64_t events_with(const RunResult& result, EventKind kind, const std::string& part) {
-  return std::count_if(result.events.begin(), result.events.end(), [&](const TraceEvent& event) {
-    return event.kind == kind && event.detail.find(part) != std::string::npos;
-  });
-}
-
-int64_t debits_of(const RunResult& result, const std::string& transfer) {
-  return std::count_if(result.ledger.begin(), result.ledger.end(), [&](const LedgerEntry& entry) {
-    return entry.transfer == transfer && entry.type == EntryType::debit;
-  });
-}
-
-}  // namespace
 
 TEST_CASE("every inbox of the registry is a config value, and the value names it back", "[inbox]") {
   for (const AccountInboxKind& kind : account_inbox_kinds()) {

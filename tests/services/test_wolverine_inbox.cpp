@@ -17,6 +17,8 @@
 #include "support/scenarios.h"
 
 using namespace inboxsim;
+using inboxsim::testing::debits_of;
+using inboxsim::testing::events_with;
 using inboxsim::testing::FakeHost;
 using inboxsim::testing::library_scenario;
 using inboxsim::testing::make_service;
@@ -44,17 +46,6 @@ int64_t events_of(const FakeHost& host, EventKind kind) {
                        [&](const TraceEvent& event) { return event.kind == kind; });
 }
 
-int64_t events_with(const RunResult& result, EventKind kind, const std::string& part) {
-  return std::count_if(result.events.begin(), result.events.end(), [&](const TraceEvent& event) {
-    return event.kind == kind && event.detail.find(part) != std::string::npos;
-  });
-}
-
-int64_t debits_of(const RunResult& result, const std::string& transfer) {
-  return std::count_if(result.ledger.begin(), result.ledger.end(), [&](const LedgerEntry& entry) {
-    return entry.transfer == transfer && entry.type == EntryType::debit;
-  });
-}
 
 }  // namespace
 

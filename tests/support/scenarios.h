@@ -70,4 +70,18 @@ struct TemporaryDirectory {
   TemporaryDirectory& operator=(const TemporaryDirectory&) = delete;
 };
 
+// The events of `result` of `kind` whose detail contains `part`.
+inline int64_t events_with(const RunResult& result, EventKind kind, const std::string& part) {
+  return std::count_if(result.events.begin(), result.events.end(), [&](const TraceEvent& event) {
+    return event.kind == kind && event.detail.find(part) != std::string::npos;
+  });
+}
+
+// The DEBIT entries of `transfer` in the ledger `result` ends with.
+inline int64_t debits_of(const RunResult& result, const std::string& transfer) {
+  return std::count_if(result.ledger.begin(), result.ledger.end(), [&](const LedgerEntry& entry) {
+    return entry.transfer == transfer && entry.type == EntryType::debit;
+  });
+}
+
 }  // namespace inboxsim::testing
