@@ -203,249 +203,322 @@ Choices trimmed(Choices path, size_t root_length) {
   return path;
 }
 
-ExploreResult explore_once(const Scenario& scenario, const ExploreSettings& settings) {
-  INBOXSIM_ASSERT(!clockless_refusal(scenario));
-  const Clock::time_point start = Clock::now();
-  ExploreResult result;
-  result.file = scenario.file;
-  result.name = scenario.name;
-  result.faults = settings.faults;
-  result.fault_kinds = settings.fault_kinds;
-  result.persistent_sets = settings.persistent_sets;
-  result.sleep_sets = settings.sleep_sets;
+// The breadth-first search (explore's default): the search's state, and a method for each part
+// of taking a level. By schedule length: a level's nodes are replayed in parallel and their
+// results taken in node order, so the search (and which counterexample is found first) is the
+// same with any number of jobs.
+class BreadthFirstSearch {
+ public:
+  BreadthFirstSearch(const Scenario& scenario, const ExploreSettings& settings)
+      : scenario_(scenario),
+        settings_(settings),
+        start_(Clock::now()),
+        deadline_(start_ + std::chrono::milliseconds(settings.max_wall_ms)),
+        found_(kInvariantCount, false),
+        goals_(scenario, settings),
+        explored_([this](const Fingerprint& state) { return visited_.count(state) > 0; }) {
+    result_.file = scenario.file;
+    result_.name = scenario.name;
+    result_.faults = settings.faults;
+    result_.fault_kinds = settings.fault_kinds;
+    result_.persistent_sets = settings.persistent_sets;
+    result_.sleep_sets = settings.sleep_sets;
+    Choices root;
+    if (settings.from) root.assign(settings.from->choices.begin(), settings.from->choices.end());
+    root_length_ = root.size();
+    levels_[root_length_].push_back(Node{std::move(root), kNoParent, 0});
+  }
 
-  // Breadth-first by schedule length: a level's nodes are replayed in parallel and their
-  // results taken in node order, so the search (and which counterexample is found first) is
-  // the same with any number of jobs.
-  std::map<size_t, std::vector<Node>> levels;
-  Choices root;
-  if (settings.from) root.assign(settings.from->choices.begin(), settings.from->choices.end());
-  const size_t root_length = root.size();
-  levels[root_length].push_back(Node{std::move(root), kNoParent, 0});
-  const Clock::time_point deadline = start + std::chrono::milliseconds(settings.max_wall_ms);
-  const auto late = [&] { return settings.max_wall_ms > 0 && Clock::now() >= deadline; };
-  std::map<size_t, std::map<Choices, NodeRun>> ahead;
-  std::vector<Parent> parents;
-  // Each state explored, with the events asleep at it (sleep sets, docs/model.md).
-  std::unordered_map<Fingerprint, std::vector<Fingerprint>, FingerprintHash> visited;
-  std::vector<bool> found(kInvariantCount, false);
-  GoalTracker goals(scenario, settings);
+  ExploreResult run() {
+    while (!levels_.empty() && !stopped_) take_level();
+    return finish();
+  }
+
+ private:
+  // Whether a node's run says to go on with the batch, or to stop it.
+  enum class Next : uint8_t { go_on, stop_batch };
+
+  bool late() const { return settings_.max_wall_ms > 0 && Clock::now() >= deadline_; }
+
   // An invariant broken that no reachable goal expects ends the search (unless --continue).
-  const auto broke_unexpectedly = [&] {
-    return std::any_of(result.counterexamples.begin(), result.counterexamples.end(),
-                       [&](const ExploreCounterexample& cx) { return !goals.expected(cx.invariant); });
-  };
-  // Replays read the visited set while a batch runs, and nothing writes it until all are done.
-  const std::function<bool(const Fingerprint&)> explored = [&](const Fingerprint& state) {
-    return visited.count(state) > 0;
-  };
-  bool stopped = false;
+  bool broke_unexpectedly() const {
+    return std::any_of(
+        result_.counterexamples.begin(), result_.counterexamples.end(),
+        [&](const ExploreCounterexample& cx) { return !goals_.expected(cx.invariant); });
+  }
 
-  // Queues the events of state `at` (reached by `path`) that are not asleep, as children
-  // that share one Parent entry holding the state's sleep set.
-  const auto expand = [&](const Choices& path, const NodeRun& at, int64_t preemptions,
-                          std::vector<Sleeper> sleep, const std::vector<Fingerprint>* only) {
-    const auto parent = static_cast<int64_t>(parents.size());
-    parents.push_back(Parent{std::move(sleep), {}});
-    const int64_t alone = settings.persistent_sets ? at.outcome.alone : -1;
+  // Queues the events of state `at` (reached by `path`) that are not asleep, as children that
+  // share one Parent entry holding the state's sleep set; with `only`, just those events.
+  void expand(const Choices& path, const NodeRun& at, int64_t preemptions,
+              std::vector<Sleeper> sleep, const std::vector<Fingerprint>* only) {
+    const auto parent = static_cast<int64_t>(parents_.size());
+    parents_.push_back(Parent{std::move(sleep), {}});
+    const int64_t alone = settings_.persistent_sets ? at.outcome.alone : -1;
     for (size_t option = 0; option < at.outcome.enabled; ++option) {
       if (alone >= 0 && option != static_cast<size_t>(alone)) continue;
       const Fingerprint& job = at.outcome.enabled_jobs[option];
       if (only != nullptr && std::find(only->begin(), only->end(), job) == only->end()) continue;
-      const std::vector<Sleeper>& asleep = parents[static_cast<size_t>(parent)].sleep;
+      const std::vector<Sleeper>& asleep = parents_[static_cast<size_t>(parent)].sleep;
       if (std::any_of(asleep.begin(), asleep.end(),
                       [&](const Sleeper& sleeper) { return sleeper.job == job; })) {
         continue;
       }
       const bool preempts = option < at.outcome.preempts.size() && at.outcome.preempts[option];
       const int64_t count = preemptions + (preempts ? 1 : 0);
-      if (settings.preemptions >= 0 && count > settings.preemptions) continue;
+      if (settings_.preemptions >= 0 && count > settings_.preemptions) continue;
       Choices next = path;
       next.push_back(static_cast<uint16_t>(option));
-      levels[next.size()].push_back(Node{std::move(next), parent, count});
-    }
-  };
-
-  while (!levels.empty() && !stopped) {
-    auto level = levels.begin();
-    const size_t length = level->first;
-    std::vector<Node> nodes = std::move(level->second);
-    levels.erase(level);
-    result.max_depth = std::max<int64_t>(result.max_depth, static_cast<int64_t>(length));
-    // Large levels go in batches, so progress is visible and --max-states stops early.
-    constexpr size_t kBatch = 4096;
-    // The runs of this level's nodes that an earlier replay already made on its way
-    // (ExploreControl::continue_alone), by the node's choices.
-    std::map<Choices, NodeRun> made = std::move(ahead[length]);
-    ahead.erase(length);
-    for (size_t first = 0; first < nodes.size() && !stopped; first += kBatch) {
-      const size_t count = std::min(kBatch, nodes.size() - first);
-      std::vector<std::vector<NodeRun>> runs(count);
-      std::vector<size_t> to_replay;
-      for (size_t i = 0; i < count; ++i) {
-        const auto early = made.find(nodes[first + i].choices);
-        if (early == made.end()) {
-          to_replay.push_back(i);
-        } else {
-          runs[i].push_back(std::move(early->second));
-          made.erase(early);
-        }
-      }
-      parallel_for(
-          to_replay.size(), settings.jobs,
-          [&](size_t k) {
-            const size_t i = to_replay[k];
-            runs[i] = run_node(scenario, nodes[first + i].choices, settings, goals, explored);
-          },
-          [&](size_t) { return late(); });
-      result.replays += static_cast<int64_t>(to_replay.size());
-      for (size_t i = 0; i < count; ++i) {
-        const Node& node = nodes[first + i];
-        // What the replay went on to: each state it passed through took `alone`, and the run
-        // after it is that one child's, kept for when its level comes (the search takes nodes
-        // in the same order as without them, so it is the same search).
-        std::vector<Choices> children;
-        for (size_t k = 0; k + 1 < runs[i].size(); ++k) {
-          Choices child = stop_path(k == 0 ? node.choices : children.back(), runs[i][k]);
-          child.push_back(static_cast<uint16_t>(runs[i][k].outcome.alone));
-          children.push_back(std::move(child));
-        }
-        for (size_t k = 0; k < children.size(); ++k) {
-          ahead[children[k].size()].emplace(std::move(children[k]), std::move(runs[i][k + 1]));
-        }
-        if (runs[i].empty()) {  // not replayed: the wall time ran out
-          stopped = true;
-          continue;
-        }
-        const NodeRun& run = runs[i].front();
-        ++result.transitions;
-        result.void_events_checked += run.outcome.void_events_checked;
-        if (!run.assumptions_held && settings.persistent_sets) {
-          result.persistent_sets_unsound = true;
-          stopped = true;
-          break;
-        }
-        // The choices this replay made past the node, each option 0: their other options (a
-        // fault injected) are nodes of their own, with nothing asleep.
-        Choices path = node.choices;
-        for (const uint32_t options : run.outcome.defaults) {
-          INBOXSIM_ASSERT(options <= 0xffff);
-          for (uint32_t option = 1; option < options; ++option) {
-            Choices branch = path;
-            branch.push_back(static_cast<uint16_t>(option));
-            levels[branch.size()].push_back(Node{std::move(branch), kNoParent, node.preemptions});
-          }
-          path.push_back(0);
-        }
-        result.max_depth = std::max<int64_t>(result.max_depth, static_cast<int64_t>(path.size()));
-        if (run.goals != 0) goals.note(run.goals, trimmed(path, root_length));
-        // This node's event, taken at its parent's state after the siblings before it: what
-        // stays asleep after it (every sleeper whose footprint its own does not meet).
-        std::vector<Sleeper> sleep;
-        if (settings.sleep_sets && node.parent != kNoParent && run.outcome.recorded) {
-          Parent& parent = parents[static_cast<size_t>(node.parent)];
-          const Sleeper self{run.outcome.transition, run.outcome.footprint,
-                             !run.outcome.at_frontier};
-          for (const std::vector<Sleeper>* list : {&parent.sleep, &parent.done}) {
-            for (const Sleeper& sleeper : *list) {
-              if (independent(sleeper, self)) sleep.push_back(sleeper);
-            }
-          }
-          parent.done.push_back(self);
-        }
-        const auto count_coverage = [&] {
-          for (size_t probe = 0; probe < kProbeCount; ++probe) {
-            if (run.coverage.counts[probe] > 0) ++result.coverage.counts[probe];
-          }
-        };
-        if (!run.violations.empty()) {
-          count_coverage();
-          for (const Violation& violation : run.violations) {
-            const auto invariant = static_cast<size_t>(violation.invariant);
-            if (found[invariant]) continue;
-            found[invariant] = true;
-            ExploreCounterexample cx;
-            cx.invariant = violation.invariant;
-            cx.detail = violation.detail;
-            cx.scenario = scenario;
-            const Choices order = trimmed(path, root_length);
-            cx.scenario.schedule = schedule_of(order, settings);
-            cx.choices = order.size();
-            cx.scenario.expect = Expect{};
-            result.counterexamples.push_back(std::move(cx));
-          }
-          continue;  // a broken state is a counterexample, not a place to go on from
-        }
-        const Fingerprint reached = run.ended ? run.leaf_state : run.outcome.state;
-        // Under a preemption bound, a state reached with fewer preemptions left has a smaller
-        // future: the count is part of what was explored.
-        const Fingerprint state =
-            settings.preemptions < 0
-                ? reached
-                : Hasher().add(reached).add_signed(node.preemptions).finish();
-        std::vector<Fingerprint> asleep;
-        for (const Sleeper& sleeper : sleep) asleep.push_back(sleeper.job);
-        std::sort(asleep.begin(), asleep.end());
-        const auto [entry, fresh] = visited.try_emplace(state, asleep);
-        if (!fresh) {
-          ++result.revisits;
-          // Reached again with fewer events asleep: those asleep the first time but awake now
-          // were never explored from here. Explore them, and remember only what slept both
-          // times (Godefroid's state caching with sleep sets).
-          std::vector<Fingerprint> missed;
-          std::set_difference(entry->second.begin(), entry->second.end(), asleep.begin(),
-                              asleep.end(), std::back_inserter(missed));
-          if (missed.empty() || run.ended) continue;
-          std::vector<Fingerprint> both;
-          std::set_intersection(entry->second.begin(), entry->second.end(), asleep.begin(),
-                                asleep.end(), std::back_inserter(both));
-          entry->second = std::move(both);
-          expand(path, run, node.preemptions, std::move(sleep), &missed);
-          continue;
-        }
-        ++result.states;
-        count_coverage();
-        if (run.ended) {
-          ++result.leaves;
-          ++result.good_leaves;  // a leaf that broke an invariant is a counterexample above
-          if (settings.stop_at_good_leaf) stopped = true;
-          result.leaf_states.push_back(reached);
-        } else {
-          INBOXSIM_ASSERT(run.outcome.at_frontier);
-          INBOXSIM_ASSERT(run.outcome.enabled <= 0xffff);
-          expand(path, run, node.preemptions, std::move(sleep), nullptr);
-        }
-        if (result.states >= settings.max_states) {
-          stopped = true;
-          break;
-        }
-      }
-      if (!settings.keep_going && !settings.stop_at_good_leaf && broke_unexpectedly()) {
-        stopped = true;
-      }
-      if (late()) stopped = true;
-      if (settings.progress) {
-        int64_t frontier = static_cast<int64_t>(nodes.size() - first - count);
-        for (const auto& [depth, waiting] : levels) frontier += static_cast<int64_t>(waiting.size());
-        settings.progress(result.states, result.transitions, frontier,
-                          static_cast<int64_t>(length),
-                          static_cast<int64_t>(result.counterexamples.size()));
-      }
+      levels_[next.size()].push_back(Node{std::move(next), parent, count});
     }
   }
-  result.complete = !stopped && levels.empty();
-  std::sort(result.leaf_states.begin(), result.leaf_states.end());
-  // Under a bound one final state may be counted once per preemption count it was reached with.
-  result.leaf_states.erase(std::unique(result.leaf_states.begin(), result.leaf_states.end()),
-                           result.leaf_states.end());
-  result.leaves = static_cast<int64_t>(result.leaf_states.size());
-  result.good_leaves = result.leaves;
-  result.preemption_bound = settings.preemptions;
-  name_counterexamples(result, scenario);
-  result.goals = goals.outcomes(result.complete, result.counterexamples);
-  result.wall_ms =
-      std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start).count();
-  return result;
+
+  // Takes the shortest level, in batches: large levels go in batches, so progress is visible
+  // and --max-states stops early.
+  void take_level() {
+    constexpr size_t kBatch = 4096;
+    auto level = levels_.begin();
+    const size_t length = level->first;
+    std::vector<Node> nodes = std::move(level->second);
+    levels_.erase(level);
+    result_.max_depth = std::max<int64_t>(result_.max_depth, static_cast<int64_t>(length));
+    // The runs of this level's nodes that an earlier replay already made on its way
+    // (ExploreControl::continue_alone), by the node's choices.
+    std::map<Choices, NodeRun> made = std::move(ahead_[length]);
+    ahead_.erase(length);
+    for (size_t first = 0; first < nodes.size() && !stopped_; first += kBatch) {
+      const size_t count = std::min(kBatch, nodes.size() - first);
+      std::vector<std::vector<NodeRun>> runs = replay(nodes, first, count, made);
+      for (size_t i = 0; i < count; ++i) {
+        keep_ahead(nodes[first + i], runs[i]);
+        if (runs[i].empty()) {  // not replayed: the wall time ran out
+          stopped_ = true;
+          continue;
+        }
+        if (take(nodes[first + i], runs[i].front()) == Next::stop_batch) break;
+      }
+      if (!settings_.keep_going && !settings_.stop_at_good_leaf && broke_unexpectedly()) {
+        stopped_ = true;
+      }
+      if (late()) stopped_ = true;
+      report_progress(nodes.size() - first - count, length);
+    }
+  }
+
+  // The runs of nodes [first, first + count): those made ahead, and the others replayed.
+  std::vector<std::vector<NodeRun>> replay(const std::vector<Node>& nodes, size_t first,
+                                           size_t count, std::map<Choices, NodeRun>& made) {
+    std::vector<std::vector<NodeRun>> runs(count);
+    std::vector<size_t> to_replay;
+    for (size_t i = 0; i < count; ++i) {
+      const auto early = made.find(nodes[first + i].choices);
+      if (early == made.end()) {
+        to_replay.push_back(i);
+      } else {
+        runs[i].push_back(std::move(early->second));
+        made.erase(early);
+      }
+    }
+    parallel_for(
+        to_replay.size(), settings_.jobs,
+        [&](size_t k) {
+          const size_t i = to_replay[k];
+          runs[i] = run_node(scenario_, nodes[first + i].choices, settings_, goals_, explored_);
+        },
+        [&](size_t) { return late(); });
+    result_.replays += static_cast<int64_t>(to_replay.size());
+    return runs;
+  }
+
+  // What the replay went on to: each state it passed through took `alone`, and the run after
+  // it is that one child's, kept for when its level comes (the search takes nodes in the same
+  // order as without them, so it is the same search).
+  void keep_ahead(const Node& node, std::vector<NodeRun>& runs) {
+    std::vector<Choices> children;
+    for (size_t k = 0; k + 1 < runs.size(); ++k) {
+      Choices child = stop_path(k == 0 ? node.choices : children.back(), runs[k]);
+      child.push_back(static_cast<uint16_t>(runs[k].outcome.alone));
+      children.push_back(std::move(child));
+    }
+    for (size_t k = 0; k < children.size(); ++k) {
+      ahead_[children[k].size()].emplace(std::move(children[k]), std::move(runs[k + 1]));
+    }
+  }
+
+  // Takes one node's run: its fault branches, its goals, then its state (a counterexample, a
+  // state seen before, a final state, or one to expand).
+  Next take(const Node& node, const NodeRun& run) {
+    ++result_.transitions;
+    result_.void_events_checked += run.outcome.void_events_checked;
+    if (!run.assumptions_held && settings_.persistent_sets) {
+      result_.persistent_sets_unsound = true;
+      stopped_ = true;
+      return Next::stop_batch;
+    }
+    const Choices path = queue_fault_branches(node, run);
+    result_.max_depth = std::max<int64_t>(result_.max_depth, static_cast<int64_t>(path.size()));
+    if (run.goals != 0) goals_.note(run.goals, trimmed(path, root_length_));
+    std::vector<Sleeper> sleep = sleep_after(node, run);
+    if (!run.violations.empty()) {
+      count_coverage(run);
+      record_counterexamples(run, path);
+      return Next::go_on;  // a broken state is a counterexample, not a place to go on from
+    }
+    return visit(node, run, path, std::move(sleep));
+  }
+
+  // The choices this replay made past the node, each option 0: their other options (a fault
+  // injected) are nodes of their own, with nothing asleep. Returns the node's path through them.
+  Choices queue_fault_branches(const Node& node, const NodeRun& run) {
+    Choices path = node.choices;
+    for (const uint32_t options : run.outcome.defaults) {
+      INBOXSIM_ASSERT(options <= 0xffff);
+      for (uint32_t option = 1; option < options; ++option) {
+        Choices branch = path;
+        branch.push_back(static_cast<uint16_t>(option));
+        levels_[branch.size()].push_back(Node{std::move(branch), kNoParent, node.preemptions});
+      }
+      path.push_back(0);
+    }
+    return path;
+  }
+
+  // This node's event, taken at its parent's state after the siblings before it: what stays
+  // asleep after it (every sleeper whose footprint its own does not meet).
+  std::vector<Sleeper> sleep_after(const Node& node, const NodeRun& run) {
+    std::vector<Sleeper> sleep;
+    if (!settings_.sleep_sets || node.parent == kNoParent || !run.outcome.recorded) return sleep;
+    Parent& parent = parents_[static_cast<size_t>(node.parent)];
+    const Sleeper self{run.outcome.transition, run.outcome.footprint, !run.outcome.at_frontier};
+    for (const std::vector<Sleeper>* list : {&parent.sleep, &parent.done}) {
+      for (const Sleeper& sleeper : *list) {
+        if (independent(sleeper, self)) sleep.push_back(sleeper);
+      }
+    }
+    parent.done.push_back(self);
+    return sleep;
+  }
+
+  void count_coverage(const NodeRun& run) {
+    for (size_t probe = 0; probe < kProbeCount; ++probe) {
+      if (run.coverage.counts[probe] > 0) ++result_.coverage.counts[probe];
+    }
+  }
+
+  // The first order found to break each invariant, as a scenario that replays it.
+  void record_counterexamples(const NodeRun& run, const Choices& path) {
+    for (const Violation& violation : run.violations) {
+      const auto invariant = static_cast<size_t>(violation.invariant);
+      if (found_[invariant]) continue;
+      found_[invariant] = true;
+      ExploreCounterexample cx;
+      cx.invariant = violation.invariant;
+      cx.detail = violation.detail;
+      cx.scenario = scenario_;
+      const Choices order = trimmed(path, root_length_);
+      cx.scenario.schedule = schedule_of(order, settings_);
+      cx.choices = order.size();
+      cx.scenario.expect = Expect{};
+      result_.counterexamples.push_back(std::move(cx));
+    }
+  }
+
+  // The state a node's run reached with every invariant holding: new (counted, and a final
+  // state or one to expand) or seen before (explored again only for what slept there then).
+  Next visit(const Node& node, const NodeRun& run, const Choices& path,
+             std::vector<Sleeper> sleep) {
+    const Fingerprint reached = run.ended ? run.leaf_state : run.outcome.state;
+    // Under a preemption bound, a state reached with fewer preemptions left has a smaller
+    // future: the count is part of what was explored.
+    const Fingerprint state = settings_.preemptions < 0
+                                  ? reached
+                                  : Hasher().add(reached).add_signed(node.preemptions).finish();
+    std::vector<Fingerprint> asleep;
+    for (const Sleeper& sleeper : sleep) asleep.push_back(sleeper.job);
+    std::sort(asleep.begin(), asleep.end());
+    const auto [entry, fresh] = visited_.try_emplace(state, asleep);
+    if (!fresh) {
+      ++result_.revisits;
+      // Reached again with fewer events asleep: those asleep the first time but awake now were
+      // never explored from here. Explore them, and remember only what slept both times
+      // (Godefroid's state caching with sleep sets).
+      std::vector<Fingerprint> missed;
+      std::set_difference(entry->second.begin(), entry->second.end(), asleep.begin(),
+                          asleep.end(), std::back_inserter(missed));
+      if (missed.empty() || run.ended) return Next::go_on;
+      std::vector<Fingerprint> both;
+      std::set_intersection(entry->second.begin(), entry->second.end(), asleep.begin(),
+                            asleep.end(), std::back_inserter(both));
+      entry->second = std::move(both);
+      expand(path, run, node.preemptions, std::move(sleep), &missed);
+      return Next::go_on;
+    }
+    ++result_.states;
+    count_coverage(run);
+    if (run.ended) {
+      ++result_.leaves;
+      ++result_.good_leaves;  // a leaf that broke an invariant is a counterexample above
+      if (settings_.stop_at_good_leaf) stopped_ = true;
+      result_.leaf_states.push_back(reached);
+    } else {
+      INBOXSIM_ASSERT(run.outcome.at_frontier);
+      INBOXSIM_ASSERT(run.outcome.enabled <= 0xffff);
+      expand(path, run, node.preemptions, std::move(sleep), nullptr);
+    }
+    if (result_.states >= settings_.max_states) {
+      stopped_ = true;
+      return Next::stop_batch;
+    }
+    return Next::go_on;
+  }
+
+  // `left_in_level`: the nodes of the level being taken that are still to come.
+  void report_progress(size_t left_in_level, size_t length) const {
+    if (!settings_.progress) return;
+    auto frontier = static_cast<int64_t>(left_in_level);
+    for (const auto& [depth, waiting] : levels_) frontier += static_cast<int64_t>(waiting.size());
+    settings_.progress(result_.states, result_.transitions, frontier,
+                       static_cast<int64_t>(length),
+                       static_cast<int64_t>(result_.counterexamples.size()));
+  }
+
+  ExploreResult finish() {
+    result_.complete = !stopped_ && levels_.empty();
+    std::sort(result_.leaf_states.begin(), result_.leaf_states.end());
+    // Under a bound one final state may be counted once per preemption count it was reached
+    // with.
+    result_.leaf_states.erase(std::unique(result_.leaf_states.begin(), result_.leaf_states.end()),
+                              result_.leaf_states.end());
+    result_.leaves = static_cast<int64_t>(result_.leaf_states.size());
+    result_.good_leaves = result_.leaves;
+    result_.preemption_bound = settings_.preemptions;
+    name_counterexamples(result_, scenario_);
+    result_.goals = goals_.outcomes(result_.complete, result_.counterexamples);
+    result_.wall_ms =
+        std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start_).count();
+    return std::move(result_);
+  }
+
+  const Scenario& scenario_;
+  const ExploreSettings& settings_;
+  const Clock::time_point start_;
+  const Clock::time_point deadline_;
+  ExploreResult result_;
+  std::map<size_t, std::vector<Node>> levels_;  // the nodes still to take, by choice count
+  size_t root_length_ = 0;                      // the choices of the moment explored from
+  std::map<size_t, std::map<Choices, NodeRun>> ahead_;
+  std::vector<Parent> parents_;
+  // Each state explored, with the events asleep at it (sleep sets, docs/model.md).
+  std::unordered_map<Fingerprint, std::vector<Fingerprint>, FingerprintHash> visited_;
+  std::vector<bool> found_;  // by invariant: a counterexample is recorded
+  GoalTracker goals_;
+  // Replays read the visited set while a batch runs, and nothing writes it until all are done.
+  const std::function<bool(const Fingerprint&)> explored_;
+  bool stopped_ = false;
+};
+
+ExploreResult explore_once(const Scenario& scenario, const ExploreSettings& settings) {
+  INBOXSIM_ASSERT(!clockless_refusal(scenario));
+  return BreadthFirstSearch(scenario, settings).run();
 }
 
 int64_t redrive_rounds(const Scenario& scenario, const ExploreSettings& settings) {
