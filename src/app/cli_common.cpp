@@ -4,6 +4,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <cstdlib>
 #include <iostream>
 
 #include "kernel/text.h"
@@ -51,6 +52,15 @@ std::optional<int> apply_sets(const std::vector<std::string>& sets, Config& conf
     if (!expected.empty()) return bad_input("--set " + assignment + ": expected " + expected);
   }
   return std::nullopt;
+}
+
+// --color: "always", "never", or "auto" (a terminal, and NO_COLOR unset or empty).
+bool use_color(const std::string& mode) {
+  if (mode == "always") return true;
+  if (mode == "never") return false;
+  const char* no_color = std::getenv("NO_COLOR");
+  if (no_color != nullptr && no_color[0] != '\0') return false;
+  return isatty(STDOUT_FILENO) != 0;
 }
 
 }  // namespace inboxsim

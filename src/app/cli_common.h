@@ -29,6 +29,10 @@ bool write_file(const std::string& path, const std::string& text);
 // code 2, with a message naming the flag and the folder, when it is not.
 std::optional<int> prepare_output_dir(const std::string& flag, const std::string& dir);
 
+// Whether to paint in colour for --color MODE: always, never, or auto (standard output is a
+// terminal and NO_COLOR is unset or empty).
+bool use_color(const std::string& mode);
+
 // Applies --set KEY=VALUE overrides to a config; returns exit code 2 on the first bad one.
 std::optional<int> apply_sets(const std::vector<std::string>& sets, Config& config);
 
