@@ -17,7 +17,7 @@
 #include <string>
 #include <vector>
 
-#include "broker/broker.h"
+#include "broker/message_broker.h"
 #include "check/checker.h"
 #include "domain/result.h"
 #include "domain/scenario.h"
@@ -110,7 +110,7 @@ class World {
   bool events_pending() const { return !scheduler_.empty(); }
   int64_t clock_ms() const { return now_ms(); }
   // Every queue's messages now (Broker::contents), the instances and the indexes dropped.
-  std::vector<QueueEntry> queue_contents() const { return broker_.contents(); }
+  std::vector<QueueEntry> queue_contents() const { return broker_->contents(); }
   struct InstanceState {
     std::string_view name;
     bool up = true;
@@ -118,7 +118,7 @@ class World {
   };
   std::vector<InstanceState> instance_states() const;
   std::vector<IndexName> dropped_indexes() const;
-  std::vector<std::string> parking_queues() const { return broker_.parking_queues(); }
+  std::vector<std::string> parking_queues() const { return broker_->parking_queues(); }
   // The envelope of each message published so far, by message id (a hand publish's template).
   std::map<std::string, std::string> envelopes() const { return publications_.envelopes(); }
 
@@ -388,7 +388,7 @@ class World {
   bool keep_final_tables_ = true;
 
   // The broker and what is on the wire.
-  Broker broker_;
+  std::unique_ptr<MessageBroker> broker_;
   std::vector<ConsumerInfo> consumers_;    // by broker consumer index
   size_t account_error_queue_ = 0;         // account-service_error
   Wire wire_;  // deliveries on their way to the consumers

@@ -25,7 +25,7 @@ Fingerprint World::fingerprint() {
     if (instance.transfer) instance.transfer->fingerprint(hasher, first[service]);
     first[service] = false;
   }
-  broker_.fingerprint(hasher);
+  broker_->fingerprint(hasher);
   checker_.fingerprint(hasher);
   faults_.fingerprint(hasher);
   hasher.add_signed(explorer_.outcome().faults_injected);

@@ -14,7 +14,7 @@ namespace inboxsim {
 void World::on_deliver(const Job& job) {
   const Delivery delivery = wire_.arrive(job.delivery_id);
   // A delivery still on the wire when its channel closed was requeued then; this copy is void.
-  if (!broker_.channel_open(delivery.consumer, delivery.channel)) return;
+  if (!broker_->channel_open(delivery.consumer, delivery.channel)) return;
   const ConsumerInfo& consumer = consumers_[delivery.consumer];
   const Instance& instance = instances_[consumer.instance];
   INBOXSIM_ASSERT(instance.up);
@@ -43,13 +43,12 @@ void World::on_deliver(const Job& job) {
 // client library refuses to ack on a closed channel, and the broker has already requeued the
 // message. Returns true (and says so) when that is the case.
 bool World::ack_void(const Delivery& delivery, std::string_view verb) {
-  if (broker_.channel_open(delivery.consumer, delivery.channel)) return false;
+  if (broker_->channel_open(delivery.consumer, delivery.channel)) return false;
   TraceEvent event =
       delivery_event(EventKind::ack_void, now_ms(), consumers_[delivery.consumer].participant,
                      participant::broker, delivery);
-  event.detail = std::string(verb) +
-                 " on a closed channel: ignored; the broker requeued the message when the "
-                 "connection closed";
+  event.detail = std::string(verb) + " on a closed channel: ignored; " +
+                 std::string(broker_->closed_connection_words());
   record(std::move(event));
   return true;
 }
@@ -97,8 +96,8 @@ void World::send_nack(const Delivery& delivery, std::string reason) {
 void World::on_ack(const Job& job, bool is_nack) {
   const std::string_view consumer = consumers_[job.consumer].participant;
   if (is_nack) {
-    broker_.nack(job.consumer, job.channel, job.delivery_tag, now_ms());
-  } else if (const auto settled = broker_.ack(job.consumer, job.channel, job.delivery_tag)) {
+    broker_->nack(job.consumer, job.channel, job.delivery_tag, now_ms());
+  } else if (const auto settled = broker_->ack(job.consumer, job.channel, job.delivery_tag, now_ms())) {
     record(delivery_event(EventKind::ack, now_ms(), consumer, participant::broker, *settled));
   } else {
     TraceEvent event =
@@ -114,7 +113,7 @@ void World::on_ack(const Job& job, bool is_nack) {
 void World::pump() {
   std::vector<Delivery>& dispatched = wire_.dispatched();
   dispatched.clear();
-  broker_.pump(dispatched, now_ms());
+  broker_->pump(dispatched, now_ms());
   for (Delivery& delivery : dispatched) {
     int64_t delay_ms = latency_ms();
     const Instance& instance = instances_[consumers_[delivery.consumer].instance];
