@@ -11,7 +11,9 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -20,8 +22,11 @@
 
 #include "domain/message.h"
 #include "kernel/fingerprint.h"
+#include "kernel/trace.h"
 
 namespace inboxsim {
+
+struct Config;
 
 // One delivery to one consumer, as the consumer sees it: a lease on a message, with the
 // receipt (`channel`, `delivery_tag`) that settles it. RabbitMQ: the channel's incarnation and
@@ -151,5 +156,9 @@ class MessageBroker {
   virtual bool a_consumer_could_have_filled() const = 0;
   virtual bool dispatchable() const = 0;
 };
+
+// The broker `config.broker_kind` names, with its settings; `record` receives its own events.
+std::unique_ptr<MessageBroker> make_broker(const Config& config,
+                                           std::function<void(TraceEvent)> record);
 
 }  // namespace inboxsim

@@ -2,7 +2,6 @@
 
 #include <utility>
 
-#include "broker/broker.h"
 #include "domain/participants.h"
 #include "domain/topology.h"
 #include "kernel/assert.h"
@@ -84,10 +83,7 @@ World::World(const Scenario& scenario, const Config& config, const WorldOptions&
       publications_(options.keep_trace, options.spill_databases && options.db_dir.empty()),
       checker_(scenario.accounts, config.transfer_notifications,
                config.transfer_notifications && config.transfer_email != EmailSend::none),
-      broker_(std::make_unique<Broker>([this](TraceEvent event) { record(std::move(event)); },
-                                       config.broker_prefetch, config.broker_delivery_limit,
-                                       config.broker_queue_type == QueueType::quorum,
-                                       config.broker_dead_letter == DeadLetter::dlx)),
+      broker_(make_broker(config, [this](TraceEvent event) { record(std::move(event)); })),
       faults_(options.spill_databases && options.db_dir.empty()
                   ? std::optional<size_t>(options.faults_in_memory_max)
                   : std::nullopt),
@@ -410,6 +406,7 @@ void World::dispatch(const Job& job) {
     case JobKind::pause_end: on_pause_end(job.instance); return;
     case JobKind::retry: on_retry(job.handler); return;
     case JobKind::durability_poll: on_durability_poll(job); return;
+    case JobKind::broker_timer: on_broker_timer(now_ms()); return;
   }
   INBOXSIM_ASSERT(false);
 }
@@ -422,6 +419,7 @@ bool World::deferred_by_pause(const Job& job) {
     case JobKind::nack:
     case JobKind::restart:
     case JobKind::heartbeat_timeout:
+    case JobKind::broker_timer:
     case JobKind::pause_end: return false;
     default: break;
   }

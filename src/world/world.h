@@ -14,6 +14,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -169,6 +170,7 @@ class World {
     pause_end,          // a paused instance goes on
     retry,              // a faulted handler's next attempt begins (account.retry)
     durability_poll,    // the wolverine inbox's durability agent polls the incoming table
+    broker_timer,       // the broker's own timer comes due (JetStream: an AckWait runs out)
   };
   struct Job {
     JobKind kind = JobKind::deliver;
@@ -342,6 +344,9 @@ class World {
   void send_nack(const Delivery& delivery, std::string reason);
   bool ack_void(const Delivery& delivery, std::string_view verb);
   void pump();
+  // Schedules the broker's next timer (MessageBroker::next_due_ms), once per instant.
+  void schedule_broker_timer();
+  void on_broker_timer(int64_t at_ms);
   // `copy`: a duplicate fault's copy, which no later fault copies again and which is no
   // re-publication of its publisher's, whoever the trace names as its publisher.
   void publish(ServiceId publisher_service, std::string_view publisher, const MessagePtr& message,
@@ -392,6 +397,7 @@ class World {
   std::vector<ConsumerInfo> consumers_;    // by broker consumer index
   size_t account_error_queue_ = 0;         // account-service_error
   Wire wire_;  // deliveries on their way to the consumers
+  std::set<int64_t> broker_timers_;  // when a broker_timer job is scheduled
   std::map<std::pair<size_t, int64_t>, MessagePtr> awaiting_confirm_;  // (instance, outbox seq)
 
   // The services: their databases, their instances, what the instances share.

@@ -122,6 +122,7 @@ std::string_view World::job_kind_word(JobKind kind) {
     case JobKind::pause_end: return "pause_end";
     case JobKind::retry: return "retry";
     case JobKind::durability_poll: return "durability_poll";
+    case JobKind::broker_timer: return "broker_timer";
   }
   return "?";
 }

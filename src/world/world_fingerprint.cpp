@@ -111,6 +111,7 @@ Fingerprint World::fingerprint_job(const Job& job) const {
     case JobKind::relay_poll:
     case JobKind::account_sweep:
     case JobKind::durability_poll:
+    case JobKind::broker_timer:
     case JobKind::restart:
     case JobKind::heartbeat_timeout:
     case JobKind::pause_end: break;

@@ -69,8 +69,11 @@ void World::cancel_handler(uint64_t id) {
                                  consumers_[delivery.consumer].participant, *delivery.message);
   event.detail =
       "cancelled: its channel closed, so MassTransit cancelled the consume context; rolled back, "
-      "locks released, not retried, nothing moved to the _error queue (the broker requeued the "
-      "message)";
+      "locks released, not retried, nothing moved to the _error queue (" +
+      std::string(config_.broker_kind == BrokerKind::jetstream
+                      ? broker_->closed_connection_words()
+                      : "the broker requeued the message") +
+      ")";
   record(std::move(event));
 }
 

@@ -204,6 +204,7 @@ PendingEvent World::describe_job(const Job& job) const {
     case JobKind::heartbeat_timeout: event.kind = "heartbeat_timeout"; break;
     case JobKind::pause_end: event.kind = "pause_end"; break;
     case JobKind::durability_poll: event.kind = "durability_poll"; break;
+    case JobKind::broker_timer: event.kind = "ack_wait_expiry"; break;
   }
   if (event.label.empty()) event.label = label_of_loop(event.kind, event.participant);
   if (void_forever(job)) event.label += " (void: its target is gone, it changes nothing)";

@@ -124,7 +124,8 @@ void World::pause(size_t index, int64_t ms, CrashPoint point, const Message& mes
                  std::string(crash_point_name(point)) + " (a GC pause, a stalled disk)";
   record(std::move(event));
   schedule(instance.paused_until_ms, Job::of_instance(JobKind::pause_end, index));
-  if (config_.broker_heartbeat_ms > 0) {
+  // RabbitMQ's heartbeat (JetStream's pull consumers lose nothing to a silent client).
+  if (config_.broker_heartbeat_ms > 0 && config_.broker_kind == BrokerKind::rabbitmq) {
     // A pause that ends before the close resumes the heartbeats in time (pause_end runs first
     // when the two fall on the same millisecond: it was scheduled first).
     const int64_t close_ms = heartbeat_close_ms(instance);
@@ -179,7 +180,10 @@ void World::crashed(size_t index) {
     handlers_.erase(id);
   }
   if (instance.transfer) instance.transfer->crash();
-  close_instance_connections(index, "process died; unacked deliveries go back to the queue");
+  close_instance_connections(
+      index, config_.broker_kind == BrokerKind::jetstream
+                 ? "process died; what it had not acked stays pending until its ack wait runs out"
+                 : "process died; unacked deliveries go back to the queue");
   schedule(now_ms() + instance.restart_after_ms,
            Job::of_instance(JobKind::restart, index, instance.incarnation));
 }
