@@ -137,7 +137,6 @@ size_t JetStreamBroker::publish(const MessagePtr& message, int64_t now_ms) {
 
 size_t JetStreamBroker::publish(const MessagePtr& message, std::string_view key,
                                 bool default_exchange, int64_t now_ms) {
-  now_ms_ = now_ms;
   if (default_exchange) return 0;  // no such exchange: unroutable (the parser refuses it)
   const auto ack = js_.publish(key, message, message->message_id, now_ms);
   if (!ack) return 0;  // no stream has the subject: no responders
@@ -170,7 +169,6 @@ bool JetStreamBroker::bound(const Queue& queue, std::string_view subject) const 
 // the prefetch, until a round gives nobody anything; the next pump starts with the client after
 // the last one served.
 void JetStreamBroker::pump(std::vector<Delivery>& out, int64_t now_ms) {
-  now_ms_ = now_ms;
   for (Queue& queue : queues_) {
     if (queue.error || queue.clients.empty()) continue;
     bool served = true;
@@ -229,7 +227,7 @@ Delivery JetStreamBroker::as_delivery(const JetStreamDelivery& delivery, size_t 
   out.channel = connection;
   out.delivery_tag = static_cast<int64_t>(delivery.consumer_sequence);
   out.redelivered = delivery.delivery_count > 1;
-  out.delivery_count = delivery.delivery_count;
+  out.delivery_count = delivery.delivery_count - 1;  // NumDelivered counts this one too
   out.attempts = delivery.delivery_count - 1;
   return out;
 }
@@ -268,7 +266,6 @@ std::optional<JetStreamBroker::Held> JetStreamBroker::take_held(size_t consumer,
 // still settles the message, for every client holding a copy (docs/model.md, script 02).
 std::optional<Delivery> JetStreamBroker::ack(size_t consumer, uint64_t channel,
                                              int64_t delivery_tag, int64_t now_ms) {
-  now_ms_ = now_ms;
   const std::optional<Held> held = take_held(consumer, channel, delivery_tag);
   if (!held) return std::nullopt;
   js_.ack(held->delivery, now_ms);
@@ -278,7 +275,6 @@ std::optional<Delivery> JetStreamBroker::ack(size_t consumer, uint64_t channel,
 // -NAK without a delay: the message is due for redelivery at the next pull.
 std::optional<Delivery> JetStreamBroker::nack(size_t consumer, uint64_t channel,
                                               int64_t delivery_tag, int64_t now_ms) {
-  now_ms_ = now_ms;
   const std::optional<Held> held = take_held(consumer, channel, delivery_tag);
   if (!held) return std::nullopt;
   if (js_.nak(held->delivery, 0, now_ms)) {
@@ -291,7 +287,6 @@ std::optional<Delivery> JetStreamBroker::nack(size_t consumer, uint64_t channel,
 // +TERM: settled, never delivered again (with a terminated advisory).
 std::optional<Delivery> JetStreamBroker::reject(size_t consumer, uint64_t channel,
                                                 int64_t delivery_tag, int64_t now_ms) {
-  now_ms_ = now_ms;
   const std::optional<Held> held = take_held(consumer, channel, delivery_tag);
   if (!held) return std::nullopt;
   js_.term(held->delivery, now_ms);
@@ -301,14 +296,12 @@ std::optional<Delivery> JetStreamBroker::reject(size_t consumer, uint64_t channe
 
 // A pull consumer's pending deliveries are the server's: a client that goes leaves them
 // pending until their AckWait runs out.
-void JetStreamBroker::close_connection(size_t consumer, int64_t now_ms, std::string_view) {
-  now_ms_ = now_ms;
+void JetStreamBroker::close_connection(size_t consumer, int64_t, std::string_view) {
   clients_[consumer].connected = false;
   clients_[consumer].held.clear();
 }
 
-void JetStreamBroker::open_connection(size_t consumer, int64_t now_ms) {
-  now_ms_ = now_ms;
+void JetStreamBroker::open_connection(size_t consumer, int64_t) {
   Client& client = clients_[consumer];
   INBOXSIM_ASSERT(client.held.empty());
   client.connected = true;
@@ -326,7 +319,6 @@ const std::string& JetStreamBroker::move_to_error_queue(size_t queue, const Mess
 // replay is meant to be delivered, whatever the dedupe window remembers).
 std::vector<MessagePtr> JetStreamBroker::redrive(size_t queue, int64_t now_ms) {
   INBOXSIM_ASSERT(queue < queues_.size() && queues_[queue].error);
-  now_ms_ = now_ms;
   std::vector<MessagePtr> moved;
   for (auto& [position, message] : queues_[queue].parked) {
     js_.publish(routing_key(message->type), message, "", now_ms);
@@ -387,7 +379,7 @@ std::vector<QueueEntry> JetStreamBroker::entries_of(size_t queue_index) const {
     entry.state = pending.redelivery_due ? "returned" : "unacked";
     entry.message = js_.message_at(stream, pending.stream_sequence);
     entry.redelivered = pending.deliveries > 1;
-    entry.delivery_count = pending.deliveries;
+    entry.delivery_count = pending.deliveries - 1;  // as Delivery::delivery_count
     // The last client to get it, if it still holds it.
     for (const size_t client : queue.clients) {
       for (const auto& [tag, held] : clients_[client].held) {

@@ -151,7 +151,6 @@ class JetStreamBroker final : public MessageBroker {
   std::vector<Queue> queues_;
   std::vector<Client> clients_;
   std::map<std::string, int64_t> parked_totals_;
-  int64_t now_ms_ = 0;
   uint64_t next_parked_position_ = 1;
   bool journal_kept_ = false;
   std::set<std::pair<size_t, uint64_t>> shown_;

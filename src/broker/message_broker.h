@@ -37,8 +37,9 @@ struct Delivery {
   uint64_t channel = 0;      // which incarnation of the consumer's connection it belongs to
   int64_t delivery_tag = 0;  // the receipt: unique per consumer and connection, increasing
   bool redelivered = false;
-  // The broker's own count, as the delivery carries it: RabbitMQ's x-delivery-count (quorum
-  // queues only, 0 on a first delivery), JetStream's NumDelivered (1 on a first delivery).
+  // The deliveries before this one, as the broker counts them: RabbitMQ's x-delivery-count
+  // (quorum queues only: the returns before this delivery), JetStream's NumDelivered minus one
+  // (so that the views, which show it under RabbitMQ's name, read the same on both brokers).
   int64_t delivery_count = 0;
   int64_t attempts = 0;  // deliveries before this one, whatever the broker (for reports)
 };
