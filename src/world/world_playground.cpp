@@ -204,7 +204,12 @@ PendingEvent World::describe_job(const Job& job) const {
     case JobKind::heartbeat_timeout: event.kind = "heartbeat_timeout"; break;
     case JobKind::pause_end: event.kind = "pause_end"; break;
     case JobKind::durability_poll: event.kind = "durability_poll"; break;
-    case JobKind::broker_timer: event.kind = "ack_wait_expiry"; break;
+    case JobKind::broker_timer:
+      event.kind = "ack_wait_expiry";
+      event.participant = std::string(participant::broker);
+      event.label = "the broker's ack wait runs out: what no one acked in time goes to the next "
+                    "consumer to pull";
+      break;
   }
   if (event.label.empty()) event.label = label_of_loop(event.kind, event.participant);
   if (void_forever(job)) event.label += " (void: its target is gone, it changes nothing)";
