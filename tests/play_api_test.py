@@ -139,6 +139,23 @@ def part_walk(server):
     again = replay(server, "01-happy-path", moment["moves"][10]["schedule"])
     twice = replay(server, "01-happy-path", moment["moves"][10]["schedule"])
     check("a moment replays identically", again == twice)
+    # A JetStream story plays with its clock; its broker's timer is an event like any other
+    # (taken whenever offered), and "can it still break?" is refused, saying why.
+    name = "74-jetstream-slow-consumer"
+    moment = replay(server, name)
+    offered = 0
+    taken = 0
+    while moment["enabled"] and taken < 500:
+        timer = [event for event in moment["enabled"] if event["kind"] == "ack_wait_expiry"]
+        offered += len(timer)
+        moment = replay(server, name, (timer or moment["enabled"])[0]["schedule"])
+        taken += 1
+    check("a JetStream story offers its ack wait running out", offered > 0, taken)
+    check("... and ends correct, whenever it is taken", moment["verdict"]["ended"] and
+          moment["verdict"]["passed"] is True, moment["verdict"])
+    status, reply = server.request("POST", "/api/explore", {"name": name, "faults": 0})
+    check("the explorer refuses a JetStream story, saying why",
+          status == 400 and "ack wait" in reply.get("error", ""), (status, reply))
 
 
 def fault_on(moment, kind, label_part):

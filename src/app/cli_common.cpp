@@ -51,6 +51,10 @@ std::optional<int> apply_sets(const std::vector<std::string>& sets, Config& conf
         config_set_text(config, assignment.substr(0, equals), assignment.substr(equals + 1));
     if (!expected.empty()) return bad_input("--set " + assignment + ": expected " + expected);
   }
+  // A key the broker gives no meaning (docs/contract.md, "broker.kind").
+  if (const std::optional<KeyRefusal> refusal = broker_key_refusal(config); refusal && !sets.empty()) {
+    return bad_input("--set: pointer: /config/" + refusal->key + ": expected " + refusal->expected);
+  }
   return std::nullopt;
 }
 

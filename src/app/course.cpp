@@ -98,6 +98,8 @@ std::vector<LessonBlock> make_blocks() {
       {"Beyond RabbitMQ: Kafka's exactly-once and the offset-commit window", {{"48", 3}}},
       {"Store, then ack: Wolverine's durable inbox and its durability agent",
        {{"71", 3}, {"72", 3}, {"73", 2}}},
+      {"Redelivery by timer: NATS JetStream's ack wait and its dedupe window",
+       {{"74", 3}, {"75", 3}}},
   };
 }
 

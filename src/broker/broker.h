@@ -28,64 +28,20 @@
 #include <utility>
 #include <vector>
 
+#include "broker/message_broker.h"
 #include "domain/message.h"
 #include "kernel/fingerprint.h"
 #include "kernel/trace.h"
 
 namespace inboxsim {
 
-// One delivery to one consumer, as the consumer sees it.
-struct Delivery {
-  MessagePtr message;
-  size_t consumer = 0;
-  uint64_t channel = 0;      // which incarnation of the consumer's channel it belongs to
-  int64_t delivery_tag = 0;  // increasing per channel, from 1
-  bool redelivered = false;
-  int64_t delivery_count = 0;  // x-delivery-count (quorum queues only; classic queues have none)
-  int64_t attempts = 0;        // deliveries before this one, whatever the queue type (for reports)
-};
-
-// What a queue is for.
-enum class QueueRole : uint8_t {
-  work,         // consumed by a service
-  dead_letter,  // `<queue>.dlq`: where the broker dead-letters (RabbitMQ's DLX, one per queue)
-  error,        // `<queue>_error`: where MassTransit moves a message whose handling faulted
-};
-
-// A message waiting in a dead-letter or error queue.
-struct ParkedMessage {
-  MessagePtr message;
-  std::string queue;
-  // Why the broker dead-lettered it, as RabbitMQ's x-death reason: `delivery_limit` or
-  // `rejected`. Empty in an error queue, where MassTransit moved it.
-  std::string reason;
-};
-
-// One message in a queue as a teaching view shows it (QueueRole says which kind of queue).
-struct QueueEntry {
-  std::string_view queue;
-  uint64_t position = 0;   // enqueue order: the message's row key in the view
-  std::string_view state;  // "ready", "returned" (quorum: served first) or "unacked"
-  MessagePtr message;
-  std::string_view consumer;  // unacked: who holds it
-  int64_t delivery_tag = 0;   // unacked: its tag on that consumer's channel
-  bool redelivered = false;
-  int64_t delivery_count = 0;
-  std::string_view reason;  // dead-letter queues: why
-};
-
-// The first channel that RabbitMQ's consumer timeout closes (Broker::next_consumer_timeout).
-struct ConsumerTimeout {
-  int64_t at_ms = 0;         // the channel tick that finds the oldest unacked delivery too old
-  size_t consumer = 0;       // whose channel it is
-  int64_t delivered_ms = 0;  // when that delivery was made
-  int64_t delivery_tag = 0;
-};
-
 // True when the routing key matches the AMQP topic pattern ('*' one word, '#' zero or more).
 bool topic_matches(std::string_view pattern, std::string_view routing_key);
 
-class Broker {
+// The RabbitMQ model behind the broker seam (broker/message_broker.h). Its own calls keep
+// RabbitMQ's signatures (the conformance scripts and the unit tests use them); the seam's
+// overrides forward to them.
+class Broker final : public MessageBroker {
  public:
   // `record` receives the broker's own events (requeue, dead_letter, dropped). A quorum queue
   // counts returns and dead-letters a message returned more than `delivery_limit` times; a
@@ -96,126 +52,144 @@ class Broker {
 
   // Declares a work queue bound to `banking.events` with these patterns, and its dead-letter
   // queue `<name>.dlq`; returns the work queue's index.
-  size_t declare_queue(std::string_view name, std::vector<std::string> patterns);
+  size_t declare_queue(std::string_view name, std::vector<std::string> patterns) override;
 
   // Declares `<name of source>_error`, where faulted messages of `source` are moved.
-  size_t declare_error_queue(size_t source);
+  size_t declare_error_queue(size_t source) override;
 
   // The queue named `name`, if any.
-  std::optional<size_t> find_queue(std::string_view name) const;
-  const std::string& queue_name(size_t queue) const;
-  size_t queue_count() const { return queues_.size(); }
+  std::optional<size_t> find_queue(std::string_view name) const override;
+  const std::string& queue_name(size_t queue) const override;
+  size_t queue_count() const override { return queues_.size(); }
 
   // Moves a message into error queue `queue` (MassTransit's error transport). Returns its name.
   // REQUIRES: `queue` is an error queue.
-  const std::string& move_to_error_queue(size_t queue, const MessagePtr& message);
+  const std::string& move_to_error_queue(size_t queue, const MessagePtr& message) override;
 
   // Moves every message of a dead-letter or error queue back to the queue it came from, as new
   // messages (not redelivered, counts reset), in order. Returns them.
   // REQUIRES: `queue` is a dead-letter or error queue.
   std::vector<MessagePtr> redrive(size_t queue);
+  std::vector<MessagePtr> redrive(size_t queue, int64_t /*now_ms*/) override {
+    return redrive(queue);
+  }
 
   // The names of every dead-letter and error queue, in the order they were declared.
-  std::vector<std::string> parking_queues() const;
+  std::vector<std::string> parking_queues() const override;
 
   // Messages waiting in dead-letter and error queues, queue by queue.
-  std::vector<ParkedMessage> parked() const;
+  std::vector<ParkedMessage> parked() const override;
   // How many messages went into each dead-letter and error queue over the run (by name).
-  const std::map<std::string, int64_t>& parked_totals() const { return parked_totals_; }
+  const std::map<std::string, int64_t>& parked_totals() const override { return parked_totals_; }
 
   // Every queue's messages, queue by queue in the order they were declared: ready and returned
   // ones in the order they wait, then each consumer's unacked ones by tag. The views read it
   // between events; the entries point into the broker and last until its next change.
-  std::vector<QueueEntry> contents() const;
+  std::vector<QueueEntry> contents() const override;
   // The views' journal of queue rows, so that a recorder need not compare every queue after
   // every event (which made a long story's report quadratic). Once kept, every change to a
   // message's place in a queue notes (queue, position); take_changed_entries() returns the
   // notes since the last call, sorted and without repeats, and clears them. Off by default:
   // a run without a view pays one test per change.
-  void keep_changed_entries() { journal_kept_ = true; }
-  std::vector<std::pair<size_t, uint64_t>> take_changed_entries();
+  void keep_changed_entries() override { journal_kept_ = true; }
+  std::vector<std::pair<size_t, uint64_t>> take_changed_entries() override;
   // The message at `position` of queue `queue` as contents() shows it, or nothing when it is
   // no longer there. Costs a binary search of the ready messages, plus the returned and unacked
   // ones (a few: bounded by the prefetch).
-  std::optional<QueueEntry> entry(size_t queue, uint64_t position) const;
+  std::optional<QueueEntry> entry(size_t queue, uint64_t position) const override;
   // Adds a consumer on a queue, connected; returns its index.
-  size_t add_consumer(std::string_view name, size_t queue);
+  size_t add_consumer(std::string_view name, size_t queue) override;
 
   // Routes a message through the exchange to every bound queue; returns how many it reached.
   size_t publish(const MessagePtr& message);
+  size_t publish(const MessagePtr& message, int64_t /*now_ms*/) override { return publish(message); }
   // The same with the publisher's own routing key (a message published by hand): through the
   // exchange, or with `default_exchange` straight to the queue the key names (RabbitMQ's
   // default exchange binds every queue by its name). Unroutable: it reaches no queue.
   size_t publish(const MessagePtr& message, std::string_view key, bool default_exchange);
+  size_t publish(const MessagePtr& message, std::string_view key, bool default_exchange,
+                 int64_t /*now_ms*/) override {
+    return publish(message, key, default_exchange);
+  }
 
   // Dispatches ready messages and appends the deliveries to `out`: queue by queue in the order
   // they were declared, each message to the first consumer of the queue's line that is
   // connected and has prefetch room. Consumers join the line in the order they are added (so
   // they take turns, #1 first) and again, at its end, when they get room back or reconnect.
   // `now_ms` is when they leave the broker (for the consumer timeout).
-  void pump(std::vector<Delivery>& out, int64_t now_ms = 0);
+  void pump(std::vector<Delivery>& out, int64_t now_ms = 0) override;
+  // RabbitMQ ends no lease by timer (the consumer timeout closes a channel: the World's job).
+  std::optional<int64_t> next_due_ms() const override { return std::nullopt; }
 
   // RabbitMQ's consumer timeout (rabbit_channel, 4.0.9): every `tick_ms` from its opening, a
   // channel looks at its oldest unacked delivery and closes (PRECONDITION_FAILED) if it was
   // delivered more than `timeout_ms` before. Returns the first such close to come, over every
   // open channel holding an unacked delivery (the earliest; on a tie, the lowest consumer), or
   // nothing. It depends on the clock only through the times given to pump and open_connection.
-  std::optional<ConsumerTimeout> next_consumer_timeout(int64_t timeout_ms, int64_t tick_ms) const;
+  std::optional<ConsumerTimeout> next_consumer_timeout(int64_t timeout_ms,
+                                                       int64_t tick_ms) const override;
 
   // True while the delivery's channel is open: a delivery or ack on a closed channel is void.
-  bool channel_open(size_t consumer, uint64_t channel) const;
+  bool channel_open(size_t consumer, uint64_t channel) const override;
+  std::string_view closed_connection_words() const override {
+    return "the broker requeued the message when the connection closed";
+  }
 
   // Settles an unacked delivery and returns it, or nothing if the channel closed meanwhile
   // (the message was already requeued).
   std::optional<Delivery> ack(size_t consumer, uint64_t channel, int64_t delivery_tag);
+  std::optional<Delivery> ack(size_t consumer, uint64_t channel, int64_t delivery_tag,
+                              int64_t /*now_ms*/) override {
+    return ack(consumer, channel, delivery_tag);
+  }
 
   // Returns an unacked delivery to its queue (redelivered), or dead-letters it past the limit.
   // Returns nothing if the channel closed meanwhile.
   std::optional<Delivery> nack(size_t consumer, uint64_t channel, int64_t delivery_tag,
-                               int64_t now_ms);
+                               int64_t now_ms) override;
 
   // basic.reject (or basic.nack) without requeue: dead-letters the delivery into the queue's
   // dead-letter queue with reason `rejected`, whatever the queue type (dlx.md). Returns
   // nothing if the channel closed meanwhile.
   std::optional<Delivery> reject(size_t consumer, uint64_t channel, int64_t delivery_tag,
-                                 int64_t now_ms);
+                                 int64_t now_ms) override;
 
   // Closes the consumer's connection: every unacked delivery goes back to the queue, in the
   // order it was delivered, flagged redelivered (where: see the opening paragraph); the
   // consumer leaves the queue's line.
-  void close_connection(size_t consumer, int64_t now_ms, std::string_view reason);
+  void close_connection(size_t consumer, int64_t now_ms, std::string_view reason) override;
   // Reconnects the consumer: it consumes again, at the end of its queue's line.
   // REQUIRES: it holds no unacked delivery.
-  void open_connection(size_t consumer, int64_t now_ms = 0);
-  bool connected(size_t consumer) const;
+  void open_connection(size_t consumer, int64_t now_ms = 0) override;
+  bool connected(size_t consumer) const override;
   // The same as channel_open, without counting as a read (the explorer asking, not an event):
   // a channel once closed never opens again (a reconnect opens a new one).
-  bool channel_still_open(size_t consumer, uint64_t channel) const {
+  bool channel_still_open(size_t consumer, uint64_t channel) const override {
     return consumers_[consumer].connected && consumers_[consumer].channel == channel;
   }
 
-  size_t consumer_count() const { return consumers_.size(); }
+  size_t consumer_count() const override { return consumers_.size(); }
 
   // The queues (by index, as bits) whose messages, consumers or channels were read or changed
   // since the last call, which clears them: the explorer's footprint of an event.
-  uint64_t take_touched() { return std::exchange(touched_, 0); }
+  uint64_t take_touched() override { return std::exchange(touched_, 0); }
   // True once some queue has made as many deliveries as the prefetch. Until then no consumer
   // can have been full, so an ack never decided who got a message (docs/model.md,
   // "Exploration": the explorer's persistent sets rely on it and check it).
-  bool a_consumer_could_have_filled() const;
+  bool a_consumer_could_have_filled() const override;
 
   // True when some work queue has a ready message and a consumer that could take it: never
   // after pump() (the explorer relies on it, and checks it).
-  bool dispatchable() const;
+  bool dispatchable() const override;
 
   // Every queue's messages in order, every consumer's connection, channel, next tag and unacked
   // deliveries, the round-robin cursors: what decides the broker's future, for the explorer.
-  void fingerprint(Hasher& hasher) const;
+  void fingerprint(Hasher& hasher) const override;
 
   // Work queues only (ready and returned): what waits in dead-letter and error queues is
   // parked, not pending.
-  size_t ready_messages() const;
-  size_t unacked_messages() const;
+  size_t ready_messages() const override;
+  size_t unacked_messages() const override;
 
  private:
   struct Queued {

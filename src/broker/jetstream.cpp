@@ -427,6 +427,40 @@ JetStreamConsumerInfo JetStream::info(size_t consumer_index) const {
   return out;
 }
 
+const MessagePtr& JetStream::message_at(size_t stream, uint64_t sequence) const {
+  INBOXSIM_ASSERT(stream < streams_.size());
+  INBOXSIM_ASSERT(sequence >= 1 && sequence <= streams_[stream].messages.size());
+  return streams_[stream].messages[sequence - 1].message;
+}
+
+std::vector<JetStream::PendingEntry> JetStream::pending_entries(size_t consumer_index) const {
+  INBOXSIM_ASSERT(consumer_index < consumers_.size());
+  const Consumer& consumer = consumers_[consumer_index];
+  std::vector<PendingEntry> out;
+  for (const auto& [sequence, pending] : consumer.pending) {
+    const auto count = consumer.redelivery_count.find(sequence);
+    const int64_t redeliveries = count == consumer.redelivery_count.end() ? 0 : count->second;
+    out.push_back(PendingEntry{sequence, redeliveries + 1, queued_for_redelivery(consumer, sequence)});
+  }
+  return out;
+}
+
+std::vector<uint64_t> JetStream::undelivered_sequences(size_t consumer_index) const {
+  INBOXSIM_ASSERT(consumer_index < consumers_.size());
+  const Consumer& consumer = consumers_[consumer_index];
+  const Stream& stream = streams_[consumer.stream];
+  std::vector<uint64_t> out;
+  for (uint64_t sequence = consumer.next_stream_sequence; sequence <= stream.messages.size();
+       ++sequence) {
+    const Stored& stored = stream.messages[sequence - 1];
+    if (consumer.config.filter_subject.empty() ||
+        nats_subject_matches(consumer.config.filter_subject, stored.subject)) {
+      out.push_back(sequence);
+    }
+  }
+  return out;
+}
+
 std::vector<JetStreamAdvisory> JetStream::take_advisories() {
   return std::exchange(advisories_, {});
 }

@@ -153,6 +153,22 @@ class JetStream {
   std::optional<int64_t> next_due_ms() const;
 
   JetStreamConsumerInfo info(size_t consumer) const;
+  // What a view of the consumer shows (broker/jetstream_broker.h): the stored message at a
+  // stream sequence, the messages pending on the consumer (in stream order, with whether each
+  // is queued for redelivery), and the stream sequences it has not delivered yet.
+  // REQUIRES (message_at): 1 <= sequence <= the stream's last.
+  const MessagePtr& message_at(size_t stream, uint64_t sequence) const;
+  struct PendingEntry {
+    uint64_t stream_sequence = 0;
+    int64_t deliveries = 0;
+    bool redelivery_due = false;
+  };
+  std::vector<PendingEntry> pending_entries(size_t consumer) const;
+  std::vector<uint64_t> undelivered_sequences(size_t consumer) const;
+  // When the next AckWait runs out, if a delivery is pending and not queued for redelivery yet
+  // (the Nats-Msg-Ids' window, unlike next_due_ms, is left out: forgetting one changes nothing
+  // until the next publish, which forgets it itself).
+  std::optional<int64_t> next_ack_wait_expiry_ms() const { return next_expiry_ms(INT64_MAX); }
   // The advisories published since the last call, in order.
   std::vector<JetStreamAdvisory> take_advisories();
 

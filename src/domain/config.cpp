@@ -2,6 +2,7 @@
 
 #include <array>
 #include <charconv>
+#include <span>
 
 #include "domain/participants.h"
 #include "kernel/assert.h"
@@ -23,6 +24,7 @@ constexpr std::array<std::string_view, 2> kIsolationNames = {"repeatable_read", 
 constexpr std::array<std::string_view, 2> kMartenAppendNames = {"rich", "quick"};
 constexpr std::array<std::string_view, 3> kEmailSendNames = {"none", "before_commit",
                                                              "after_commit"};
+constexpr std::array<std::string_view, 2> kBrokerKindNames = {"rabbitmq", "jetstream"};
 
 // The largest value accepted for a millisecond window: 100 years, well inside int64.
 constexpr int64_t kWindowMsMax = 100LL * 365 * 24 * 3600 * 1000;
@@ -328,6 +330,17 @@ const std::vector<KeyRow>& key_rows() {
       integer_key<&Config::account_durability_poll_ms, 0, kWindowMsMax>(
           "account.durability_poll_ms",
           "how often the wolverine inbox's durability agent recovers envelopes (0: no agent)"),
+      choice_key<&Config::broker_kind, kBrokerKindNames>(
+          "broker.kind", "the broker: RabbitMQ, or NATS JetStream (redelivery by ack wait)"),
+      integer_key<&Config::broker_ack_wait_ms, 1, kWindowMsMax>(
+          "broker.ack_wait_ms",
+          "jetstream: AckWait, after which an unacked delivery goes to any consumer again"),
+      integer_key<&Config::broker_max_deliver, -1, kDeliveryLimitMax>(
+          "broker.max_deliver",
+          "jetstream: MaxDeliver, deliveries before the consumer gives up (-1 or 0: unlimited)"),
+      integer_key<&Config::broker_dedupe_window_ms, 100, kWindowMsMax>(
+          "broker.dedupe_window_ms",
+          "jetstream: the streams' Duplicates window for publishes with the same message id"),
   };
   return rows;
 }
@@ -416,10 +429,65 @@ std::string_view email_send_name(EmailSend email) {
   return kEmailSendNames[static_cast<size_t>(email)];
 }
 
+std::string_view broker_kind_name(BrokerKind kind) {
+  return kBrokerKindNames[static_cast<size_t>(kind)];
+}
+
 nlohmann::ordered_json config_to_json(const Config& config) {
   nlohmann::ordered_json out;
   for (const KeyRow& row : key_rows()) out[std::string(row.name)] = row.get(config);
   return out;
+}
+
+namespace {
+
+// A broker's key: the value a config has, and whether it is the default.
+struct BrokerKey {
+  std::string_view name;
+  bool is_default;
+  std::string_view why;
+};
+
+}  // namespace
+
+std::optional<KeyRefusal> broker_key_refusal(const Config& config) {
+  const Config defaults;
+  const bool jetstream = config.broker_kind == BrokerKind::jetstream;
+  const std::array<BrokerKey, 5> rabbitmq_keys = {{
+      {"broker.queue_type", config.broker_queue_type == defaults.broker_queue_type,
+       "a JetStream consumer counts deliveries itself, whatever the queue (set broker.max_deliver)"},
+      {"broker.delivery_limit", config.broker_delivery_limit == defaults.broker_delivery_limit,
+       "JetStream's limit is the consumer's MaxDeliver (set broker.max_deliver)"},
+      {"broker.dead_letter", config.broker_dead_letter == defaults.broker_dead_letter,
+       "JetStream has no dead-letter queue: past MaxDeliver a message stays in the stream, with "
+       "an advisory"},
+      {"broker.consumer_timeout_ms",
+       config.broker_consumer_timeout_ms == defaults.broker_consumer_timeout_ms,
+       "JetStream closes no connection over a slow delivery: its ack wait redelivers it "
+       "(set broker.ack_wait_ms)"},
+      {"broker.heartbeat_ms", config.broker_heartbeat_ms == defaults.broker_heartbeat_ms,
+       "a pull consumer's deliveries do not hang on its client's connection: a silent client "
+       "loses nothing until the ack wait runs out"},
+  }};
+  const std::array<BrokerKey, 3> jetstream_keys = {{
+      {"broker.ack_wait_ms", config.broker_ack_wait_ms == defaults.broker_ack_wait_ms,
+       "RabbitMQ redelivers nothing by timer (its consumer timeout closes the channel instead)"},
+      {"broker.max_deliver", config.broker_max_deliver == defaults.broker_max_deliver,
+       "RabbitMQ's limit is a quorum queue's broker.delivery_limit"},
+      {"broker.dedupe_window_ms",
+       config.broker_dedupe_window_ms == defaults.broker_dedupe_window_ms,
+       "RabbitMQ does not deduplicate publishes"},
+  }};
+  for (const BrokerKey& key : jetstream ? std::span<const BrokerKey>(rabbitmq_keys)
+                                        : std::span<const BrokerKey>(jetstream_keys)) {
+    if (key.is_default) continue;
+    const std::string_view broker = jetstream ? "jetstream" : "rabbitmq";
+    const std::string value = config_to_json(config)[std::string(key.name)].dump();
+    return KeyRefusal{std::string(key.name),
+                      "its default on broker.kind = " + std::string(broker) + ", not " + value +
+                          ": " + std::string(key.why)};
+  }
+  return std::nullopt;
 }
 
 nlohmann::ordered_json config_diff_json(const Config& config) {

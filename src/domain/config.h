@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -58,6 +59,10 @@ enum class MartenAppend : uint8_t { rich, quick };
 // its notification row and processed_messages record), after_commit (it commits, then calls
 // the mail API).
 enum class EmailSend : uint8_t { none, before_commit, after_commit };
+// Which broker the bank runs on (broker.kind): RabbitMQ (broker/broker.h), or NATS JetStream
+// (broker/jetstream_broker.h), which redelivers by timer: a delivery not acked within the ack
+// wait is delivered again, to any consumer (docs/model.md, "JetStream in the world").
+enum class BrokerKind : uint8_t { rabbitmq, jetstream };
 
 // MassTransit's UseMessageRetry on account-service's endpoint: the waits before each retry of a
 // faulted delivery, in process (none, by default). Then the message goes to the _error queue.
@@ -120,6 +125,12 @@ struct Config {
   int64_t account_durability_poll_ms = 5'000;
   // An effect outside the transaction (needs transfer.notifications).
   EmailSend transfer_email = EmailSend::none;
+  // The broker (docs/contract.md §9.4), and JetStream's own settings: AckWait, MaxDeliver (-1:
+  // unlimited) and the streams' Duplicates window, nats-server 2.9's defaults.
+  BrokerKind broker_kind = BrokerKind::rabbitmq;
+  int64_t broker_ack_wait_ms = 30'000;
+  int64_t broker_max_deliver = -1;
+  int64_t broker_dedupe_window_ms = 120'000;
 
   // Returns the instance count of `service`'s config key.
   int64_t instances(bool account) const { return account ? account_instances : transfer_instances; }
@@ -159,6 +170,16 @@ nlohmann::ordered_json config_to_json(const Config& config);
 // Returns only the keys whose value differs from the default, in config_keys() order.
 nlohmann::ordered_json config_diff_json(const Config& config);
 
+// A key that means nothing on the broker `config.broker_kind` names, set other than to its
+// default (RabbitMQ's queue type, delivery limit, dead-lettering, consumer timeout and heartbeat
+// on JetStream; JetStream's ack wait, MaxDeliver and dedupe window on RabbitMQ): the first such
+// key, and what it must be instead and why.
+struct KeyRefusal {
+  std::string key;
+  std::string expected;
+};
+std::optional<KeyRefusal> broker_key_refusal(const Config& config);
+
 // Returns consumer.work_ms as written in config files: "A..B".
 std::string work_ms_text(const Config& config);
 
@@ -175,5 +196,6 @@ std::string_view dead_letter_name(DeadLetter dead_letter);
 std::string_view masstransit_version_name(MassTransitVersion version);
 std::string_view marten_append_name(MartenAppend append);
 std::string_view email_send_name(EmailSend email);
+std::string_view broker_kind_name(BrokerKind kind);
 
 }  // namespace inboxsim

@@ -22,6 +22,8 @@ std::vector<std::string> redrivable_queues(const Config& config) {
   for (const QueueSpec* queue : queues) {
     if (queue->error_queue) names.push_back(error_queue_name(queue->name));
   }
+  // JetStream has no dead-letter queues (docs/model.md, "JetStream").
+  if (config.broker_kind == BrokerKind::jetstream) return names;
   for (const QueueSpec* queue : queues) names.push_back(dead_letter_queue_name(queue->name));
   return names;
 }

@@ -38,6 +38,20 @@ inline constexpr std::array<QueueSpec, 3> kQueues = {{
      true},
 }};
 
+// broker.kind = jetstream: a stream per publishing service, holding every subject it publishes
+// on. Two streams may not share a subject (nats-server refuses it), so a work queue becomes a
+// durable consumer on the stream its bindings fall in, the notifications queue a second,
+// filtered, consumer on account-service's events (docs/model.md, "JetStream in the world").
+struct StreamSpec {
+  std::string_view name;
+  std::string_view publisher;
+  std::string_view subject;  // NATS: '>' is one or more tokens
+};
+inline constexpr std::array<StreamSpec, 2> kStreams = {{
+    {"TRANSFERS", "transfer-service", "transfers.>"},
+    {"ACCOUNTS", "account-service", "accounts.>"},
+}};
+
 // The work queues `config` declares, in declaration order.
 std::vector<const QueueSpec*> declared_queues(const Config& config);
 

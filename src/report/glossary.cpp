@@ -330,9 +330,31 @@ void add_durable_inbox_terms(std::vector<GlossaryEntry>& out) {
        "73-wolverine-stranded-envelope"});
 }
 
+// NATS JetStream's words (broker.kind = jetstream), as its broker lines use them.
+void add_jetstream_terms(std::vector<GlossaryEntry>& out) {
+  out.push_back(
+      {"ack wait",
+       {"AckWait", "broker.ack_wait_ms", "jetstream", "stream", "redelivery by timer"},
+       "JetStream's rule for a delivery nobody acked (broker.kind = jetstream): once its ack "
+       "wait (broker.ack_wait_ms, 30 s by default) runs out, the message goes to whichever client "
+       "of the consumer pulls next, while the first may still be handling it. No fault is "
+       "needed: a slow handler is enough. A late ack from the first holder still settles it. "
+       "Past broker.max_deliver deliveries it is delivered no more, with no dead-letter queue.",
+       "74-jetstream-slow-consumer"});
+  out.push_back(
+      {"dedupe window",
+       {"Duplicates window", "Duplicates", "Nats-Msg-Id", "broker.dedupe_window_ms"},
+       "a JetStream stream's memory of the message ids it stored (broker.dedupe_window_ms, 2 min "
+       "by default, counted from the first publication): a publish with an id it remembers is "
+       "not stored, and its publish ack says duplicate. After the window the same id is a new "
+       "message, delivered again from the start: the broker's window is not an inbox.",
+       "75-jetstream-dedupe-window"});
+}
+
 std::vector<GlossaryEntry> make_glossary() {
   std::vector<GlossaryEntry> entries;
   add_delivery_terms(entries);
+  add_jetstream_terms(entries);
   add_service_terms(entries);
   add_durable_inbox_terms(entries);
   add_fault_terms(entries);

@@ -327,6 +327,9 @@ Scenario parse_root(const json& root, const std::string& file_label) {
   if (const Node checkpoints = field(node, "checkpoints"); checkpoints.value != nullptr) {
     scenario.checkpoints = parse_checkpoints(checkpoints, context);
   }
+  if (const std::optional<Refusal> refusal = broker_refusal(scenario)) {
+    fail(refusal->pointer, "expected " + refusal->expected);
+  }
   scenario.description_parts = parse_description_parts(node, context);
   scenario.accounts = std::move(context.accounts);
   return scenario;

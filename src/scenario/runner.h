@@ -64,6 +64,11 @@ struct Refusal {
 };
 std::optional<Refusal> clockless_refusal(const Scenario& scenario);
 
+// What `scenario` asks that has no meaning on its broker (broker.kind): a RabbitMQ key set on
+// JetStream or the other way round (broker_key_refusal), a publish to JetStream's missing
+// default exchange. The parser refuses it (exit 2).
+std::optional<Refusal> broker_refusal(const Scenario& scenario);
+
 // Returns one line describing a step ("transfer t1: alice -> bob 2500").
 std::string describe_step(const Step& step);
 

@@ -199,7 +199,7 @@ void RowRecorder::attribute(std::vector<RowChange>& changes, size_t events_befor
 // which it keeps while it moves between ready and unacked. The first call reads every queue
 // and starts the broker's journal; later calls look up only the rows the journal names, so
 // that a long story costs the same per event as a short one.
-std::vector<RowChange> RowRecorder::diff_queues(Broker& broker) {
+std::vector<RowChange> RowRecorder::diff_queues(MessageBroker& broker) {
   std::vector<size_t> queue_tables;
   for (size_t queue = 0; queue < broker.queue_count(); ++queue) {
     queue_tables.push_back(declare_table(kBrokerSource, broker.queue_name(queue), kQueueColumns));
@@ -266,7 +266,7 @@ const std::string& queue_message_id(const RowChange& change) {
 
 }  // namespace
 
-void RowRecorder::before_event(Broker& broker, const TraceEvent& next) {
+void RowRecorder::before_event(MessageBroker& broker, const TraceEvent& next) {
   std::vector<RowChange> earlier;
   for (RowChange& change : diff_queues(broker)) {
     const bool own = settled_before_recorded(next.kind) && !next.message_id.empty() &&
@@ -307,7 +307,7 @@ void merge_reinserts(std::vector<RowChange>& changes) {
 
 }  // namespace
 
-RowHistory RowRecorder::finish(Broker& broker) {
+RowHistory RowRecorder::finish(MessageBroker& broker) {
   std::vector<RowChange> last = diff_queues(broker);
   attribute(last, events_);
   attribute(committed_, events_);

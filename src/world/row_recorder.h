@@ -27,7 +27,7 @@
 #include <utility>
 #include <vector>
 
-#include "broker/broker.h"
+#include "broker/message_broker.h"
 #include "domain/row_changes.h"
 #include "kernel/trace.h"
 
@@ -54,12 +54,12 @@ class RowRecorder {
   void unwatch_all();
 
   // World::record calls these around recording one trace event.
-  void before_event(Broker& broker, const TraceEvent& next);
+  void before_event(MessageBroker& broker, const TraceEvent& next);
   void after_event();
   // World::committed: a commit that records no event of its own.
   void commit_without_events();
   // The run is over: the last queue changes, then the history.
-  RowHistory finish(Broker& broker);
+  RowHistory finish(MessageBroker& broker);
 
  private:
   struct Connection;
@@ -72,7 +72,7 @@ class RowRecorder {
                        std::vector<std::string> columns);
   void read_existing_rows(sqlite3* handle, const std::string& source);
   // The queues' changes since the last call.
-  std::vector<RowChange> diff_queues(Broker& broker);
+  std::vector<RowChange> diff_queues(MessageBroker& broker);
   // Hands `changes` to event `index` (or to the opening rows before the first event).
   void attribute(std::vector<RowChange>& changes, size_t events_before);
 

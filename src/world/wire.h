@@ -8,7 +8,7 @@
 #include <utility>
 #include <vector>
 
-#include "broker/broker.h"
+#include "broker/message_broker.h"
 #include "kernel/assert.h"
 
 namespace inboxsim {

@@ -83,9 +83,7 @@ World::World(const Scenario& scenario, const Config& config, const WorldOptions&
       publications_(options.keep_trace, options.spill_databases && options.db_dir.empty()),
       checker_(scenario.accounts, config.transfer_notifications,
                config.transfer_notifications && config.transfer_email != EmailSend::none),
-      broker_([this](TraceEvent event) { record(std::move(event)); }, config.broker_prefetch,
-              config.broker_delivery_limit, config.broker_queue_type == QueueType::quorum,
-              config.broker_dead_letter == DeadLetter::dlx),
+      broker_(make_broker(config, [this](TraceEvent event) { record(std::move(event)); })),
       faults_(options.spill_databases && options.db_dir.empty()
                   ? std::optional<size_t>(options.faults_in_memory_max)
                   : std::nullopt),
@@ -165,10 +163,10 @@ void World::add_consumers() {
     for (const std::string_view binding : spec->bindings) {
       if (!binding.empty()) patterns.emplace_back(binding);
     }
-    const size_t queue = broker_.declare_queue(spec->name, std::move(patterns));
+    const size_t queue = broker_->declare_queue(spec->name, std::move(patterns));
     if (spec->error_queue) {
       INBOXSIM_ASSERT(spec->consumer == QueueConsumer::account);
-      account_error_queue_ = broker_.declare_error_queue(queue);
+      account_error_queue_ = broker_->declare_error_queue(queue);
     }
     queue_of[static_cast<size_t>(spec->consumer)] = queue;
   }
@@ -179,7 +177,7 @@ void World::add_consumers() {
   for (size_t index = 0; index < instances_.size(); ++index) {
     Instance& instance = instances_[index];
     auto add = [&](size_t queue, ConsumerRole role, std::string_view participant) {
-      const size_t consumer = broker_.add_consumer(participant, queue);
+      const size_t consumer = broker_->add_consumer(participant, queue);
       INBOXSIM_ASSERT(consumer == consumers_.size());
       consumers_.push_back(ConsumerInfo{index, role, participant});
       instance.consumers.push_back(consumer);
@@ -267,7 +265,7 @@ void World::arm_fault(const FaultSpec& fault) {
       const Instance& instance = instances_[consumers_[consumer].instance];
       if (instance.service != *fault.service) continue;
       if (fault.instance && *fault.instance != instance.number) continue;
-      if (broker_.connected(consumer)) reset_connection(consumer, "connection dropped");
+      if (broker_->connected(consumer)) reset_connection(consumer, "connection dropped");
     }
     return;
   }
@@ -408,6 +406,7 @@ void World::dispatch(const Job& job) {
     case JobKind::pause_end: on_pause_end(job.instance); return;
     case JobKind::retry: on_retry(job.handler); return;
     case JobKind::durability_poll: on_durability_poll(job); return;
+    case JobKind::broker_timer: on_broker_timer(now_ms()); return;
   }
   INBOXSIM_ASSERT(false);
 }
@@ -420,6 +419,7 @@ bool World::deferred_by_pause(const Job& job) {
     case JobKind::nack:
     case JobKind::restart:
     case JobKind::heartbeat_timeout:
+    case JobKind::broker_timer:
     case JobKind::pause_end: return false;
     default: break;
   }
@@ -433,15 +433,15 @@ bool World::deferred_by_pause(const Job& job) {
 
 void World::redrive(const std::string& queue_name) {
   if (queue_name == "all") {
-    for (const std::string& name : broker_.parking_queues()) redrive(name);
+    for (const std::string& name : broker_->parking_queues()) redrive(name);
     return;
   }
-  const std::optional<size_t> queue = broker_.find_queue(queue_name);
+  const std::optional<size_t> queue = broker_->find_queue(queue_name);
   if (!queue) {
     mark_step("(" + queue_name + " does not exist in this configuration: nothing to redrive)");
     return;
   }
-  for (const MessagePtr& message : broker_.redrive(*queue)) {
+  for (const MessagePtr& message : broker_->redrive(*queue, now_ms())) {
     TraceEvent event = event_about(EventKind::redrive, now_ms(), participant::operator_, *message);
     event.target = participant::broker;
     event.detail = "moved from " + queue_name + " back to its queue, as a new message";
@@ -455,7 +455,7 @@ void World::redrive(const std::string& queue_name) {
 void World::record(TraceEvent event) {
   stats_.count(event);
   coverage_.count(event);
-  if (rows_) rows_->before_event(broker_, event);
+  if (rows_) rows_->before_event(*broker_, event);
   trace_.record(std::move(event));
   if (rows_) rows_->after_event();
 }

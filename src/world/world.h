@@ -14,10 +14,11 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
-#include "broker/broker.h"
+#include "broker/message_broker.h"
 #include "check/checker.h"
 #include "domain/result.h"
 #include "domain/scenario.h"
@@ -110,7 +111,7 @@ class World {
   bool events_pending() const { return !scheduler_.empty(); }
   int64_t clock_ms() const { return now_ms(); }
   // Every queue's messages now (Broker::contents), the instances and the indexes dropped.
-  std::vector<QueueEntry> queue_contents() const { return broker_.contents(); }
+  std::vector<QueueEntry> queue_contents() const { return broker_->contents(); }
   struct InstanceState {
     std::string_view name;
     bool up = true;
@@ -118,7 +119,7 @@ class World {
   };
   std::vector<InstanceState> instance_states() const;
   std::vector<IndexName> dropped_indexes() const;
-  std::vector<std::string> parking_queues() const { return broker_.parking_queues(); }
+  std::vector<std::string> parking_queues() const { return broker_->parking_queues(); }
   // The envelope of each message published so far, by message id (a hand publish's template).
   std::map<std::string, std::string> envelopes() const { return publications_.envelopes(); }
 
@@ -169,6 +170,7 @@ class World {
     pause_end,          // a paused instance goes on
     retry,              // a faulted handler's next attempt begins (account.retry)
     durability_poll,    // the wolverine inbox's durability agent polls the incoming table
+    broker_timer,       // the broker's own timer comes due (JetStream: an AckWait runs out)
   };
   struct Job {
     JobKind kind = JobKind::deliver;
@@ -342,6 +344,9 @@ class World {
   void send_nack(const Delivery& delivery, std::string reason);
   bool ack_void(const Delivery& delivery, std::string_view verb);
   void pump();
+  // Schedules the broker's next timer (MessageBroker::next_due_ms), once per instant.
+  void schedule_broker_timer();
+  void on_broker_timer(int64_t at_ms);
   // `copy`: a duplicate fault's copy, which no later fault copies again and which is no
   // re-publication of its publisher's, whoever the trace names as its publisher.
   void publish(ServiceId publisher_service, std::string_view publisher, const MessagePtr& message,
@@ -388,10 +393,11 @@ class World {
   bool keep_final_tables_ = true;
 
   // The broker and what is on the wire.
-  Broker broker_;
+  std::unique_ptr<MessageBroker> broker_;
   std::vector<ConsumerInfo> consumers_;    // by broker consumer index
   size_t account_error_queue_ = 0;         // account-service_error
   Wire wire_;  // deliveries on their way to the consumers
+  std::set<int64_t> broker_timers_;  // when a broker_timer job is scheduled
   std::map<std::pair<size_t, int64_t>, MessagePtr> awaiting_confirm_;  // (instance, outbox seq)
 
   // The services: their databases, their instances, what the instances share.

@@ -6,7 +6,7 @@
 #include <string_view>
 #include <utility>
 
-#include "broker/broker.h"
+#include "broker/message_broker.h"
 #include "kernel/trace.h"
 #include "services/host.h"
 

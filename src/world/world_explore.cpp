@@ -39,7 +39,7 @@ bool World::explored_step() {
   if (last_choice && explorer_.control().stop_at_frontier) {
     // The node's own event: from here on, everything read or changed is its footprint.
     explorer_.start_recording(fingerprint_job(scheduler_.pending()[option]));
-    broker_.take_touched();
+    broker_->take_touched();
   }
   take_and_dispatch(option);
   return true;
@@ -63,11 +63,11 @@ bool World::at_frontier(size_t enabled) {
                     [&](size_t other) { return other != job.instance; });
     explorer_.add_frontier_option(fingerprint_job(job), commutes_with_the_rest(job), preempts);
   }
-  if (explorer_.recording()) explorer_.finish_frontier_footprint(broker_.take_touched());
+  if (explorer_.recording()) explorer_.finish_frontier_footprint(broker_->take_touched());
   if (explorer_.continues_alone()) {
     const size_t option =
         explorer_.continue_alone(coverage(), persistent_sets_assumptions_held());
-    broker_.take_touched();
+    broker_->take_touched();
     take_and_dispatch(option);
     return true;
   }
@@ -88,7 +88,7 @@ void World::take_and_dispatch(size_t option) {
                             : std::string_view(instances_[job.instance].names.service);
     event.creator = job.born;
     explorer_.begin_event(std::move(event));
-    broker_.take_touched();
+    broker_->take_touched();
   }
   if (explorer_.control().check_void_events && void_forever(job)) {
     // void_forever mirrors the early return of each job's handler; this is where the two are
@@ -102,8 +102,8 @@ void World::take_and_dispatch(size_t option) {
   }
   // The footprint leaves out the queues a pump did not dispatch from; that is sound only
   // because nothing is ever left dispatchable after an event.
-  INBOXSIM_ASSERT(!broker_.dispatchable());
-  if (explorer_.in_event()) explorer_.end_event(broker_.take_touched());
+  INBOXSIM_ASSERT(!broker_->dispatchable());
+  if (explorer_.in_event()) explorer_.end_event(broker_->take_touched());
 }
 
 std::string_view World::job_kind_word(JobKind kind) {
@@ -122,6 +122,7 @@ std::string_view World::job_kind_word(JobKind kind) {
     case JobKind::pause_end: return "pause_end";
     case JobKind::retry: return "retry";
     case JobKind::durability_poll: return "durability_poll";
+    case JobKind::broker_timer: return "broker_timer";
   }
   return "?";
 }
@@ -160,13 +161,13 @@ bool World::void_forever(const Job& job) const {
   const Instance& instance = instances_[job.instance];
   switch (job.kind) {
     case JobKind::ack:
-    case JobKind::nack: return !broker_.channel_still_open(job.consumer, job.channel);
+    case JobKind::nack: return !broker_->channel_still_open(job.consumer, job.channel);
     case JobKind::confirm: return job.channel != instance.publish_channel;
     case JobKind::publish_nack:
       return instance.incarnation != job.incarnation || instance.publish_channel != job.channel;
     case JobKind::deliver: {
       const Delivery& delivery = wire_.at(job.delivery_id);
-      return !broker_.channel_still_open(delivery.consumer, delivery.channel);
+      return !broker_->channel_still_open(delivery.consumer, delivery.channel);
     }
     case JobKind::resume:
     case JobKind::retry: return handlers_.count(job.handler) == 0;
@@ -183,7 +184,7 @@ bool World::live_step(const Job& job) const {
 }
 
 bool World::persistent_sets_assumptions_held() const {
-  return !broker_.a_consumer_could_have_filled() &&
+  return !broker_->a_consumer_could_have_filled() &&
          largest_relayed_seq_ < TransferService::kRelayBatchRows;
 }
 

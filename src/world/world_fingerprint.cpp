@@ -25,7 +25,7 @@ Fingerprint World::fingerprint() {
     if (instance.transfer) instance.transfer->fingerprint(hasher, first[service]);
     first[service] = false;
   }
-  broker_.fingerprint(hasher);
+  broker_->fingerprint(hasher);
   checker_.fingerprint(hasher);
   faults_.fingerprint(hasher);
   hasher.add_signed(explorer_.outcome().faults_injected);
@@ -111,6 +111,7 @@ Fingerprint World::fingerprint_job(const Job& job) const {
     case JobKind::relay_poll:
     case JobKind::account_sweep:
     case JobKind::durability_poll:
+    case JobKind::broker_timer:
     case JobKind::restart:
     case JobKind::heartbeat_timeout:
     case JobKind::pause_end: break;

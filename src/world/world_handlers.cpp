@@ -52,7 +52,7 @@ void World::start_handler(size_t instance_index, const Delivery& delivery, size_
 bool World::cancelled_by_close(const ActiveHandler& handler) const {
   return consumers_[handler.delivery.consumer].role == ConsumerRole::account &&
          recoverability_.cancelled_by_close() &&
-         !broker_.channel_open(handler.delivery.consumer, handler.delivery.channel);
+         !broker_->channel_open(handler.delivery.consumer, handler.delivery.channel);
 }
 
 // A cancelled handler rolls back (no transaction spans a step, so nothing is open), gives up
@@ -69,8 +69,11 @@ void World::cancel_handler(uint64_t id) {
                                  consumers_[delivery.consumer].participant, *delivery.message);
   event.detail =
       "cancelled: its channel closed, so MassTransit cancelled the consume context; rolled back, "
-      "locks released, not retried, nothing moved to the _error queue (the broker requeued the "
-      "message)";
+      "locks released, not retried, nothing moved to the _error queue (" +
+      std::string(config_.broker_kind == BrokerKind::jetstream
+                      ? broker_->closed_connection_words()
+                      : "the broker requeued the message") +
+      ")";
   record(std::move(event));
 }
 
@@ -173,7 +176,7 @@ void World::move_to_error_queue(const ActiveHandler& handler, std::string_view r
     guarded(handler.instance,
             [&] { instances_[handler.instance].account->dead_letter(*delivery.message); });
   }
-  const std::string& queue = broker_.move_to_error_queue(account_error_queue_, delivery.message);
+  const std::string& queue = broker_->move_to_error_queue(account_error_queue_, delivery.message);
   TraceEvent event =
       delivery_event(EventKind::error_queued, now_ms(), consumers_[delivery.consumer].participant,
                      participant::broker, delivery);

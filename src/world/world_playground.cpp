@@ -73,7 +73,7 @@ void World::publish_by_hand(const Step& step) {
                  ", routing key " + step.routing_key;
   record(std::move(event));
   publications_.record(message, true);
-  const size_t routed = broker_.publish(message, step.routing_key, step.exchange.empty());
+  const size_t routed = broker_->publish(message, step.routing_key, step.exchange.empty(), now_ms());
   if (routed == 0) {
     mark_step("(the routing key " + step.routing_key +
               " reaches no queue: the broker drops the message, as RabbitMQ drops an unroutable "
@@ -158,7 +158,7 @@ PendingEvent World::describe_job(const Job& job) const {
     case JobKind::nack: {
       event.kind = job.kind == JobKind::ack ? "ack" : "nack";
       event.participant = consumers_[job.consumer].participant;
-      event.message = unacked_message(broker_.contents(), event.participant, job.delivery_tag);
+      event.message = unacked_message(broker_->contents(), event.participant, job.delivery_tag);
       event.label = "the " + event.kind + " of " +
                     (event.message ? about(event.message)
                                    : "delivery tag " + std::to_string(job.delivery_tag)) +
@@ -204,6 +204,12 @@ PendingEvent World::describe_job(const Job& job) const {
     case JobKind::heartbeat_timeout: event.kind = "heartbeat_timeout"; break;
     case JobKind::pause_end: event.kind = "pause_end"; break;
     case JobKind::durability_poll: event.kind = "durability_poll"; break;
+    case JobKind::broker_timer:
+      event.kind = "ack_wait_expiry";
+      event.participant = std::string(participant::broker);
+      event.label = "the broker's ack wait runs out: what no one acked in time goes to the next "
+                    "consumer to pull";
+      break;
   }
   if (event.label.empty()) event.label = label_of_loop(event.kind, event.participant);
   if (void_forever(job)) event.label += " (void: its target is gone, it changes nothing)";

@@ -20,7 +20,7 @@ void World::on_restart(size_t index) {
                         "restarted with its committed data"));
   instance.connected_ms = now_ms();
   for (const size_t consumer : instance.consumers) {
-    if (!broker_.connected(consumer)) broker_.open_connection(consumer, now_ms());
+    if (!broker_->connected(consumer)) broker_->open_connection(consumer, now_ms());
   }
   guarded(index, [&] {
     if (instance.account) {
@@ -40,8 +40,8 @@ void World::on_reconnect(const Job& job) {
   bool opened = false;
   for (const size_t consumer : instance.consumers) {
     if (job.consumer != kAllConsumers && consumer != job.consumer) continue;
-    if (broker_.connected(consumer)) continue;
-    broker_.open_connection(consumer, now_ms());
+    if (broker_->connected(consumer)) continue;
+    broker_->open_connection(consumer, now_ms());
     opened = true;
   }
   if (!opened) return;
@@ -86,7 +86,7 @@ bool World::consumer_timeout_due(int64_t until_ms) {
     return false;
   }
   const auto due =
-      broker_.next_consumer_timeout(config_.broker_consumer_timeout_ms, kChannelTickMs);
+      broker_->next_consumer_timeout(config_.broker_consumer_timeout_ms, kChannelTickMs);
   if (!due || due->at_ms > until_ms) return false;
   scheduler_.advance_to(due->at_ms);
   maybe_cleanup();
@@ -106,7 +106,7 @@ void World::on_pause_end(size_t index) {
   record(instance_event(EventKind::resumed, now_ms(), instance.names.service,
                         "goes on where it stopped"));
   bool closed = false;
-  for (const size_t consumer : instance.consumers) closed = closed || !broker_.connected(consumer);
+  for (const size_t consumer : instance.consumers) closed = closed || !broker_->connected(consumer);
   if (!closed) return;
   // The client library finds its connection gone and recovers it; its handlers run on.
   Job job = Job::of_instance(JobKind::reconnect, index);
@@ -124,7 +124,8 @@ void World::pause(size_t index, int64_t ms, CrashPoint point, const Message& mes
                  std::string(crash_point_name(point)) + " (a GC pause, a stalled disk)";
   record(std::move(event));
   schedule(instance.paused_until_ms, Job::of_instance(JobKind::pause_end, index));
-  if (config_.broker_heartbeat_ms > 0) {
+  // RabbitMQ's heartbeat (JetStream's pull consumers lose nothing to a silent client).
+  if (config_.broker_heartbeat_ms > 0 && config_.broker_kind == BrokerKind::rabbitmq) {
     // A pause that ends before the close resumes the heartbeats in time (pause_end runs first
     // when the two fall on the same millisecond: it was scheduled first).
     const int64_t close_ms = heartbeat_close_ms(instance);
@@ -179,19 +180,22 @@ void World::crashed(size_t index) {
     handlers_.erase(id);
   }
   if (instance.transfer) instance.transfer->crash();
-  close_instance_connections(index, "process died; unacked deliveries go back to the queue");
+  close_instance_connections(
+      index, config_.broker_kind == BrokerKind::jetstream
+                 ? "process died; what it had not acked stays pending until its ack wait runs out"
+                 : "process died; unacked deliveries go back to the queue");
   schedule(now_ms() + instance.restart_after_ms,
            Job::of_instance(JobKind::restart, index, instance.incarnation));
 }
 
 void World::close_instance_connections(size_t index, const std::string& reason) {
   for (const size_t consumer : instances_[index].consumers) {
-    if (!broker_.connected(consumer)) continue;
+    if (!broker_->connected(consumer)) continue;
     TraceEvent event = instance_event(EventKind::connection_closed, now_ms(),
                                       consumers_[consumer].participant, reason);
     event.target = participant::broker;
     record(std::move(event));
-    broker_.close_connection(consumer, now_ms(), "connection closed");
+    broker_->close_connection(consumer, now_ms(), "connection closed");
   }
   // What went back to the queue is for the other instances to take now.
   pump();
@@ -202,7 +206,7 @@ void World::reset_connection(size_t consumer, std::string reason) {
                                     consumers_[consumer].participant, std::move(reason));
   event.target = participant::broker;
   record(std::move(event));
-  broker_.close_connection(consumer, now_ms(), "connection closed");
+  broker_->close_connection(consumer, now_ms(), "connection closed");
   pump();
   Job job = Job::of_instance(JobKind::reconnect, consumers_[consumer].instance);
   job.consumer = consumer;

@@ -60,7 +60,7 @@ void World::publish(ServiceId publisher_service, std::string_view publisher,
   }
   const bool first = publications_.record(message, by_operator);
   if (!first && !by_operator) coverage_.reach(Probe::republish_same_id);
-  broker_.publish(message);
+  broker_->publish(message, now_ms());
   if (first && !by_operator) {
     while (const std::optional<FaultSpec> fault =
                take_fault(FaultKind::duplicate, publisher_service, 0, *message)) {

@@ -22,7 +22,7 @@ RunResult World::finish() {
   final_state.for_each_saga = [&](const auto& visit) { transfer.transfer->for_each_saga(visit); };
   final_state.notifications = transfer.transfer->notification_counts();
   final_state.queued_messages =
-      static_cast<int64_t>(broker_.ready_messages() + broker_.unacked_messages());
+      static_cast<int64_t>(broker_->ready_messages() + broker_->unacked_messages());
   final_state.unsent_outbox_rows =
       account.account->undelivered_outbox_rows() + transfer.transfer->unsent_outbox_rows();
   final_state.dead_lettered = stats_.stats().dead_lettered;
@@ -34,7 +34,7 @@ RunResult World::finish() {
                             parked.message->message_id};
   };
   final_state.for_each_parked = [&](const auto& visit) {
-    for (const ParkedMessage& parked : broker_.parked()) visit(parked_ref(parked));
+    for (const ParkedMessage& parked : broker_->parked()) visit(parked_ref(parked));
   };
   checker_.check_final(final_state, now_ms());
   return snapshot();
@@ -57,9 +57,9 @@ RunResult World::snapshot() {
   result.coverage = coverage_.coverage();
   result.published_ids = publications_.published_counts();
   result.sends = publications_.sends();
-  result.dead_letter_queues = broker_.parked_totals();
+  result.dead_letter_queues = broker_->parked_totals();
   if (keep_final_tables_) {
-    for (const ParkedMessage& message : broker_.parked()) {
+    for (const ParkedMessage& message : broker_->parked()) {
       const ParkedMessageRef parked = parked_ref(message);
       result.parked.push_back(parked.queue + ": " + parked.type + " " + parked.transfer + " (" +
                               parked.message_id + ")");
@@ -85,7 +85,7 @@ RunResult World::snapshot() {
   if (keep_final_tables_) result.unfired_faults = faults_.unfired();
   result.events = trace_.events();
   result.envelopes = publications_.envelopes();
-  if (rows_) result.rows = rows_->finish(broker_);
+  if (rows_) result.rows = rows_->finish(*broker_);
   return result;
 }
 

@@ -1,5 +1,6 @@
 // The wire between the broker and the consumers: deliveries in flight (each reaches its consumer
 // after the network's latency, or a `delay` fault's), and acks and nacks on their way back.
+#include <algorithm>
 #include <string>
 #include <utility>
 #include <vector>
@@ -14,21 +15,24 @@ namespace inboxsim {
 void World::on_deliver(const Job& job) {
   const Delivery delivery = wire_.arrive(job.delivery_id);
   // A delivery still on the wire when its channel closed was requeued then; this copy is void.
-  if (!broker_.channel_open(delivery.consumer, delivery.channel)) return;
+  if (!broker_->channel_open(delivery.consumer, delivery.channel)) return;
   const ConsumerInfo& consumer = consumers_[delivery.consumer];
   const Instance& instance = instances_[consumer.instance];
   INBOXSIM_ASSERT(instance.up);
   record(delivery_event(EventKind::deliver, now_ms(), participant::broker, consumer.participant,
                         delivery));
-  const bool classic = config_.broker_queue_type == QueueType::classic;
-  if (classic && delivery.attempts + 1 >= kDeliveriesPerMessageMax) {
+  const bool jetstream = config_.broker_kind == BrokerKind::jetstream;
+  const bool unlimited = jetstream ? config_.broker_max_deliver <= 0
+                                   : config_.broker_queue_type == QueueType::classic;
+  if (unlimited && delivery.attempts + 1 >= kDeliveriesPerMessageMax) {
     halted_reason_ = "message " + delivery.message->message_id + " (" +
                      std::string(message_type_name(delivery.message->type)) + " " +
                      delivery.message->transfer + ") was delivered " +
                      std::to_string(delivery.attempts + 1) + " times from " +
                      std::string(consumer.participant) +
-                     "'s classic queue, which has no delivery limit: a poison message loops, and "
-                     "the run stopped at its bound";
+                     (jetstream ? "'s JetStream consumer, with no MaxDeliver"
+                                : "'s classic queue, which has no delivery limit") +
+                     ": a poison message loops, and the run stopped at its bound";
     return;
   }
   const Message& message = *delivery.message;
@@ -43,13 +47,12 @@ void World::on_deliver(const Job& job) {
 // client library refuses to ack on a closed channel, and the broker has already requeued the
 // message. Returns true (and says so) when that is the case.
 bool World::ack_void(const Delivery& delivery, std::string_view verb) {
-  if (broker_.channel_open(delivery.consumer, delivery.channel)) return false;
+  if (broker_->channel_open(delivery.consumer, delivery.channel)) return false;
   TraceEvent event =
       delivery_event(EventKind::ack_void, now_ms(), consumers_[delivery.consumer].participant,
                      participant::broker, delivery);
-  event.detail = std::string(verb) +
-                 " on a closed channel: ignored; the broker requeued the message when the "
-                 "connection closed";
+  event.detail = std::string(verb) + " on a closed channel: ignored; " +
+                 std::string(broker_->closed_connection_words());
   record(std::move(event));
   return true;
 }
@@ -97,14 +100,16 @@ void World::send_nack(const Delivery& delivery, std::string reason) {
 void World::on_ack(const Job& job, bool is_nack) {
   const std::string_view consumer = consumers_[job.consumer].participant;
   if (is_nack) {
-    broker_.nack(job.consumer, job.channel, job.delivery_tag, now_ms());
-  } else if (const auto settled = broker_.ack(job.consumer, job.channel, job.delivery_tag)) {
+    broker_->nack(job.consumer, job.channel, job.delivery_tag, now_ms());
+  } else if (const auto settled = broker_->ack(job.consumer, job.channel, job.delivery_tag, now_ms())) {
     record(delivery_event(EventKind::ack, now_ms(), consumer, participant::broker, *settled));
   } else {
-    TraceEvent event =
-        instance_event(EventKind::ack_lost, now_ms(), consumer,
-                       "ack for tag " + std::to_string(job.delivery_tag) +
-                           " arrived on a closed channel; the message was already requeued");
+    TraceEvent event = instance_event(
+        EventKind::ack_lost, now_ms(), consumer,
+        "ack for tag " + std::to_string(job.delivery_tag) + " arrived on a closed channel; " +
+            (config_.broker_kind == BrokerKind::jetstream
+                 ? std::string(broker_->closed_connection_words())
+                 : std::string("the message was already requeued")));
     event.target = participant::broker;
     record(std::move(event));
   }
@@ -114,7 +119,7 @@ void World::on_ack(const Job& job, bool is_nack) {
 void World::pump() {
   std::vector<Delivery>& dispatched = wire_.dispatched();
   dispatched.clear();
-  broker_.pump(dispatched, now_ms());
+  broker_->pump(dispatched, now_ms());
   for (Delivery& delivery : dispatched) {
     int64_t delay_ms = latency_ms();
     const Instance& instance = instances_[consumers_[delivery.consumer].instance];
@@ -128,6 +133,25 @@ void World::pump() {
     job.delivery_id = wire_.send(std::move(delivery));
     schedule(now_ms() + delay_ms, job);
   }
+  schedule_broker_timer();
+}
+
+// The broker's timer is a job like any other, so that a redelivery by timer happens in its
+// place among the events (JetStream's AckWait; RabbitMQ has none). A timer whose cause went
+// meanwhile (the message was acked) finds nothing to do.
+void World::schedule_broker_timer() {
+  const std::optional<int64_t> due = broker_->next_due_ms();
+  if (!due) return;
+  const int64_t at_ms = std::max(*due, now_ms());
+  if (!broker_timers_.insert(at_ms).second) return;
+  Job job;
+  job.kind = JobKind::broker_timer;
+  schedule(at_ms, job);
+}
+
+void World::on_broker_timer(int64_t at_ms) {
+  broker_timers_.erase(at_ms);
+  pump();
 }
 
 }  // namespace inboxsim

@@ -594,3 +594,31 @@ TEST_CASE("the demo's index links each watch for to its event in the scenario's 
   CHECK(contains(index, "href=\"09-crash-after-commit.html#event-" + std::to_string(*event + 1) +
                             "\">👁 " + escape_html(scenario.description_parts.watch_for)));
 }
+
+// ---- Redelivery by timer: the JetStream lessons ----------------------------------------------
+
+TEST_CASE("74: the copy comes by ack wait with no fault, and the inbox acks it", "[lessons]") {
+  RunResult result;
+  const std::string text = narrated(library_scenario("74-jetstream-slow-consumer.json"), &result);
+  INFO(lines_with(text, "m-1"));
+  CHECK(contains(text, "requeue Transfer.Requested t1 (m-1): account-service: no ack within the "
+                       "ack wait (2000 ms): delivered again, as delivery 2, to account-service#2"));
+  CHECK(contains(text, "account-service#2  inbox: message m-1 already consumed"));
+  CHECK_FALSE(contains(text, "CRASH"));
+  CHECK_FALSE(contains(text, "LOST"));
+  CHECK_FALSE(contains(text, "connection closed"));
+  CHECK(result.passed);
+}
+
+TEST_CASE("75: the stream drops t1's copy inside its window, and the inbox stops t2's after it",
+          "[lessons]") {
+  RunResult result;
+  const std::string text = narrated(library_scenario("75-jetstream-dedupe-window.json"), &result);
+  INFO(lines_with(text, "Transfer.Requested"));
+  CHECK(contains(text, "DROPPED  Transfer.Requested t1 (m-1): TRANSFERS: a publish with "
+                       "Nats-Msg-Id m-1 inside the stream's 120000 ms Duplicates window"));
+  CHECK(count_of(text, "✗ DROPPED") == 1);  // t2's copy is past the window
+  CHECK(contains(text, "account-service  inbox: message m-5 already consumed, acked without "
+                       "effect"));
+  CHECK(result.passed);
+}
