@@ -13,7 +13,24 @@ namespace inboxsim {
 
 namespace {
 
-std::vector<std::string_view> tokens_of(std::string_view subject) {
+// server/jetstream.go isValidName, for stream and durable names alike.
+bool valid_name(std::string_view name) {
+  return !name.empty() && name.find_first_of(" \t\r\n\f.*>") == std::string_view::npos;
+}
+
+bool valid_subject(std::string_view subject) {
+  if (subject.empty()) return false;
+  const std::vector<std::string_view> tokens = nats_subject_tokens(subject);
+  for (size_t index = 0; index < tokens.size(); ++index) {
+    if (tokens[index].empty()) return false;
+    if (tokens[index] == ">" && index + 1 != tokens.size()) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+std::vector<std::string_view> nats_subject_tokens(std::string_view subject) {
   std::vector<std::string_view> tokens;
   size_t start = 0;
   while (true) {
@@ -24,26 +41,9 @@ std::vector<std::string_view> tokens_of(std::string_view subject) {
   }
 }
 
-// server/jetstream.go isValidName, for stream and durable names alike.
-bool valid_name(std::string_view name) {
-  return !name.empty() && name.find_first_of(" \t\r\n\f.*>") == std::string_view::npos;
-}
-
-bool valid_subject(std::string_view subject) {
-  if (subject.empty()) return false;
-  const std::vector<std::string_view> tokens = tokens_of(subject);
-  for (size_t index = 0; index < tokens.size(); ++index) {
-    if (tokens[index].empty()) return false;
-    if (tokens[index] == ">" && index + 1 != tokens.size()) return false;
-  }
-  return true;
-}
-
-}  // namespace
-
 bool nats_subject_matches(std::string_view pattern, std::string_view subject) {
-  const std::vector<std::string_view> wanted = tokens_of(pattern);
-  const std::vector<std::string_view> given = tokens_of(subject);
+  const std::vector<std::string_view> wanted = nats_subject_tokens(pattern);
+  const std::vector<std::string_view> given = nats_subject_tokens(subject);
   for (size_t index = 0; index < wanted.size(); ++index) {
     if (wanted[index] == ">") return given.size() > index;
     if (index >= given.size()) return false;
@@ -53,8 +53,8 @@ bool nats_subject_matches(std::string_view pattern, std::string_view subject) {
 }
 
 bool nats_subjects_overlap(std::string_view left, std::string_view right) {
-  const std::vector<std::string_view> a = tokens_of(left);
-  const std::vector<std::string_view> b = tokens_of(right);
+  const std::vector<std::string_view> a = nats_subject_tokens(left);
+  const std::vector<std::string_view> b = nats_subject_tokens(right);
   for (size_t index = 0; index < a.size() && index < b.size(); ++index) {
     if (a[index] == ">" || b[index] == ">") return true;
     if (a[index] != "*" && b[index] != "*" && a[index] != b[index]) return false;

@@ -49,6 +49,8 @@ inline constexpr int64_t kJetStreamMaxDeliverUnlimited = -1;
 inline constexpr int64_t kJetStreamBatchMax = 10'000;
 inline constexpr size_t kJetStreamStoredMax = 1'000'000;
 
+// A subject's tokens, split on '.' ("transfers.transfer.requested": three).
+std::vector<std::string_view> nats_subject_tokens(std::string_view subject);
 // True when a NATS subject matches a subject pattern: tokens split on '.', '*' matches one
 // token, '>' (last) one or more.
 bool nats_subject_matches(std::string_view pattern, std::string_view subject);

@@ -26,23 +26,12 @@ std::string nats_subject(std::string_view pattern) {
   return subject;
 }
 
-std::vector<std::string_view> split_tokens(std::string_view subject) {
-  std::vector<std::string_view> tokens;
-  size_t start = 0;
-  while (true) {
-    const size_t dot = subject.find('.', start);
-    tokens.push_back(subject.substr(start, dot == std::string_view::npos ? dot : dot - start));
-    if (dot == std::string_view::npos) return tokens;
-    start = dot + 1;
-  }
-}
-
 // The one filter subject (nats-server 2.9 takes one) that covers every subject: token by token
 // the common ones, '*' where they differ; '>' where their lengths differ.
 std::string covering_filter(const std::vector<std::string>& subjects) {
-  std::vector<std::string_view> filter = split_tokens(subjects.front());
+  std::vector<std::string_view> filter = nats_subject_tokens(subjects.front());
   for (const std::string& subject : subjects) {
-    const std::vector<std::string_view> tokens = split_tokens(subject);
+    const std::vector<std::string_view> tokens = nats_subject_tokens(subject);
     if (tokens.size() != filter.size()) {
       filter.resize(1);
       filter.push_back(">");
