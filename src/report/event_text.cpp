@@ -44,21 +44,27 @@ std::string ordinal(int64_t number) {
 
 // A delivery tag counts from 1 on each channel, so it is said with its channel: "tag 1 on
 // account-service#2's channel", and "… on transfer-service's 2nd channel" once the consumer's
-// connection closed and it opened another (`channel` counts them from 1).
-std::string tag_text(int64_t tag, std::string_view consumer, int64_t channel) {
+// connection closed and it opened another (`channel` counts them from 1). JetStream numbers a
+// consumer's deliveries, whichever client pulls them: its consumer sequence.
+std::string tag_text(int64_t tag, std::string_view consumer, const DeliveryNaming& naming) {
+  if (naming.jetstream) return "consumer sequence " + std::to_string(tag);
   std::string text = "tag " + std::to_string(tag) + " on " + std::string(consumer) + "'s ";
-  if (channel > 1) text += ordinal(channel) + " ";
+  if (naming.channel > 1) text += ordinal(naming.channel) + " ";
   return text + "channel";
 }
 
-std::string describe_deliver(const TraceEvent& event, int64_t channel) {
+std::string describe_deliver(const TraceEvent& event, const DeliveryNaming& naming) {
   std::string text = arrow(event) + "deliver " + std::string(event.type) + " " + event.transfer +
                      " (" + event.message_id + ", " +
-                     tag_text(event.delivery_tag, event.target, channel) + ")";
+                     tag_text(event.delivery_tag, event.target, naming) + ")";
   // A redelivery is the whole point of the pattern, so it is flagged in capitals. A classic
   // queue sends no x-delivery-count.
   // x-delivery-count counts the returns before this delivery (none on a first delivery), so it
   // is shown under its own name: "delivery #1" on a second delivery read as a contradiction.
+  // JetStream's delivery metadata counts this delivery too (nats.c's NumDelivered).
+  if (event.redelivered && naming.jetstream) {
+    return text + "  REDELIVERED (NumDelivered " + std::to_string(event.delivery_count + 1) + ")";
+  }
   if (event.redelivered) {
     text += event.delivery_count > 0
                 ? "  REDELIVERED (x-delivery-count " + std::to_string(event.delivery_count) + ")"
@@ -84,9 +90,9 @@ std::string describe_publish(const TraceEvent& event) {
 }
 
 // An ack that came back on a closed channel names no tag (the world says which in its detail).
-std::string describe_ack(const TraceEvent& event, std::string_view verb, int64_t channel) {
+std::string describe_ack(const TraceEvent& event, std::string_view verb, const DeliveryNaming& naming) {
   std::string text = arrow(event) + std::string(verb);
-  if (event.delivery_tag > 0) text += " " + tag_text(event.delivery_tag, event.service, channel);
+  if (event.delivery_tag > 0) text += " " + tag_text(event.delivery_tag, event.service, naming);
   return text + "  " + message_ref(event);
 }
 
@@ -133,32 +139,37 @@ std::string describe_saga(const TraceEvent& event) {
   return std::string(event.service) + "  saga " + event.transfer + "  " + change;
 }
 
-std::string describe_messaging(const TraceEvent& event, int64_t channel) {
+std::string describe_messaging(const TraceEvent& event, const DeliveryNaming& naming) {
   switch (event.kind) {
     case EventKind::request:
       return arrow(event) + "request " + event.transfer + ": " + event.detail + " " +
              std::to_string(event.amount);
     case EventKind::publish: return describe_publish(event);
-    case EventKind::deliver: return describe_deliver(event, channel);
-    case EventKind::ack: return describe_ack(event, "ack", channel);
-    case EventKind::ack_lost: return describe_ack(event, "ack LOST on the wire,", channel);
+    case EventKind::deliver: return describe_deliver(event, naming);
+    case EventKind::ack: return describe_ack(event, "ack", naming);
+    case EventKind::ack_lost: return describe_ack(event, "ack LOST on the wire,", naming);
     case EventKind::nack:
-      return describe_ack(event, "nack (requeue)", channel) +
+      // JetStream's nak redelivers too, at once or after its delay.
+      return describe_ack(event, naming.jetstream ? "nak" : "nack (requeue)", naming) +
              (event.detail.empty() ? "" : ": " + event.detail);
     case EventKind::requeue:
-      return std::string(event.service) + "  requeue " + message_ref(event) + ": " + event.detail;
+      return std::string(event.service) + (naming.jetstream ? "  redeliver " : "  requeue ") +
+             message_ref(event) + ": " + event.detail;
     case EventKind::dead_letter:
       return "☠ DEAD-LETTERED  " + message_ref(event) + ": " + event.detail;
     case EventKind::dropped: return "✗ DROPPED  " + message_ref(event) + ": " + event.detail;
-    case EventKind::confirm: return arrow(event) + "confirm " + message_ref(event);
+    // A publisher confirm is JetStream's publish ack.
+    case EventKind::confirm:
+      return arrow(event) + (naming.jetstream ? "publish ack " : "confirm ") + message_ref(event);
     case EventKind::confirm_lost:
-      return arrow(event) + "confirm LOST " + message_ref(event) + ": " + event.detail;
+      return arrow(event) + (naming.jetstream ? "publish ack LOST " : "confirm LOST ") +
+             message_ref(event) + ": " + event.detail;
     default: return {};
   }
 }
 
 // Pauses, row locks and zombie acks: what only happens when handlers take time.
-std::string describe_concurrency_event(const TraceEvent& event, int64_t channel) {
+std::string describe_concurrency_event(const TraceEvent& event, const DeliveryNaming& naming) {
   const std::string who(event.service);
   switch (event.kind) {
     case EventKind::paused:
@@ -169,7 +180,7 @@ std::string describe_concurrency_event(const TraceEvent& event, int64_t channel)
     case EventKind::lock_granted:
       return who + "  " + event.detail + " (" + message_ref(event) + ")";
     case EventKind::ack_void:
-      return arrow(event) + "ack " + tag_text(event.delivery_tag, event.service, channel) + " " +
+      return arrow(event) + "ack " + tag_text(event.delivery_tag, event.service, naming) + " " +
              message_ref(event) + ": " + event.detail + " (a zombie consumer)";
     case EventKind::retry: return who + "  ↺ RETRY " + message_ref(event) + ": " + event.detail;
     case EventKind::error_queued:
@@ -182,7 +193,7 @@ std::string describe_concurrency_event(const TraceEvent& event, int64_t channel)
   }
 }
 
-std::string describe_service_event(const TraceEvent& event, int64_t channel) {
+std::string describe_service_event(const TraceEvent& event, const DeliveryNaming& naming) {
   const std::string who(event.service);
   switch (event.kind) {
     case EventKind::dedupe_hit: return describe_dedupe(event);
@@ -214,7 +225,7 @@ std::string describe_service_event(const TraceEvent& event, int64_t channel) {
       return who + "  cleanup deleted " + std::to_string(event.amount) + " row(s)" +
              (event.detail.empty() ? "" : ": " + event.detail);
     case EventKind::violation: return "‼ VIOLATION  " + event.detail;
-    default: return describe_concurrency_event(event, channel);
+    default: return describe_concurrency_event(event, naming);
   }
 }
 
@@ -276,15 +287,14 @@ std::string human_duration(int64_t ms) {
   return text + (text.empty() ? "" : " ") + seconds + " s";
 }
 
-// The sentence of an event whose consumer is on its `channel`-th channel.
-std::string describe_on_channel(const TraceEvent& event, int64_t channel) {
+std::string describe_on_channel(const TraceEvent& event, const DeliveryNaming& naming) {
   if (event.kind == EventKind::step) return "step: " + event.detail;
-  std::string text = describe_messaging(event, channel);
-  if (text.empty()) text = describe_service_event(event, channel);
+  std::string text = describe_messaging(event, naming);
+  if (text.empty()) text = describe_service_event(event, naming);
   INBOXSIM_ASSERT(!text.empty());
   return text;
 }
 
-std::string describe_event(const TraceEvent& event) { return describe_on_channel(event, 1); }
+std::string describe_event(const TraceEvent& event) { return describe_on_channel(event, {}); }
 
 }  // namespace inboxsim

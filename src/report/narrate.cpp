@@ -192,15 +192,16 @@ Narrator::Entry Narrator::make_entry(const TraceEvent& event) {
     entry.signature = "step " + std::to_string(entry.number);  // a step never repeats
     return entry;
   }
-  const int64_t channel = channel_of(event);
-  std::string text = with_context(event, describe_on_channel(event, channel));
+  const DeliveryNaming naming{
+      channel_of(event), config_known_ && config_.broker_kind == BrokerKind::jetstream};
+  std::string text = with_context(event, describe_on_channel(event, naming));
   // Two repeats are identical when they differ only in when they happen, their tag and the
   // broker's delivery count.
   TraceEvent shape = event;
   shape.time_ms = 0;
   shape.delivery_tag = 0;
   shape.delivery_count = 0;
-  std::string signature = with_context(shape, describe_on_channel(shape, channel));
+  std::string signature = with_context(shape, describe_on_channel(shape, naming));
   // With the opening balances known, an effect line also shows where the balance ends up,
   // which is what makes a double debit visible at a glance (and a repeated one not identical).
   if (event.kind == EventKind::effect && balances_known_) {

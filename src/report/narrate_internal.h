@@ -30,8 +30,17 @@ inline constexpr size_t kIndentWidth = kTimeWidth + 2 + kNumberWidth + 2;
 
 // An amount with its sign: "+2500", "-2500", "0".
 std::string signed_amount(int64_t amount);
-// The sentence of an event whose consumer is on its `channel`-th channel.
-std::string describe_on_channel(const TraceEvent& event, int64_t channel);
+// How a line names a delivery: RabbitMQ's delivery tag counts per channel, so it is said with
+// the consumer's channel (the `channel`-th it opened, from 1); JetStream's consumer sequence
+// counts a consumer's deliveries whichever client pulls them, and its nak and redelivery by
+// ack wait have names of their own.
+struct DeliveryNaming {
+  int64_t channel = 1;
+  bool jetstream = false;  // broker.kind = jetstream
+};
+
+// The sentence of an event, its delivery named as `naming` says.
+std::string describe_on_channel(const TraceEvent& event, const DeliveryNaming& naming);
 // Whether an event's line names a table of `source`: the tables its kind of line is about.
 bool names_table(const TraceEvent& event, std::string_view source, std::string_view table);
 

@@ -601,8 +601,17 @@ TEST_CASE("74: the copy comes by ack wait with no fault, and the inbox acks it",
   RunResult result;
   const std::string text = narrated(library_scenario("74-jetstream-slow-consumer.json"), &result);
   INFO(lines_with(text, "m-1"));
-  CHECK(contains(text, "requeue Transfer.Requested t1 (m-1): account-service: no ack within the "
+  CHECK(contains(text, "redeliver Transfer.Requested t1 (m-1): account-service: no ack within the "
                        "ack wait (2000 ms): delivered again, as delivery 2, to account-service#2"));
+  // In JetStream's words, not RabbitMQ's: a consumer sequence, not a channel's delivery tag; the
+  // delivery metadata's NumDelivered, not x-delivery-count; a publish ack, not a confirm.
+  CHECK(contains(text, "deliver Transfer.Requested t1 (m-1, consumer sequence 2)  REDELIVERED "
+                       "(NumDelivered 2)"));
+  CHECK(contains(text, "broker → transfer-relay  publish ack Transfer.Requested t1 (m-1)"));
+  CHECK_FALSE(contains(text, "x-delivery-count"));
+  CHECK_FALSE(contains(text, "'s channel"));
+  CHECK_FALSE(contains(text, "requeue"));
+  CHECK_FALSE(contains(text, "confirm Transfer"));
   CHECK(contains(text, "account-service#2  inbox: message m-1 already consumed"));
   CHECK_FALSE(contains(text, "CRASH"));
   CHECK_FALSE(contains(text, "LOST"));
