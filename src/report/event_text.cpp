@@ -90,7 +90,8 @@ std::string describe_publish(const TraceEvent& event) {
 }
 
 // An ack that came back on a closed channel names no tag (the world says which in its detail).
-std::string describe_ack(const TraceEvent& event, std::string_view verb, const DeliveryNaming& naming) {
+std::string describe_ack(const TraceEvent& event, std::string_view verb,
+                         const DeliveryNaming& naming) {
   std::string text = arrow(event) + std::string(verb);
   if (event.delivery_tag > 0) text += " " + tag_text(event.delivery_tag, event.service, naming);
   return text + "  " + message_ref(event);
@@ -296,5 +297,25 @@ std::string describe_on_channel(const TraceEvent& event, const DeliveryNaming& n
 }
 
 std::string describe_event(const TraceEvent& event) { return describe_on_channel(event, {}); }
+
+std::string describe_event(const TraceEvent& event, bool jetstream) {
+  return describe_on_channel(event, DeliveryNaming{1, jetstream});
+}
+
+bool ran_on_jetstream(const RunResult& result) {
+  const auto kind = result.config.find("broker.kind");
+  return kind != result.config.end() && kind->is_string() &&
+         kind->get<std::string>() == "jetstream";
+}
+
+std::string delivery_id_text(int64_t tag, bool jetstream) {
+  return (jetstream ? "consumer sequence " : "tag ") + std::to_string(tag);
+}
+
+std::string delivery_count_text(const TraceEvent& event, bool jetstream) {
+  if (jetstream) return "NumDelivered " + std::to_string(event.delivery_count + 1);
+  if (event.delivery_count == 0) return {};
+  return "x-delivery-count " + std::to_string(event.delivery_count);
+}
 
 }  // namespace inboxsim

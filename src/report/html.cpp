@@ -269,11 +269,12 @@ std::string run_data_json(const RunResult& result, const Window& window) {
   nlohmann::json texts = nlohmann::json::array();
   nlohmann::json numbers = nlohmann::json::array();
   std::map<std::string, std::string> routing;
+  const bool jetstream = ran_on_jetstream(result);
   for (size_t p = 0; p < window.drawn.size(); ++p) {
     const TraceEvent& event = result.events[window.drawn[p]];
     if (p > 0) events += ",";
     events += trace_event_json(event);
-    texts.push_back(describe_event(event));
+    texts.push_back(describe_event(event, jetstream));
     numbers.push_back(window.drawn[p]);
     if (!event.type.empty() && !event.message_id.empty()) {
       if (const auto type = parse_message_type(event.type)) {
@@ -302,6 +303,8 @@ std::string run_data_json(const RunResult& result, const Window& window) {
       ",\"passed\":" + (result.passed ? "true" : "false") +
       ",\"invariants\":" + invariants_json(result).dump() + ",\"envelopes\":" + envelopes.dump() +
       ",\"routing\":" + nlohmann::json(routing).dump() + ",\"rows\":" + rows.dump();
+  // The page names a delivery's metadata as the run's broker does (RabbitMQ's when absent).
+  if (jetstream) out += ",\"broker\":\"jetstream\"";
   if (!window.complete()) {
     out += ",\"total\":" + std::to_string(window.total) + ",\"number\":" + numbers.dump() +
            ",\"segments\":" + segments_json(result, window).dump();

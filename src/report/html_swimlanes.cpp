@@ -41,7 +41,7 @@ std::string num(int value) { return std::to_string(value); }
 
 // The tooltip: every field of the event, one per line, as the trace records it.
 // `envelope` is the message's JSON body, or empty.
-std::string event_tooltip(const TraceEvent& event, std::string_view envelope) {
+std::string event_tooltip(const TraceEvent& event, std::string_view envelope, bool jetstream) {
   std::string text =
       std::string(event_kind_name(event.kind)) + " at " + std::to_string(event.time_ms) + " ms";
   auto field = [&text](std::string_view name, std::string_view value) {
@@ -52,7 +52,13 @@ std::string event_tooltip(const TraceEvent& event, std::string_view envelope) {
   field("messageId", event.message_id);
   field("type", event.type);
   field("transferId", event.transfer);
-  if (event.delivery_tag != 0) {
+  if (event.delivery_tag != 0 && jetstream) {
+    // JetStream's delivery metadata: the consumer's sequence of this delivery, and how many
+    // times the message has been delivered, this time included.
+    text += "\nconsumer sequence: " + std::to_string(event.delivery_tag) +
+            "\nredelivered: " + (event.redelivered ? "true" : "false") +
+            "\nNumDelivered: " + std::to_string(event.delivery_count + 1);
+  } else if (event.delivery_tag != 0) {
     text += "\ndelivery tag: " + std::to_string(event.delivery_tag) +
             "\nredelivered: " + (event.redelivered ? "true" : "false") + "\nx-delivery-count: " +
             // RabbitMQ adds the header only once a quorum queue has had the message back.
@@ -73,10 +79,10 @@ struct ArrowStyle {
   std::string label;
 };
 
-ArrowStyle arrow_style(const TraceEvent& event) {
+ArrowStyle arrow_style(const TraceEvent& event, bool jetstream) {
   const std::string what =
       std::string(event.type) + (event.transfer.empty() ? "" : " " + event.transfer);
-  const std::string tag = "tag " + std::to_string(event.delivery_tag);
+  const std::string tag = delivery_id_text(event.delivery_tag, jetstream);
   switch (event.kind) {
     case EventKind::request:
       return {"a-request", "request " + event.transfer + ": " + event.detail + " " +
@@ -95,11 +101,8 @@ ArrowStyle arrow_style(const TraceEvent& event) {
       return {"a-publish", "publish " + what + " (" + event.message_id + ")"};
     case EventKind::deliver:
       if (event.redelivered) {
-        // A classic queue counts nothing: its redeliveries carry no x-delivery-count.
-        const std::string count =
-            event.delivery_count > 0
-                ? " (x-delivery-count " + std::to_string(event.delivery_count) + ")"
-                : "";
+        const std::string counted = delivery_count_text(event, jetstream);
+        const std::string count = counted.empty() ? "" : " (" + counted + ")";
         return {"a-redeliver",
                 "REDELIVERED" + count + " · " + what + " (" + event.message_id + ", " + tag + ")"};
       }
@@ -111,9 +114,13 @@ ArrowStyle arrow_style(const TraceEvent& event) {
     case EventKind::redrive:
       return {"a-operator", "REDRIVE " + what + " (" + event.message_id + ")"};
     case EventKind::nack:
-      return {"a-lost", "nack " + tag + (event.detail.empty() ? "" : ": " + event.detail)};
-    case EventKind::confirm: return {"a-confirm", "confirm " + event.message_id};
-    case EventKind::confirm_lost: return {"a-lost", "confirm " + event.message_id + " LOST"};
+      return {"a-lost", (jetstream ? "nak " : "nack ") + tag +
+                            (event.detail.empty() ? "" : ": " + event.detail)};
+    // A publisher confirm is JetStream's publish ack.
+    case EventKind::confirm:
+      return {"a-confirm", (jetstream ? "publish ack " : "confirm ") + event.message_id};
+    case EventKind::confirm_lost:
+      return {"a-lost", (jetstream ? "publish ack " : "confirm ") + event.message_id + " LOST"};
     default: return {"", ""};
   }
 }
@@ -153,8 +160,8 @@ std::string arrow_label(const ArrowStyle& style, const Lanes& lanes, int from, i
 }
 
 std::string render_arrow(const TraceEvent& event, const Lanes& lanes, int y,
-                         std::string_view message_colour) {
-  const ArrowStyle style = arrow_style(event);
+                         std::string_view message_colour, bool jetstream) {
+  const ArrowStyle style = arrow_style(event, jetstream);
   const int from = lanes.x(std::max(0, lanes.index(event.service)));
   const int to = lanes.x(std::max(0, lanes.index(event.target)));
   const int mid_y = y + kRowHeight / 2;
@@ -190,7 +197,7 @@ struct MarkerStyle {
   std::string label;
 };
 
-MarkerStyle marker_style(const TraceEvent& event) {
+MarkerStyle marker_style(const TraceEvent& event, bool jetstream) {
   switch (event.kind) {
     case EventKind::effect:
       return {event.amount < 0 ? "m-debit" : "m-credit", event.amount < 0 ? "−" : "+",
@@ -215,7 +222,8 @@ MarkerStyle marker_style(const TraceEvent& event) {
               "DROPPED " + std::string(event.type) + " " + event.transfer + " (" +
                   event.message_id + "): " + event.detail};
     case EventKind::requeue:
-      return {"m-warn", "↺", "requeue " + event.message_id + ": " + event.detail};
+      return {"m-warn", "↺",
+              (jetstream ? "redeliver " : "requeue ") + event.message_id + ": " + event.detail};
     case EventKind::saga: return {"m-saga", "◆", event.transfer + "  " + arrowed(event.detail)};
     case EventKind::illegal_transition: return {"m-crash", "!", "refused " + event.detail};
     case EventKind::consumer_fault: return {"m-crash", "⚠", "fault: " + event.detail};
@@ -229,7 +237,7 @@ MarkerStyle marker_style(const TraceEvent& event) {
     case EventKind::recovered: return {"m-warn", "⟳", event.detail};
     case EventKind::cleanup:
       return {"m-note", "⌫", "cleanup deleted " + std::to_string(event.amount) + " row(s)"};
-    default: return {"m-note", "•", describe_event(event)};
+    default: return {"m-note", "•", describe_event(event, jetstream)};
   }
 }
 
@@ -245,8 +253,8 @@ std::string fit_label(const std::string& label, int room) {
   return label;
 }
 
-std::string render_marker(const TraceEvent& event, const Lanes& lanes, int y) {
-  const MarkerStyle style = marker_style(event);
+std::string render_marker(const TraceEvent& event, const Lanes& lanes, int y, bool jetstream) {
+  const MarkerStyle style = marker_style(event, jetstream);
   const int lane = std::max(0, lanes.index(event.service));
   const int x = lanes.x(lane);
   const int mid_y = y + kRowHeight / 2;
@@ -291,10 +299,10 @@ bool is_band(EventKind kind) {
 
 std::string render_row(const TraceEvent& event, std::string_view envelope, const Lanes& lanes,
                        size_t index, int y, int step_number, bool show_time,
-                       std::string_view message_colour) {
+                       std::string_view message_colour, bool jetstream) {
   std::string out = "<g class=\"ev k-" + std::string(event_kind_name(event.kind)) + "\" data-i=\"" +
-                    std::to_string(index) + "\"><title>" + event_tooltip(event, envelope) +
-                    "</title>";
+                    std::to_string(index) + "\"><title>" +
+                    event_tooltip(event, envelope, jetstream) + "</title>";
   out += "<rect class=\"hit\" x=\"0\" y=\"" + num(y) + "\" width=\"" + num(lanes.width()) +
          "\" height=\"" + num(kRowHeight) + "\"/>";
   if (show_time) {
@@ -304,9 +312,9 @@ std::string render_row(const TraceEvent& event, std::string_view envelope, const
   if (is_band(event.kind)) {
     out += render_band(event, lanes, y, step_number);
   } else if (is_message_event(event.kind)) {
-    out += render_arrow(event, lanes, y, message_colour);
+    out += render_arrow(event, lanes, y, message_colour, jetstream);
   } else {
-    out += render_marker(event, lanes, y);
+    out += render_marker(event, lanes, y, jetstream);
   }
   return out + "</g>\n";
 }
@@ -458,6 +466,7 @@ std::string render_gap(const RunResult& result, size_t first, size_t last, const
 }  // namespace
 
 std::string render_swimlanes(const RunResult& result, const Lanes& lanes, const Window& window) {
+  const bool jetstream = ran_on_jetstream(result);
   const std::vector<size_t>& drawn = window.drawn;
   // Each drawn event's row slot: one more for every gap before it.
   std::vector<size_t> slots(drawn.size());
@@ -514,7 +523,7 @@ std::string render_swimlanes(const RunResult& result, const Lanes& lanes, const 
                          .first->second;
     }
     out += render_row(event, envelope, lanes, p, y, step_number, event.time_ms != last_time_ms,
-                      colour);
+                      colour, jetstream);
     last_time_ms = event.time_ms;
   }
   if (tail_gap) {

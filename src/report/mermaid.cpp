@@ -55,8 +55,9 @@ std::string message_label(const TraceEvent& event) {
   return label;
 }
 
-std::string arrow_label(const TraceEvent& event) {
-  const std::string tag = " tag " + std::to_string(event.delivery_tag);
+std::string arrow_label(const TraceEvent& event, bool jetstream) {
+  const std::string tag = " " + delivery_id_text(event.delivery_tag, jetstream);
+  const std::string counted = delivery_count_text(event, jetstream);
   switch (event.kind) {
     case EventKind::request:
       return "request " + event.transfer + " " + event.detail + " " + std::to_string(event.amount);
@@ -70,18 +71,20 @@ std::string arrow_label(const TraceEvent& event) {
       return "deliver " + message_label(event) + " (" + event.message_id + ")" + tag +
              (!event.redelivered ? ""
               // A classic queue counts nothing: its redeliveries carry no x-delivery-count.
-              : event.delivery_count > 0
-                  ? " REDELIVERED (x-delivery-count " + std::to_string(event.delivery_count) + ")"
-                  : " REDELIVERED");
+              : counted.empty() ? " REDELIVERED"
+                                : " REDELIVERED (" + counted + ")");
     case EventKind::ack: return "ack" + tag;
     case EventKind::ack_lost: return "ack" + tag + " LOST";
     case EventKind::ack_void: return "ack" + tag + " on a closed channel, ignored";
     case EventKind::publish_nacked: return "nack of publish " + event.message_id;
     case EventKind::redrive:
       return "redrive " + message_label(event) + " (" + event.message_id + ")";
-    case EventKind::nack: return "nack" + tag + (event.detail.empty() ? "" : ": " + event.detail);
-    case EventKind::confirm: return "confirm " + event.message_id;
-    case EventKind::confirm_lost: return "confirm " + event.message_id + " LOST";
+    case EventKind::nack:
+      return (jetstream ? "nak" : "nack") + tag + (event.detail.empty() ? "" : ": " + event.detail);
+    // A publisher confirm is JetStream's publish ack.
+    case EventKind::confirm: return (jetstream ? "publish ack " : "confirm ") + event.message_id;
+    case EventKind::confirm_lost:
+      return (jetstream ? "publish ack " : "confirm ") + event.message_id + " LOST";
     default: return {};
   }
 }
@@ -101,7 +104,7 @@ std::string_view arrow_shape(EventKind kind) {
 }
 
 // What a `Note over` says for an event that happens inside one participant.
-std::string note_text(const TraceEvent& event) {
+std::string note_text(const TraceEvent& event, bool jetstream) {
   switch (event.kind) {
     case EventKind::effect:
       return event.account + " " + (event.amount > 0 ? "+" : "") + std::to_string(event.amount) +
@@ -117,7 +120,8 @@ std::string note_text(const TraceEvent& event) {
     case EventKind::dropped:
       return "DROPPED " + message_label(event) + " (" + event.message_id + ")";
     case EventKind::violation: return "VIOLATION " + event.detail;
-    case EventKind::requeue: return "requeue " + event.message_id + ": " + event.detail;
+    case EventKind::requeue:
+      return (jetstream ? "redeliver " : "requeue ") + event.message_id + ": " + event.detail;
     case EventKind::connection_closed: return "connection to broker closed: " + event.detail;
     case EventKind::saga: return "saga " + event.transfer + ": " + event.detail;
     case EventKind::paused: return "PAUSE " + event.detail;
@@ -126,7 +130,7 @@ std::string note_text(const TraceEvent& event) {
     case EventKind::lock_granted: return event.detail;
     case EventKind::retry: return "RETRY " + event.detail;
     case EventKind::error_queued: return "ERROR QUEUE " + event.detail;
-    default: return describe_event(event);
+    default: return describe_event(event, jetstream);
   }
 }
 
@@ -152,9 +156,11 @@ class MermaidWriter {
       open_step(event);
     } else if (is_message_event(event.kind)) {
       line(participant_id(event.service) + std::string(arrow_shape(event.kind)) +
-           participant_id(event.target) + ": " + escape_label(arrow_label(event)));
+           participant_id(event.target) + ": " +
+           escape_label(arrow_label(event, ran_on_jetstream(result_))));
     } else {
-      line("Note " + note_place(event) + ": " + escape_label(note_text(event)));
+      line("Note " + note_place(event) + ": " +
+           escape_label(note_text(event, ran_on_jetstream(result_))));
     }
   }
 

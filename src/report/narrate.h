@@ -166,6 +166,17 @@ class Narrator {
 // consumer's channel.
 // The HTML report shows the same sentence for the current event.
 std::string describe_event(const TraceEvent& event);
+// The same in the words of the run's broker: JetStream's when `jetstream`.
+std::string describe_event(const TraceEvent& event, bool jetstream);
+
+// The words the diagrams (HTML, Mermaid) use for a delivery on the run's broker: RabbitMQ's
+// delivery tag and x-delivery-count, or JetStream's consumer sequence and NumDelivered.
+bool ran_on_jetstream(const RunResult& result);
+// "tag 3", or "consumer sequence 3".
+std::string delivery_id_text(int64_t tag, bool jetstream);
+// What a redelivery's count is called and says: "x-delivery-count 1" (empty on a classic queue,
+// which counts nothing), or "NumDelivered 2" (JetStream counts this delivery too).
+std::string delivery_count_text(const TraceEvent& event, bool jetstream);
 
 // Returns one plain line per changed row, e.g.
 // "+ account-service.inbox_state #1  message_id=m-1 consumer_id=account receive_count=0" or

@@ -219,6 +219,7 @@
       return '<div><span class="k">' + esc(key) + ':</span> <span class="v' + (cls ? ' ' + cls : '') +
              '">' + esc(value) + '</span></div>';
     }
+    if (data.broker === 'jetstream') return jetStreamHtml(e, prop);
     var html = '<b>AMQP properties</b>' + prop('message-id', e.message_id);
     if (e.type) html += prop('type', e.type);
     if (e.type && data.routing[e.type]) html += prop('routing-key', data.routing[e.type]);
@@ -230,6 +231,18 @@
       // RabbitMQ adds the header only once a quorum queue has had the message back.
       html += '<b>headers</b>' + prop('x-delivery-count', e.delivery_count ? e.delivery_count : '(absent)',
                                          e.delivery_count ? 'yes' : '');
+    }
+    return html;
+  }
+  // On JetStream: the message's header and subject, and a delivery's metadata as a client reads
+  // it (nats.c's jsMsgMetaData): the consumer's sequence of this delivery and NumDelivered, which
+  // counts this delivery too.
+  function jetStreamHtml(e, prop) {
+    var html = '<b>NATS headers</b>' + prop('Nats-Msg-Id', e.message_id);
+    if (e.type && data.routing[e.type]) html += prop('subject', data.routing[e.type]);
+    if (e.kind === 'deliver' || e.tag) {
+      html += '<b>JetStream metadata</b>' + prop('consumer sequence', e.tag ? e.tag : '—');
+      html += prop('NumDelivered', (e.delivery_count || 0) + 1, e.redelivered ? 'yes' : '');
     }
     return html;
   }

@@ -12,6 +12,7 @@
 #include "fuzz/explore.h"
 #include "report/description.h"
 #include "report/html.h"
+#include "report/mermaid.h"
 #include "scenario/parse.h"
 #include "scenario/runner.h"
 #include "scenario/write.h"
@@ -612,6 +613,17 @@ TEST_CASE("74: the copy comes by ack wait with no fault, and the inbox acks it",
   CHECK_FALSE(contains(text, "'s channel"));
   CHECK_FALSE(contains(text, "requeue"));
   CHECK_FALSE(contains(text, "confirm Transfer"));
+  // The diagrams too: Mermaid's arrows, the HTML report's tooltips and its metadata panel.
+  const std::string diagram = render_mermaid(result);
+  CHECK(contains(diagram, "deliver Transfer.Requested t1 (m-1) consumer sequence 2 REDELIVERED "
+                          "(NumDelivered 2)"));
+  CHECK(contains(diagram, "redeliver m-1: account-service: no ack within the ack wait"));
+  CHECK_FALSE(contains(diagram, "x-delivery-count"));
+  CHECK_FALSE(contains(diagram, " tag "));
+  const std::string page = render_html(result);
+  CHECK(contains(page, "consumer sequence: 2\nredelivered: true\nNumDelivered: 2"));
+  CHECK(contains(page, "\"broker\":\"jetstream\""));
+  CHECK_FALSE(contains(page, "\ndelivery tag: "));  // the tooltip's field, not the glossary
   CHECK(contains(text, "account-service#2  inbox: message m-1 already consumed"));
   CHECK_FALSE(contains(text, "CRASH"));
   CHECK_FALSE(contains(text, "LOST"));
