@@ -339,27 +339,23 @@ std::vector<ParkedMessage> JetStreamBroker::parked() const {
 std::vector<QueueEntry> JetStreamBroker::entries_of(size_t queue_index) const {
   const Queue& queue = queues_[queue_index];
   std::vector<QueueEntry> out;
+  // A message waiting to be delivered (or, in an error queue, to be redriven).
+  const auto ready = [&](uint64_t position, const MessagePtr& message) {
+    QueueEntry entry;
+    entry.queue = queue.name;
+    entry.position = position;
+    entry.state = "ready";
+    entry.message = message;
+    out.push_back(entry);
+  };
   if (queue.error) {
-    for (const auto& [position, message] : queue.parked) {
-      QueueEntry entry;
-      entry.queue = queue.name;
-      entry.position = position;
-      entry.state = "ready";
-      entry.message = message;
-      out.push_back(entry);
-    }
+    for (const auto& [position, message] : queue.parked) ready(position, message);
     return out;
   }
   const size_t stream = js_.consumer_stream(queue.durable);
   for (const uint64_t sequence : js_.undelivered_sequences(queue.durable)) {
     const MessagePtr& message = js_.message_at(stream, sequence);
-    if (!bound(queue, routing_key(message->type))) continue;
-    QueueEntry entry;
-    entry.queue = queue.name;
-    entry.position = sequence;
-    entry.state = "ready";
-    entry.message = message;
-    out.push_back(entry);
+    if (bound(queue, routing_key(message->type))) ready(sequence, message);
   }
   for (const JetStream::PendingEntry& pending : js_.pending_entries(queue.durable)) {
     QueueEntry entry;
