@@ -137,7 +137,9 @@ std::string note_text(const TraceEvent& event, bool jetstream) {
 class MermaidWriter {
  public:
   explicit MermaidWriter(const RunResult& result)
-      : result_(result), participants_(diagram_participants(result)) {}
+      : result_(result),
+        participants_(diagram_participants(result)),
+        jetstream_(ran_on_jetstream(result)) {}
 
   std::string render() {
     out_ += "sequenceDiagram\n";
@@ -157,10 +159,10 @@ class MermaidWriter {
     } else if (is_message_event(event.kind)) {
       line(participant_id(event.service) + std::string(arrow_shape(event.kind)) +
            participant_id(event.target) + ": " +
-           escape_label(arrow_label(event, ran_on_jetstream(result_))));
+           escape_label(arrow_label(event, jetstream_)));
     } else {
       line("Note " + note_place(event) + ": " +
-           escape_label(note_text(event, ran_on_jetstream(result_))));
+           escape_label(note_text(event, jetstream_)));
     }
   }
 
@@ -200,6 +202,7 @@ class MermaidWriter {
 
   const RunResult& result_;
   std::vector<std::string> participants_;
+  const bool jetstream_;  // the run was on JetStream: the diagram uses its words
   std::string out_;
   int64_t step_count_ = 0;
   bool in_step_ = false;
