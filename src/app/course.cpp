@@ -99,7 +99,7 @@ std::vector<LessonBlock> make_blocks() {
       {"Store, then ack: Wolverine's durable inbox and its durability agent",
        {{"71", 3}, {"72", 3}, {"73", 2}}},
       {"Redelivery by timer: NATS JetStream's ack wait and its dedupe window",
-       {{"74", 3}, {"75", 3}}},
+       {{"74", 3}, {"76", 2}, {"75", 3}}},
   };
 }
 

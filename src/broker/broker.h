@@ -153,6 +153,8 @@ class Broker final : public MessageBroker {
   // nothing if the channel closed meanwhile.
   std::optional<Delivery> reject(size_t consumer, uint64_t channel, int64_t delivery_tag,
                                  int64_t now_ms) override;
+  // AMQP has no reply that extends a delivery's time.
+  bool in_progress(size_t, uint64_t, int64_t, int64_t) override { return false; }
 
   // Closes the consumer's connection: every unacked delivery goes back to the queue, in the
   // order it was delivered, flagged redelivered (where: see the opening paragraph); the

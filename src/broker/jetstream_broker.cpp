@@ -192,7 +192,10 @@ std::optional<Delivery> JetStreamBroker::pull(size_t client_index, int64_t now_m
     if (delivery.delivery_count > 1) {
       const bool nakked = nakked_.erase({delivery.consumer, delivery.stream_sequence}) > 0;
       record(EventKind::requeue, delivery.message, queue.name,
-             (nakked ? std::string("nakked")
+             (nakked ? "nakked" + (config_.nak_delay_ms > 0
+                                       ? " with a delay of " + std::to_string(config_.nak_delay_ms) +
+                                             " ms"
+                                       : std::string())
                      : "no ack within the ack wait (" + std::to_string(config_.ack_wait_ms) +
                            " ms)") +
                  ": delivered again, as delivery " + std::to_string(delivery.delivery_count) +
@@ -261,12 +264,13 @@ std::optional<Delivery> JetStreamBroker::ack(size_t consumer, uint64_t channel,
   return as_delivery(held->delivery, consumer, channel);
 }
 
-// -NAK without a delay: the message is due for redelivery at the next pull.
+// -NAK, with the client's delay (consumer.nak_delay_ms): without one the message is due for
+// redelivery at the next pull, with one not before the delay has passed.
 std::optional<Delivery> JetStreamBroker::nack(size_t consumer, uint64_t channel,
                                               int64_t delivery_tag, int64_t now_ms) {
   const std::optional<Held> held = take_held(consumer, channel, delivery_tag);
   if (!held) return std::nullopt;
-  if (js_.nak(held->delivery, 0, now_ms)) {
+  if (js_.nak(held->delivery, config_.nak_delay_ms, now_ms)) {
     nakked_.emplace(held->delivery.consumer, held->delivery.stream_sequence);
   }
   js_.take_advisories();  // the nak advisory: the trace has the nack already
@@ -281,6 +285,15 @@ std::optional<Delivery> JetStreamBroker::reject(size_t consumer, uint64_t channe
   js_.term(held->delivery, now_ms);
   js_.take_advisories();
   return as_delivery(held->delivery, consumer, channel);
+}
+
+// +WPI names the message by its stream sequence, like +ACK; the client keeps the delivery.
+bool JetStreamBroker::in_progress(size_t consumer, uint64_t channel, int64_t delivery_tag,
+                                  int64_t now_ms) {
+  if (!channel_still_open(consumer, channel)) return false;
+  const auto found = clients_[consumer].held.find(delivery_tag);
+  if (found == clients_[consumer].held.end()) return false;
+  return js_.in_progress(found->second.delivery, now_ms);
 }
 
 // A pull consumer's pending deliveries are the server's: a client that goes leaves them

@@ -40,6 +40,7 @@ struct JetStreamWorldConfig {
   int64_t ack_wait_ms = kJetStreamAckWaitDefaultMs;
   int64_t max_deliver = kJetStreamMaxDeliverUnlimited;
   int64_t dedupe_window_ms = kJetStreamDuplicatesDefaultMs;
+  int64_t nak_delay_ms = 0;  // the delay every nak asks for (consumer.nak_delay_ms)
 };
 
 class JetStreamBroker final : public MessageBroker {
@@ -71,6 +72,9 @@ class JetStreamBroker final : public MessageBroker {
                                int64_t now_ms) override;
   std::optional<Delivery> reject(size_t consumer, uint64_t channel, int64_t delivery_tag,
                                  int64_t now_ms) override;
+  // +WPI: the AckWait of the client's delivery starts again from now.
+  bool in_progress(size_t consumer, uint64_t channel, int64_t delivery_tag,
+                   int64_t now_ms) override;
   bool channel_open(size_t consumer, uint64_t channel) const override {
     return channel_still_open(consumer, channel);
   }

@@ -17,6 +17,7 @@ std::unique_ptr<MessageBroker> make_broker(const Config& config,
     settings.ack_wait_ms = config.broker_ack_wait_ms;
     settings.max_deliver = config.broker_max_deliver;
     settings.dedupe_window_ms = config.broker_dedupe_window_ms;
+    settings.nak_delay_ms = config.consumer_nak_delay_ms;
     return std::make_unique<JetStreamBroker>(std::move(record), settings);
   }
   return std::make_unique<Broker>(std::move(record), config.broker_prefetch,

@@ -119,6 +119,11 @@ class MessageBroker {
   // Gives up on it: no further delivery.
   virtual std::optional<Delivery> reject(size_t consumer, uint64_t channel, int64_t delivery_tag,
                                          int64_t now_ms) = 0;
+  // Says the receipt's holder is still working on it, which restarts its redelivery timer.
+  // Returns whether the broker still had it pending for that holder. A broker with no such
+  // reply (RabbitMQ: the parser refuses consumer.in_progress there) keeps nothing of it.
+  virtual bool in_progress(size_t consumer, uint64_t channel, int64_t delivery_tag,
+                           int64_t now_ms) = 0;
   // True while the receipt's connection is open (counts as a read for the explorer).
   virtual bool channel_open(size_t consumer, uint64_t channel) const = 0;
   // The same, without counting as a read.

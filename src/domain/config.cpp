@@ -341,6 +341,13 @@ const std::vector<KeyRow>& key_rows() {
       integer_key<&Config::broker_dedupe_window_ms, 100, kWindowMsMax>(
           "broker.dedupe_window_ms",
           "jetstream: the streams' Duplicates window for publishes with the same message id"),
+      bool_key<&Config::consumer_in_progress>(
+          "consumer.in_progress",
+          "jetstream: before each step a handler says it is still working (+WPI), restarting "
+          "the ack wait"),
+      integer_key<&Config::consumer_nak_delay_ms, 0, kWindowMsMax>(
+          "consumer.nak_delay_ms",
+          "jetstream: the delay a nak asks for before the redelivery (0: at the next pull)"),
   };
   return rows;
 }
@@ -469,7 +476,7 @@ std::optional<KeyRefusal> broker_key_refusal(const Config& config) {
        "a pull consumer's deliveries do not hang on its client's connection: a silent client "
        "loses nothing until the ack wait runs out"},
   }};
-  const std::array<BrokerKey, 3> jetstream_keys = {{
+  const std::array<BrokerKey, 5> jetstream_keys = {{
       {"broker.ack_wait_ms", config.broker_ack_wait_ms == defaults.broker_ack_wait_ms,
        "RabbitMQ redelivers nothing by timer (its consumer timeout closes the channel instead)"},
       {"broker.max_deliver", config.broker_max_deliver == defaults.broker_max_deliver,
@@ -477,6 +484,11 @@ std::optional<KeyRefusal> broker_key_refusal(const Config& config) {
       {"broker.dedupe_window_ms",
        config.broker_dedupe_window_ms == defaults.broker_dedupe_window_ms,
        "RabbitMQ does not deduplicate publishes"},
+      {"consumer.in_progress", config.consumer_in_progress == defaults.consumer_in_progress,
+       "AMQP has no reply that extends a delivery's time: RabbitMQ's consumer timeout counts "
+       "from the delivery"},
+      {"consumer.nak_delay_ms", config.consumer_nak_delay_ms == defaults.consumer_nak_delay_ms,
+       "a basic.nack with requeue puts the message back at once (RabbitMQ has no nack delay)"},
   }};
   for (const BrokerKey& key : jetstream ? std::span<const BrokerKey>(rabbitmq_keys)
                                         : std::span<const BrokerKey>(jetstream_keys)) {

@@ -131,6 +131,11 @@ struct Config {
   int64_t broker_ack_wait_ms = 30'000;
   int64_t broker_max_deliver = -1;
   int64_t broker_dedupe_window_ms = 120'000;
+  // JetStream's client replies (nats.c's natsMsg_InProgress and natsMsg_NakWithDelay): whether
+  // a handler tells the server before each step that it is still working, which restarts the
+  // ack wait, and the delay a nak asks for (0: redelivered at the next pull).
+  bool consumer_in_progress = false;
+  int64_t consumer_nak_delay_ms = 0;
 
   // Returns the instance count of `service`'s config key.
   int64_t instances(bool account) const { return account ? account_instances : transfer_instances; }

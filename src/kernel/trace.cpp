@@ -49,8 +49,9 @@ constexpr std::array<std::string_view, kEventKindCount> kEventKindNames = {"step
                                                                            "redrive",
                                                                            "dropped",
                                                                            "index_restored",
-                                                                           "recovered"};
-static_assert(names_every(kEventKindNames, EventKind::recovered));
+                                                                           "recovered",
+                                                                           "in_progress"};
+static_assert(names_every(kEventKindNames, EventKind::in_progress));
 
 }  // namespace
 

@@ -56,9 +56,10 @@ enum class EventKind : uint8_t {
   dropped,             // broker: a message past the delivery limit, with no dead-letter exchange
   index_restored,      // an operator put back a dropped index (or could not)
   recovered,           // a durability agent took a stored envelope whose owner node is gone
+  in_progress,         // consumer -> broker: JetStream's +WPI, still working (the ack wait restarts)
 };
 
-inline constexpr size_t kEventKindCount = 38;
+inline constexpr size_t kEventKindCount = 39;
 
 // Returns the stable name of an event kind, as written to traces.
 std::string_view event_kind_name(EventKind kind);

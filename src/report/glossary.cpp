@@ -342,6 +342,14 @@ void add_jetstream_terms(std::vector<GlossaryEntry>& out) {
        "Past broker.max_deliver deliveries it is delivered no more, with no dead-letter queue.",
        "74-jetstream-slow-consumer"});
   out.push_back(
+      {"in progress",
+       {"+WPI", "InProgress", "natsMsg_InProgress", "consumer.in_progress"},
+       "a JetStream client's reply on a delivery's ack subject that says it is still working on "
+       "it (consumer.in_progress): the server starts the delivery's ack wait again. A handler "
+       "that sends it before each step keeps its delivery however long it takes in all, as "
+       "long as no single silence outlasts the ack wait; a crash still makes a copy.",
+       "76-jetstream-in-progress"});
+  out.push_back(
       {"dedupe window",
        {"Duplicates window", "Duplicates", "Nats-Msg-Id", "broker.dedupe_window_ms"},
        "a JetStream stream's memory of the message ids it stored (broker.dedupe_window_ms, 2 min "

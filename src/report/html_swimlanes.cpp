@@ -109,6 +109,7 @@ ArrowStyle arrow_style(const TraceEvent& event, bool jetstream) {
       return {"a-deliver", "deliver " + what + " (" + event.message_id + ", " + tag + ")"};
     case EventKind::ack: return {"a-ack", "ack " + tag};
     case EventKind::ack_lost: return {"a-lost", "ack " + tag + " LOST"};
+    case EventKind::in_progress: return {"a-ack", "in progress " + tag + " (+WPI)"};
     case EventKind::ack_void: return {"a-lost", "ack " + tag + " VOID (closed channel)"};
     case EventKind::publish_nacked: return {"a-lost", "publish NACKED " + what};
     case EventKind::redrive:

@@ -75,6 +75,7 @@ std::string arrow_label(const TraceEvent& event, bool jetstream) {
                                 : " REDELIVERED (" + counted + ")");
     case EventKind::ack: return "ack" + tag;
     case EventKind::ack_lost: return "ack" + tag + " LOST";
+    case EventKind::in_progress: return "in progress" + tag + " (+WPI)";
     case EventKind::ack_void: return "ack" + tag + " on a closed channel, ignored";
     case EventKind::publish_nacked: return "nack of publish " + event.message_id;
     case EventKind::redrive:
@@ -93,6 +94,7 @@ std::string arrow_label(const TraceEvent& event, bool jetstream) {
 std::string_view arrow_shape(EventKind kind) {
   switch (kind) {
     case EventKind::ack:
+    case EventKind::in_progress:
     case EventKind::confirm: return "-->>";
     case EventKind::ack_lost:
     case EventKind::ack_void:
@@ -219,6 +221,7 @@ bool is_message_event(EventKind kind) {
     case EventKind::ack_lost:
     case EventKind::ack_void:
     case EventKind::nack:
+    case EventKind::in_progress:
     case EventKind::confirm:
     case EventKind::confirm_lost:
     case EventKind::publish_nacked:

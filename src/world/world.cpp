@@ -400,7 +400,10 @@ void World::dispatch(const Job& job) {
     case JobKind::restart: on_restart(job.instance); return;
     case JobKind::reconnect: on_reconnect(job); return;
     case JobKind::resume:
-      if (handlers_.count(job.handler) > 0) run_handler(job.handler);
+      if (handlers_.count(job.handler) > 0) {
+        send_in_progress(job.handler);
+        run_handler(job.handler);
+      }
       return;
     case JobKind::heartbeat_timeout: on_heartbeat_timeout(job); return;
     case JobKind::pause_end: on_pause_end(job.instance); return;

@@ -341,6 +341,7 @@ class World {
   // `at_once`: the ack reaches the broker now, with no time on the wire (the wolverine inbox's
   // ack after the store, so that its after_ack point means the broker has the ack).
   void send_ack(const ActiveHandler& handler, bool at_once = false);
+  void send_in_progress(uint64_t handler);
   void send_nack(const Delivery& delivery, std::string reason);
   bool ack_void(const Delivery& delivery, std::string_view verb);
   void pump();

@@ -82,6 +82,27 @@ void World::send_ack(const ActiveHandler& handler, bool at_once) {
   schedule(now_ms() + latency_ms(), job);
 }
 
+// JetStream's +WPI (consumer.in_progress): a handler whose next step had to wait tells the
+// server it is still working before it goes on, so its delivery's ack wait starts again. The
+// reply reaches the server at once (unlike an ack, it does not travel the network's latency).
+void World::send_in_progress(uint64_t id) {
+  if (!config_.consumer_in_progress) return;
+  const ActiveHandler& handler = handlers_.at(id);
+  if (handler.from_table || cancelled_by_close(handler)) return;
+  const Delivery& delivery = handler.delivery;
+  if (!broker_->in_progress(delivery.consumer, delivery.channel, delivery.delivery_tag,
+                            now_ms())) {
+    return;
+  }
+  TraceEvent event =
+      delivery_event(EventKind::in_progress, now_ms(), consumers_[delivery.consumer].participant,
+                     participant::broker, delivery);
+  event.detail = "still working on it, the ack wait (" + std::to_string(config_.broker_ack_wait_ms) +
+                 " ms) starts again";
+  record(std::move(event));
+  schedule_broker_timer();
+}
+
 void World::send_nack(const Delivery& delivery, std::string reason) {
   if (ack_void(delivery, "nack")) return;
   TraceEvent event =

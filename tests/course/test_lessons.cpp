@@ -631,6 +631,21 @@ TEST_CASE("74: the copy comes by ack wait with no fault, and the inbox acks it",
   CHECK(result.passed);
 }
 
+TEST_CASE("76: a handler that says it is still working keeps its delivery: no copy", "[lessons]") {
+  RunResult result;
+  const std::string text = narrated(library_scenario("76-jetstream-in-progress.json"), &result);
+  INFO(lines_with(text, "m-1"));
+  CHECK(contains(text, "account-service#1 → broker  in progress (+WPI) consumer sequence 1  "
+                       "Transfer.Requested t1 (m-1): still working on it, the ack wait (2000 ms) "
+                       "starts again"));
+  CHECK_FALSE(contains(text, "no ack within the ack wait"));
+  CHECK_FALSE(contains(text, "REDELIVERED"));
+  CHECK_FALSE(contains(text, "already consumed"));
+  CHECK(contains(render_mermaid(result), "in progress consumer sequence 1 (+WPI)"));
+  CHECK(contains(render_html(result), "in progress consumer sequence 1 (+WPI)"));
+  CHECK(result.passed);
+}
+
 TEST_CASE("75: the stream drops t1's copy inside its window, and the inbox stops t2's after it",
           "[lessons]") {
   RunResult result;
