@@ -46,7 +46,7 @@ _inboxsim_option_value() {
         rejected saga illegal_transition consumer_fault notification crash restart
         connection_closed index_dropped advance cleanup violation paused resumed lock_wait
         lock_granted ack_void retry error_queued publish_nacked redrive dropped index_restored
-        recovered in_progress" \
+        recovered in_progress term" \
         -- "${cur##*,}")
       ;;
     # Numbers, seed ranges, shards and KEY=VALUE: nothing to offer, and no file names either.

@@ -348,6 +348,10 @@ const std::vector<KeyRow>& key_rows() {
       integer_key<&Config::consumer_nak_delay_ms, 0, kWindowMsMax>(
           "consumer.nak_delay_ms",
           "jetstream: the delay a nak asks for before the redelivery (0: at the next pull)"),
+      integer_key<&Config::consumer_term_after, 0, kDeliveryLimitMax>(
+          "consumer.term_after",
+          "jetstream: a handler failing on a delivery made this many times terms it (+TERM) "
+          "instead of nakking (0: never)"),
   };
   return rows;
 }
@@ -476,7 +480,7 @@ std::optional<KeyRefusal> broker_key_refusal(const Config& config) {
        "a pull consumer's deliveries do not hang on its client's connection: a silent client "
        "loses nothing until the ack wait runs out"},
   }};
-  const std::array<BrokerKey, 5> jetstream_keys = {{
+  const std::array<BrokerKey, 6> jetstream_keys = {{
       {"broker.ack_wait_ms", config.broker_ack_wait_ms == defaults.broker_ack_wait_ms,
        "RabbitMQ redelivers nothing by timer (its consumer timeout closes the channel instead)"},
       {"broker.max_deliver", config.broker_max_deliver == defaults.broker_max_deliver,
@@ -489,6 +493,9 @@ std::optional<KeyRefusal> broker_key_refusal(const Config& config) {
        "from the delivery"},
       {"consumer.nak_delay_ms", config.consumer_nak_delay_ms == defaults.consumer_nak_delay_ms,
        "a basic.nack with requeue puts the message back at once (RabbitMQ has no nack delay)"},
+      {"consumer.term_after", config.consumer_term_after == defaults.consumer_term_after,
+       "the bank's RabbitMQ consumers give a message up through MassTransit's error queue or "
+       "the quorum queue's broker.delivery_limit"},
   }};
   for (const BrokerKey& key : jetstream ? std::span<const BrokerKey>(rabbitmq_keys)
                                         : std::span<const BrokerKey>(jetstream_keys)) {

@@ -136,6 +136,9 @@ struct Config {
   // ack wait, and the delay a nak asks for (0: redelivered at the next pull).
   bool consumer_in_progress = false;
   int64_t consumer_nak_delay_ms = 0;
+  // nats.c's natsMsg_Term: a handler that fails on a delivery the server has delivered this
+  // many times gives it up (+TERM) instead of nakking it; 0: it always naks.
+  int64_t consumer_term_after = 0;
 
   // Returns the instance count of `service`'s config key.
   int64_t instances(bool account) const { return account ? account_instances : transfer_instances; }

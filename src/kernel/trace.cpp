@@ -50,8 +50,9 @@ constexpr std::array<std::string_view, kEventKindCount> kEventKindNames = {"step
                                                                            "dropped",
                                                                            "index_restored",
                                                                            "recovered",
-                                                                           "in_progress"};
-static_assert(names_every(kEventKindNames, EventKind::in_progress));
+                                                                           "in_progress",
+                                                                           "term"};
+static_assert(names_every(kEventKindNames, EventKind::term));
 
 }  // namespace
 

@@ -57,9 +57,10 @@ enum class EventKind : uint8_t {
   index_restored,      // an operator put back a dropped index (or could not)
   recovered,           // a durability agent took a stored envelope whose owner node is gone
   in_progress,         // consumer -> broker: JetStream's +WPI, still working (the ack wait restarts)
+  term,                // consumer -> broker: JetStream's +TERM, the delivery is given up for good
 };
 
-inline constexpr size_t kEventKindCount = 39;
+inline constexpr size_t kEventKindCount = 40;
 
 // Returns the stable name of an event kind, as written to traces.
 std::string_view event_kind_name(EventKind kind);

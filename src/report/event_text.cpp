@@ -153,6 +153,8 @@ std::string describe_messaging(const TraceEvent& event, const DeliveryNaming& na
       // JetStream's nak redelivers too, at once or after its delay.
       return describe_ack(event, naming.jetstream ? "nak" : "nack (requeue)", naming) +
              (event.detail.empty() ? "" : ": " + event.detail);
+    case EventKind::term:
+      return describe_ack(event, "term (+TERM)", naming) + ": " + event.detail;
     case EventKind::in_progress:
       return describe_ack(event, "in progress (+WPI)", naming) + ": " + event.detail;
     case EventKind::requeue:

@@ -110,6 +110,7 @@ ArrowStyle arrow_style(const TraceEvent& event, bool jetstream) {
     case EventKind::ack: return {"a-ack", "ack " + tag};
     case EventKind::ack_lost: return {"a-lost", "ack " + tag + " LOST"};
     case EventKind::in_progress: return {"a-ack", "in progress " + tag + " (+WPI)"};
+    case EventKind::term: return {"a-lost", "term " + tag + " (+TERM): " + event.detail};
     case EventKind::ack_void: return {"a-lost", "ack " + tag + " VOID (closed channel)"};
     case EventKind::publish_nacked: return {"a-lost", "publish NACKED " + what};
     case EventKind::redrive:

@@ -76,6 +76,7 @@ std::string arrow_label(const TraceEvent& event, bool jetstream) {
     case EventKind::ack: return "ack" + tag;
     case EventKind::ack_lost: return "ack" + tag + " LOST";
     case EventKind::in_progress: return "in progress" + tag + " (+WPI)";
+    case EventKind::term: return "term" + tag + " (+TERM)";
     case EventKind::ack_void: return "ack" + tag + " on a closed channel, ignored";
     case EventKind::publish_nacked: return "nack of publish " + event.message_id;
     case EventKind::redrive:
@@ -100,7 +101,8 @@ std::string_view arrow_shape(EventKind kind) {
     case EventKind::ack_void:
     case EventKind::publish_nacked:
     case EventKind::confirm_lost: return "--x";
-    case EventKind::nack: return "-x";
+    case EventKind::nack:
+    case EventKind::term: return "-x";
     default: return "->>";
   }
 }
@@ -222,6 +224,7 @@ bool is_message_event(EventKind kind) {
     case EventKind::ack_void:
     case EventKind::nack:
     case EventKind::in_progress:
+    case EventKind::term:
     case EventKind::confirm:
     case EventKind::confirm_lost:
     case EventKind::publish_nacked:

@@ -34,7 +34,8 @@ std::string_view line_style(const TraceEvent& event) {
     case EventKind::dropped:
     case EventKind::consumer_fault:
     case EventKind::illegal_transition:
-    case EventKind::index_dropped: return kRed;
+    case EventKind::index_dropped:
+    case EventKind::term: return kRed;
     case EventKind::restart:
     case EventKind::index_restored: return kBoldGreen;
     case EventKind::violation: return kInverseRed;

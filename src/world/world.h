@@ -182,6 +182,7 @@ class World {
     int64_t delivery_tag = 0;  // ack, nack
     int64_t outbox_seq = 0;    // confirm, publish_nack
     uint64_t handler = 0;      // resume, retry
+    bool term = false;         // nack: JetStream's +TERM (consumer.term_after) instead of a nak
     int64_t born = -1;         // the logged event that scheduled it (ExploreControl::log_events)
 
     // A job of `instance`, voided by a crash when `incarnation` is given.

@@ -100,6 +100,7 @@ Fingerprint World::fingerprint_job(const Job& job) const {
     case JobKind::ack:
     case JobKind::nack:
       hasher.add(static_cast<uint64_t>(job.consumer)).add(job.channel).add_signed(job.delivery_tag);
+      if (job.term) hasher.add(true);
       break;
     case JobKind::confirm:
     case JobKind::publish_nack:

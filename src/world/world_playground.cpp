@@ -159,7 +159,7 @@ PendingEvent World::describe_job(const Job& job) const {
       event.kind = job.kind == JobKind::ack ? "ack" : "nack";
       event.participant = consumers_[job.consumer].participant;
       event.message = unacked_message(broker_->contents(), event.participant, job.delivery_tag);
-      event.label = "the " + event.kind + " of " +
+      event.label = "the " + (job.term ? std::string("term (+TERM)") : event.kind) + " of " +
                     (event.message ? about(event.message)
                                    : "delivery tag " + std::to_string(job.delivery_tag)) +
                     " from " + event.participant + " reaches the broker";

@@ -103,14 +103,23 @@ void World::send_in_progress(uint64_t id) {
   schedule_broker_timer();
 }
 
+// A nack; on JetStream, once the delivery was made consumer.term_after times, a +TERM instead:
+// the server delivers the message no more.
 void World::send_nack(const Delivery& delivery, std::string reason) {
   if (ack_void(delivery, "nack")) return;
-  TraceEvent event =
-      delivery_event(EventKind::nack, now_ms(), consumers_[delivery.consumer].participant,
-                     participant::broker, delivery);
+  const int64_t deliveries = delivery.delivery_count + 1;  // NumDelivered counts this one
+  const bool term = config_.consumer_term_after > 0 && deliveries >= config_.consumer_term_after;
+  TraceEvent event = delivery_event(term ? EventKind::term : EventKind::nack, now_ms(),
+                                    consumers_[delivery.consumer].participant, participant::broker,
+                                    delivery);
   event.detail = std::move(reason);
+  if (term) {
+    event.detail += "; delivered " + std::to_string(deliveries) +
+                    " times (consumer.term_after): given up, the server delivers it no more";
+  }
   record(std::move(event));
   Job job;
+  job.term = term;
   job.kind = JobKind::nack;
   job.consumer = delivery.consumer;
   job.channel = delivery.channel;
@@ -120,7 +129,9 @@ void World::send_nack(const Delivery& delivery, std::string reason) {
 
 void World::on_ack(const Job& job, bool is_nack) {
   const std::string_view consumer = consumers_[job.consumer].participant;
-  if (is_nack) {
+  if (is_nack && job.term) {
+    broker_->reject(job.consumer, job.channel, job.delivery_tag, now_ms());
+  } else if (is_nack) {
     broker_->nack(job.consumer, job.channel, job.delivery_tag, now_ms());
   } else if (const auto settled = broker_->ack(job.consumer, job.channel, job.delivery_tag, now_ms())) {
     record(delivery_event(EventKind::ack, now_ms(), consumer, participant::broker, *settled));

@@ -151,3 +151,30 @@ TEST_CASE("jetstream: RabbitMQ refuses +WPI and a nak delay, with their pointers
   parse_ok(rabbitmq + R"("consumer.in_progress": false, "consumer.nak_delay_ms": 0}, "steps": [)" +
            kTransfer + "]}");
 }
+
+TEST_CASE("jetstream: a handler terms a delivery made consumer.term_after times, and the server "
+          "delivers it no more",
+          "[jetstream]") {
+  const std::string poison =
+      R"({"fault": {"kind": "nack", "times": 10, "cause": "poison", "match": )"
+      R"({"type": "Account.Debited", "transfer": "t1"}}}, )";
+  const RunResult result = run_traced(text_of(R"("consumer.term_after": 3)", poison + kTransfer));
+  int64_t deliveries = 0;
+  for (const TraceEvent& event : result.events) {
+    if (event.kind == EventKind::deliver && event.type == "Account.Debited") ++deliveries;
+  }
+  CHECK(deliveries == 3);
+  CHECK(events_with(result, EventKind::nack, "") == 2);
+  CHECK(events_with(result, EventKind::term,
+                    "delivered 3 times (consumer.term_after): given up, the server delivers it "
+                    "no more") == 1);
+  CHECK(events_with(result, EventKind::dropped, "") == 0);  // not MaxDeliver's drop
+  bool terminated = true;
+  for (const Violation& violation : result.violations) {
+    if (violation.invariant == Invariant::termination) terminated = false;
+  }
+  CHECK_FALSE(terminated);  // the saga waits for an Account.Debited no one delivers
+  CHECK_THAT(parse_error(R"({"accounts": {"alice": 1, "bob": 0}, "config": )"
+                         R"({"consumer.term_after": 2}, "steps": []})"),
+             Catch::Contains("/config/consumer.term_after"));
+}
