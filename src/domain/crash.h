@@ -5,6 +5,8 @@
 // service's broker connection and restarts it later with only its committed data.
 #pragma once
 
+#include "kernel/trace.h"
+
 #include <cstdint>
 #include <optional>
 #include <span>
@@ -73,6 +75,7 @@ struct ServiceCrash {
 // delivery is nacked with requeue.
 struct ConsumerFault {
   std::string_view reason;
+  FaultCause cause = FaultCause::none;
   // An OperationCanceledException (MassTransit's MessageDeliveryTimeout ran out): the retry
   // filter retries it like any fault, but the rescue pipe ignores it, so once the retries are
   // spent the delivery is nacked with requeue instead of moved to the _error queue.

@@ -54,9 +54,27 @@ constexpr std::array<std::string_view, kEventKindCount> kEventKindNames = {"step
                                                                            "term"};
 static_assert(names_every(kEventKindNames, EventKind::term));
 
+constexpr std::array<std::string_view, kDedupeRecordCount> kDedupeRecordNames = {
+    "none",           "inbox_row_inserted",  "inbox_consumed",
+    "inbox_outbox_sent", "inbox_delivered",  "marten_document",
+    "wolverine_stored",  "wolverine_handled", "seen_checked",
+    "seen_marked",    "processed_with_saga", "processed_with_notification",
+    "processed_alone"};
+static_assert(names_every(kDedupeRecordNames, DedupeRecord::processed_alone));
+
+constexpr std::array<std::string_view, kFaultCauseCount> kFaultCauseNames = {
+    "none",           "injected",        "ledger_key",       "inbox_key",
+    "inbox_rows_twice", "serialization", "stream_conflict",  "delivery_timeout",
+    "confirm_lost",   "publish_nacked",  "cancelled"};
+static_assert(names_every(kFaultCauseNames, FaultCause::cancelled));
+
 }  // namespace
 
 std::string_view event_kind_name(EventKind kind) { return name_of(kEventKindNames, kind); }
+std::string_view dedupe_record_name(DedupeRecord record) {
+  return name_of(kDedupeRecordNames, record);
+}
+std::string_view fault_cause_name(FaultCause cause) { return name_of(kFaultCauseNames, cause); }
 std::optional<EventKind> parse_event_kind(std::string_view name) {
   return parse_name<EventKind>(kEventKindNames, name);
 }
@@ -172,6 +190,12 @@ void write_event(Sink& sink, const TraceEvent& event) {
   put_field(sink, "account", event.account);
   if (event.amount != 0) put_number(sink, "amount", event.amount);
   put_field(sink, "detail", event.detail);
+  if (event.record != DedupeRecord::none) {
+    put_field(sink, "record", dedupe_record_name(event.record));
+  }
+  if (event.cause != FaultCause::none) put_field(sink, "cause", fault_cause_name(event.cause));
+  put_field(sink, "saga_from", event.saga_from);
+  put_field(sink, "saga_to", event.saga_to);
   sink.put('}');
 }
 

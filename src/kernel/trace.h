@@ -67,6 +67,43 @@ std::string_view event_kind_name(EventKind kind);
 // The event kind with that name, if any.
 std::optional<EventKind> parse_event_kind(std::string_view name);
 
+// Which dedupe record a dedupe_record event writes, by mechanism and step (its "record" in the
+// trace): what the views act on, where the sentence only tells it.
+enum class DedupeRecord : uint8_t {
+  none,
+  inbox_row_inserted,           // MassTransit: the inbox row, consumed still null, committed alone
+  inbox_consumed,               // MassTransit: marked consumed, with the effect and outbox rows
+  inbox_outbox_sent,            // MassTransit: one outbox message sent, last_sequence_number saved
+  inbox_delivered,              // MassTransit: marked delivered, every outbox message sent
+  marten_document,              // Marten: the message's document, with the event append
+  wolverine_stored,             // Wolverine: the envelope stored, Incoming, before the ack
+  wolverine_handled,            // Wolverine: the envelope marked Handled, with the effect
+  seen_checked,                 // an external seen-set checked and not marked (check-then-add)
+  seen_marked,                  // an external seen-set marked, outside every transaction
+  processed_with_saga,          // processed_messages, with the saga update and its outbox row
+  processed_with_notification,  // processed_messages, with the customer notification
+  processed_alone,              // processed_messages in a transaction of its own (processed_after)
+};
+inline constexpr size_t kDedupeRecordCount = 13;
+std::string_view dedupe_record_name(DedupeRecord record);
+
+// Why a handler faulted and rolled back (a consumer_fault's "cause" in the trace).
+enum class FaultCause : uint8_t {
+  none,
+  injected,             // a `nack` fault of the scenario
+  ledger_key,           // the ledger's unique index (transfer_id, type) refused a second entry
+  inbox_key,            // MassTransit's inbox key refused a second row
+  inbox_rows_twice,     // two inbox rows for one key: the lookup's SingleOrDefault throws
+  serialization,        // Postgres 40001 under Repeatable Read
+  stream_conflict,      // Marten: a concurrent append moved the event stream
+  delivery_timeout,     // MassTransit's MessageDeliveryTimeout cancelled the outbox send
+  confirm_lost,         // the channel closed before the publisher confirm arrived
+  publish_nacked,       // the broker nacked the publish
+  cancelled,            // the channel closed while the handler ran (consume context cancelled)
+};
+inline constexpr size_t kFaultCauseCount = 11;
+std::string_view fault_cause_name(FaultCause cause);
+
 struct TraceEvent {
   int64_t time_ms = 0;
   EventKind kind = EventKind::step;
@@ -80,7 +117,11 @@ struct TraceEvent {
   int64_t delivery_count = 0;
   std::string account;
   int64_t amount = 0;
-  std::string detail;
+  std::string detail;  // the event in words, for people; the typed fields below are its data
+  DedupeRecord record = DedupeRecord::none;  // dedupe_record
+  FaultCause cause = FaultCause::none;       // consumer_fault
+  std::string_view saga_from;                // saga: the state left (empty: a new saga)
+  std::string_view saga_to;                  // saga: the state entered
 };
 
 // Writes the canonical JSON line of an event (no trailing newline). The same event always

@@ -133,11 +133,7 @@ std::string describe_crash(const TraceEvent& event) {
 }
 
 std::string describe_saga(const TraceEvent& event) {
-  std::string change = event.detail;
-  if (const size_t pos = change.find("->"); pos != std::string::npos) {
-    change.replace(pos, 2, " → ");
-  }
-  return std::string(event.service) + "  saga " + event.transfer + "  " + change;
+  return std::string(event.service) + "  saga " + event.transfer + "  " + saga_change(event);
 }
 
 std::string describe_messaging(const TraceEvent& event, const DeliveryNaming& naming) {
@@ -320,6 +316,10 @@ std::string delivery_count_text(const TraceEvent& event, bool jetstream) {
   if (jetstream) return "NumDelivered " + std::to_string(event.delivery_count + 1);
   if (event.delivery_count == 0) return {};
   return "x-delivery-count " + std::to_string(event.delivery_count);
+}
+
+std::string saga_change(const TraceEvent& event) {
+  return std::string(event.saga_from) + " → " + std::string(event.saga_to);
 }
 
 }  // namespace inboxsim

@@ -216,11 +216,7 @@ nlohmann::json segments_json(const RunResult& result, const Window& window) {
       const TraceEvent& event = result.events[next];
       if (event.kind == EventKind::effect) balances[event.account] += event.amount;
       if (event.kind == EventKind::request) sagas[event.transfer] = "REQUESTED";
-      if (event.kind == EventKind::saga) {
-        const size_t arrow = event.detail.rfind("->");
-        sagas[event.transfer] =
-            arrow == std::string::npos ? event.detail : event.detail.substr(arrow + 2);
-      }
+      if (event.kind == EventKind::saga) sagas[event.transfer] = event.saga_to;
       count_changes(next);
     }
     const size_t end = s + 1 < starts.size() ? starts[s + 1] : window.drawn.size();

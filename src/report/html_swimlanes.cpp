@@ -187,11 +187,6 @@ std::string render_arrow(const TraceEvent& event, const Lanes& lanes, int y,
   return out;
 }
 
-// "REQUESTED->DEBITED" reads better on a screen as "REQUESTED → DEBITED".
-std::string arrowed(std::string text) {
-  if (const size_t at = text.find("->"); at != std::string::npos) text.replace(at, 2, " → ");
-  return text;
-}
 
 struct MarkerStyle {
   std::string css_class;
@@ -226,7 +221,7 @@ MarkerStyle marker_style(const TraceEvent& event, bool jetstream) {
     case EventKind::requeue:
       return {"m-warn", "↺",
               (jetstream ? "redeliver " : "requeue ") + event.message_id + ": " + event.detail};
-    case EventKind::saga: return {"m-saga", "◆", event.transfer + "  " + arrowed(event.detail)};
+    case EventKind::saga: return {"m-saga", "◆", event.transfer + "  " + saga_change(event)};
     case EventKind::illegal_transition: return {"m-crash", "!", "refused " + event.detail};
     case EventKind::consumer_fault: return {"m-crash", "⚠", "fault: " + event.detail};
     case EventKind::rejected:

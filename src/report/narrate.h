@@ -168,6 +168,8 @@ class Narrator {
 std::string describe_event(const TraceEvent& event);
 // The same in the words of the run's broker: JetStream's when `jetstream`.
 std::string describe_event(const TraceEvent& event, bool jetstream);
+// A saga event's change, "REQUESTED → DEBITED" (" → REQUESTED" for a new saga).
+std::string saga_change(const TraceEvent& event);
 
 // The words the diagrams (HTML, Mermaid) use for a delivery on the run's broker: RabbitMQ's
 // delivery tag and x-delivery-count, or JetStream's consumer sequence and NumDelivered.

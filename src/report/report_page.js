@@ -176,8 +176,7 @@
       } else if (e.kind === 'request') {
         state.sagas[e.transfer] = 'REQUESTED';
       } else if (e.kind === 'saga') {
-        var parts = (e.detail || '').split('->');
-        state.sagas[e.transfer] = parts[parts.length - 1];
+        state.sagas[e.transfer] = e.saga_to;
         if (i === upto) state.transfer = e.transfer;
       }
     }

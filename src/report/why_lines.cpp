@@ -8,11 +8,7 @@ namespace {
 
 constexpr std::string_view kTransferRequested = "Transfer.Requested";
 
-// A consumer fault's cause is only in its sentence: the trace has no typed field for it yet (as
-// for the inbox row's state deciding_line reads). A typed cause would change the trace hashes.
-bool names_ledger_key(const TraceEvent& event) {
-  return event.detail.find("ledger unique index") != std::string::npos;
-}
+bool names_ledger_key(const TraceEvent& event) { return event.cause == FaultCause::ledger_key; }
 
 }  // namespace
 

@@ -155,9 +155,12 @@ class ServiceCore {
   // A publish that was not confirmed faults the handler, as MassTransit's send throws.
   static void require_confirmed(PublishResult result) {
     if (result == PublishResult::lost) {
-      throw ConsumerFault{"the channel closed before the publisher confirm arrived"};
+      throw ConsumerFault{"the channel closed before the publisher confirm arrived",
+                          FaultCause::confirm_lost};
     }
-    if (result == PublishResult::nacked) throw ConsumerFault{"the broker nacked the publish"};
+    if (result == PublishResult::nacked) {
+      throw ConsumerFault{"the broker nacked the publish", FaultCause::publish_nacked};
+    }
   }
 
   void crash_point(CrashPoint point, const Message& message) { host_.crash_point(point, &message); }
@@ -177,9 +180,10 @@ class ServiceCore {
 
   // A dedupe record written in the open transaction: it reaches the trace on commit.
   void note_dedupe_record(std::string_view participant, const Message& message,
-                          std::string detail) {
+                          DedupeRecord record, std::string detail) {
     TraceEvent event = event_about(EventKind::dedupe_record, host_.now_ms(), participant, message);
     event.detail = std::move(detail);
+    event.record = record;
     pending_.events.push_back(std::move(event));
   }
 
@@ -190,6 +194,7 @@ class ServiceCore {
     TraceEvent event = event_about(EventKind::dedupe_record, host_.now_ms(), participant, message);
     event.detail = "external seen-set: " + message.message_id + " marked " + std::string(when) +
                    " the business commit, outside its transaction";
+    event.record = DedupeRecord::seen_marked;
     host_.record(std::move(event));
   }
 

@@ -128,6 +128,7 @@ void TransferService::request(const TransferSpec& transfer) {
   event.service = host_.names().service;
   event.transfer = transfer.id;
   event.detail = "->REQUESTED";
+  event.saga_to = saga_state_name(SagaState::requested);
   pending_.events.push_back(std::move(event));
   commit(work);
 }
@@ -205,7 +206,7 @@ Task<Outcome> TransferService::handle(TransferConsumer consumer, MessagePtr mess
 void TransferService::record_processed_after(const Message& message, std::string_view consumer) {
   UnitOfWork work(*this);
   try {
-    insert_processed(message, consumer,
+    insert_processed(message, consumer, DedupeRecord::processed_alone,
                      " in a transaction of its own, after the business commit");
   } catch (const SQLite::Exception& error) {
     if (!is_unique_violation(error)) throw;
@@ -217,7 +218,7 @@ void TransferService::record_processed_after(const Message& message, std::string
 // Inserts the processed_messages row in the open transaction and traces it on commit: "… m-3
 // inserted" followed by `how`. Throws SQLite's unique violation when the index already holds it.
 void TransferService::insert_processed(const Message& message, std::string_view consumer,
-                                       std::string_view how) {
+                                       DedupeRecord record, std::string_view how) {
   StatementUse insert(statements_->processed_insert);
   insert->bind(1, message.message_id);
   insert->bind(2, std::string(consumer));
@@ -226,6 +227,7 @@ void TransferService::insert_processed(const Message& message, std::string_view 
   TraceEvent event =
       event_about(EventKind::dedupe_record, host_.now_ms(), participant_of(consumer), message);
   event.detail = "processed_messages: " + message.message_id + " inserted" + std::string(how);
+  event.record = record;
   pending_.events.push_back(std::move(event));
 }
 
@@ -309,10 +311,12 @@ void TransferService::write_notification(const Message& message) {
 // (the E11000 of the original, caught, logged and acked).
 bool TransferService::claim_message(const Message& message, std::string_view consumer) {
   try {
+    const bool saga = consumer == kSagaConsumer;
     insert_processed(message, consumer,
-                     consumer == kSagaConsumer
-                         ? ", in one transaction with the saga update and its outbox row"
-                         : ", in one transaction with the notification");
+                     saga ? DedupeRecord::processed_with_saga
+                          : DedupeRecord::processed_with_notification,
+                     saga ? ", in one transaction with the saga update and its outbox row"
+                          : ", in one transaction with the notification");
     return true;
   } catch (const SQLite::Exception& error) {
     if (!is_unique_violation(error)) throw;
@@ -359,8 +363,9 @@ void TransferService::apply_saga_event(const Message& message) {
   }
   pending_.transitions.push_back(SagaTransition{message.transfer, *state, edge->to});
   TraceEvent event = event_about(EventKind::saga, host_.now_ms(), host_.names().service, message);
-  event.detail =
-      std::string(saga_state_name(*state)) + "->" + std::string(saga_state_name(edge->to));
+  event.saga_from = saga_state_name(*state);
+  event.saga_to = saga_state_name(edge->to);
+  event.detail = std::string(event.saga_from) + "->" + std::string(event.saga_to);
   pending_.events.push_back(std::move(event));
   if (edge->emit) add_outbox(*edge->emit, message.transfer, from, to, amount);
 }

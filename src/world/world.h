@@ -254,7 +254,7 @@ class World {
   void on_deliver(const Job& job);
   void start_handler(size_t instance, const Delivery& delivery, size_t attempt,
                      bool from_table = false);
-  void handler_faulted(ActiveHandler handler, std::string_view reason, bool cancelled = false);
+  void handler_faulted(ActiveHandler handler, const ConsumerFault& fault);
   bool cancelled_by_close(const ActiveHandler& handler) const;
   void cancel_handler(uint64_t handler);
   void on_retry(uint64_t handler);

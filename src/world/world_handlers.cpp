@@ -26,9 +26,11 @@ void World::start_handler(size_t instance_index, const Delivery& delivery, size_
   handler.from_table = from_table;
   if (const std::optional<FaultSpec> fault =
           take_fault(FaultKind::nack, instance.service, instance.number, *delivery.message)) {
-    handler_faulted(std::move(handler), fault->cause == FailureCause::poison
-                                            ? "the handler throws on this message (poison)"
-                                            : "transient failure (database busy)");
+    handler_faulted(std::move(handler),
+                    ConsumerFault{fault->cause == FailureCause::poison
+                                      ? "the handler throws on this message (poison)"
+                                      : "transient failure (database busy)",
+                                  FaultCause::injected});
     return;
   }
   switch (consumers_[delivery.consumer].role) {
@@ -74,6 +76,7 @@ void World::cancel_handler(uint64_t id) {
                       ? broker_->closed_connection_words()
                       : "the broker requeued the message") +
       ")";
+  event.cause = FaultCause::cancelled;
   record(std::move(event));
 }
 
@@ -106,7 +109,7 @@ void World::finish_handler(uint64_t id) {
     return;
   } catch (const ConsumerFault& fault) {
     release_locks(handler.instance, id);
-    handler_faulted(std::move(handler), fault.reason, fault.cancelled);
+    handler_faulted(std::move(handler), fault);
     return;
   }
   // A handler that ends normally has committed every pass and released its locks already.
@@ -121,14 +124,16 @@ void World::finish_handler(uint64_t id) {
 
 // A handler faulted (its transaction rolled back): its consumer's recoverability says whether
 // the delivery is nacked, handled again after a wait, or moved to the error queue.
-void World::handler_faulted(ActiveHandler handler, std::string_view reason, bool cancelled) {
+void World::handler_faulted(ActiveHandler handler, const ConsumerFault& fault) {
+  const std::string_view reason = fault.reason;
   const Delivery& delivery = handler.delivery;
   const bool account = consumers_[delivery.consumer].role == ConsumerRole::account;
   TraceEvent event = event_about(EventKind::consumer_fault, now_ms(),
                                  consumers_[delivery.consumer].participant, *delivery.message);
   event.detail = std::string(reason) + "; rolled back" + (account ? "" : ", will nack");
+  event.cause = fault.cause;
   record(std::move(event));
-  FaultDecision decision = recoverability_.on_fault(account, handler.attempt, cancelled);
+  FaultDecision decision = recoverability_.on_fault(account, handler.attempt, fault.cancelled);
   switch (decision.kind) {
     case FaultDecision::Kind::nack:
       INBOXSIM_ASSERT(!handler.from_table);

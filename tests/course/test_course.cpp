@@ -68,8 +68,9 @@ TEST_CASE("the seed's bank debits a rejected transfer replayed late, and remembe
   CHECK(remembered.violations.empty());
   // Before the key had its own name, the ledger index switched the record on: the default bank
   // of turn 3 ran this trace, and the key restores it exactly. (Recorded again for issue 29,
-  // items 9 and 11: the MassTransit inbox's one-message passes and the 10 s cleanup tick.)
-  CHECK(remembered.trace_hash == "616f94e18b8968ad");
+  // items 9 and 11: the MassTransit inbox's one-message passes and the 10 s cleanup tick, and
+  // for issue 25's typed trace fields.)
+  CHECK(remembered.trace_hash == "9ebbba62c7b7622b");
 }
 
 TEST_CASE("ledger_conflict = ack absorbs a duplicate the ledger key refuses, and fault parks it",

@@ -217,7 +217,8 @@ bool AccountCore::apply_entry(const Message& message, EntryType type, const std:
     if (!is_unique_violation(error)) throw;
     host_.reached(Probe::ledger_key_rejected);
     if (config_.account_ledger_conflict == LedgerConflict::fault) {
-      throw ConsumerFault{"ledger unique index (transfer_id, type) rejected a second entry"};
+      throw ConsumerFault{"ledger unique index (transfer_id, type) rejected a second entry",
+                          FaultCause::ledger_key};
     }
     note_entry_already_applied(message, type);
     return false;

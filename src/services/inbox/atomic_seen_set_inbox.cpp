@@ -63,6 +63,7 @@ bool AtomicSeenSetInbox::claimed(const Message& message) {
     event.detail = "external seen-set: SET NX " + message.message_id +
                    " replied OK: it was not marked and now is, in one call (check-and-mark), "
                    "before the business commit and outside its transaction";
+    event.record = DedupeRecord::seen_marked;
     host.record(std::move(event));
     return true;
   }

@@ -165,7 +165,8 @@ bool MartenInbox::stream_conflict(const Message& message, int64_t read_version) 
   if (config_.account_ledger_conflict == LedgerConflict::fault) {
     throw ConsumerFault{
         "EventStreamUnexpectedMaxEventIdException: a concurrent append moved the stream since "
-        "its version was read, and the event's (stream_id, version) key rejected the write"};
+        "its version was read, and the event's (stream_id, version) key rejected the write",
+        FaultCause::stream_conflict};
   }
   core_.dedupe_hit(Probe::dedupe_ledger_key_ack, me(), message,
                    "any unique violation as a duplicate: message " + message.message_id +
@@ -184,7 +185,7 @@ void MartenInbox::insert_document(const Message& message) {
   insert->bind(1, message.message_id);
   insert->bind(2, static_cast<int64_t>(host_.now_ms()));
   insert->exec();
-  core_.note_dedupe_record(me(), message,
+  core_.note_dedupe_record(me(), message, DedupeRecord::marten_document,
                            "marten inbox: document " + message.message_id +
                                " stored, in one transaction with the event append");
 }

@@ -200,7 +200,8 @@ Task<Outcome> MassTransitInbox::handle(MessagePtr message_ptr) {
       throw ConsumerFault{
           "40001 could not serialize access due to concurrent update: the locking select waited "
           "on the inbox row, which the holder updated and committed (Postgres, Repeatable "
-          "Read)"};
+          "Read)",
+          FaultCause::serialization};
     }
     co_await core_.step(next(pass, !inbox              ? "the row is gone: start over"
                                    : !inbox->consumed  ? "consume (the consumer runs), commit"
@@ -269,7 +270,7 @@ Task<Outcome> MassTransitInbox::handle(MessagePtr message_ptr) {
           throw ConsumerFault{
               "MessageDeliveryTimeout (30 s) cancelled the outbox send: "
               "OperationCanceledException",
-              true};
+              FaultCause::delivery_timeout, true};
         }
         send_retry_event(*outgoing, result, wait_ms);
         co_await host_.sleep(wait_ms, digest.finish().low,
@@ -311,7 +312,8 @@ std::optional<MassTransitInbox::InboxRow> MassTransitInbox::inbox_lookup(const M
   if (find->executeStep()) {
     throw ConsumerFault{
         "two inbox_state rows for one (message_id, consumer_id): the lookup's SingleOrDefault "
-        "throws"};
+        "throws",
+        FaultCause::inbox_rows_twice};
   }
   return inbox;
 }
@@ -330,9 +332,10 @@ void MassTransitInbox::inbox_insert(const Message& message) {
     host_.reached(Probe::masstransit_inbox_key);
     throw ConsumerFault{
         "inbox_state key (message_id, consumer_id) rejected a second row: a concurrent delivery "
-        "inserted it first"};
+        "inserted it first",
+        FaultCause::inbox_key};
   }
-  core_.note_dedupe_record(me(), message,
+  core_.note_dedupe_record(me(), message, DedupeRecord::inbox_row_inserted,
                            "inbox: row (" + message.message_id + ", " +
                                std::string(kAccountConsumerId) +
                                ") inserted and committed, consumed still null");
@@ -358,7 +361,7 @@ void MassTransitInbox::inbox_consume(const Message& message, const InboxRow& inb
     mark->exec();
   }
   core_.note_dedupe_record(
-      me(), message,
+      me(), message, DedupeRecord::inbox_consumed,
       "inbox: " + message.message_id +
           " marked consumed, in one transaction with its effect and outbox rows");
   core_.commit(work);
@@ -424,7 +427,7 @@ void MassTransitInbox::inbox_sent(const Message& message, const InboxRow& inbox,
   mark->bind(2, static_cast<int64_t>(inbox.row));
   mark->exec();
   core_.note_dedupe_record(
-      me(), message,
+      me(), message, DedupeRecord::inbox_outbox_sent,
       "inbox: " + message.message_id + " outbox message " + std::to_string(last_sequence) +
           " sent, last_sequence_number saved; delivered is set by a pass of its own");
   core_.commit(work);
@@ -439,7 +442,7 @@ void MassTransitInbox::inbox_delivered(const Message& message, const InboxRow& i
   mark->bind(2, static_cast<int64_t>(inbox.row));
   mark->exec();
   core_.note_dedupe_record(
-      me(), message,
+      me(), message, DedupeRecord::inbox_delivered,
       "inbox: " + message.message_id + " marked delivered, its outbox messages sent");
   core_.commit(work);
 }

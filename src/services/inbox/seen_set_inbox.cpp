@@ -75,6 +75,7 @@ bool SeenSetInbox::already_seen(const Message& message) {
     TraceEvent event = event_about(EventKind::dedupe_record, host.now_ms(), core_.me(), message);
     event.detail = "external seen-set: checked " + message.message_id +
                    ", not marked (check-then-add: the mark is a separate call)";
+    event.record = DedupeRecord::seen_checked;
     host.record(std::move(event));
     return false;
   }

@@ -145,7 +145,7 @@ bool WolverineInbox::store(const Message& message) {
                          "id is the key): dropped, acked without effect");
     return false;
   }
-  core_.note_dedupe_record(me(), message,
+  core_.note_dedupe_record(me(), message, DedupeRecord::wolverine_stored,
                            "wolverine inbox: envelope " + message.message_id +
                                " stored, Incoming, owner node " + std::to_string(node_) +
                                "; the broker is acked next");
@@ -164,7 +164,7 @@ void WolverineInbox::handle_from_table(const Message& message) {
   mark->bind(1, static_cast<int64_t>(keep_until_ms));
   mark->bind(2, message.message_id);
   mark->exec();
-  core_.note_dedupe_record(me(), message,
+  core_.note_dedupe_record(me(), message, DedupeRecord::wolverine_handled,
                            "wolverine inbox: envelope " + message.message_id +
                                " marked Handled in the handler's transaction, kept until " +
                                std::to_string(keep_until_ms) + " ms (KeepAfterMessageHandling)");

@@ -1,0 +1,106 @@
+// The trace's typed fields (kernel/trace.h): what the views act on is data, never a sentence.
+// Every event of a kind that has one carries it, in every story of the library, and the views
+// read it: a sentence reworded cannot change what they show.
+#include <catch2/catch.hpp>
+
+#include <sstream>
+#include <string>
+
+#include "domain/saga.h"
+#include "kernel/trace.h"
+#include "report/narrate.h"
+#include "scenario/runner.h"
+#include "support/scenarios.h"
+
+using namespace inboxsim;
+using inboxsim::testing::library_files;
+using inboxsim::testing::library_scenario;
+
+TEST_CASE("every dedupe record, consumer fault and saga change of the library has its typed "
+          "field",
+          "[trace][typed]") {
+  size_t records = 0, faults = 0, sagas = 0;
+  for (const std::string& file : library_files()) {
+    CAPTURE(file);
+    RunOptions options;
+    options.keep_trace = true;
+    const RunResult result = run_scenario(library_scenario(file), options);
+    for (const TraceEvent& event : result.events) {
+      CAPTURE(event.detail);
+      switch (event.kind) {
+        case EventKind::dedupe_record:
+          ++records;
+          CHECK(event.record != DedupeRecord::none);
+          CHECK(trace_event_json(event).find(",\"record\":\"" +
+                                             std::string(dedupe_record_name(event.record)) +
+                                             "\"") != std::string::npos);
+          break;
+        case EventKind::consumer_fault:
+          ++faults;
+          CHECK(event.cause != FaultCause::none);
+          break;
+        case EventKind::saga:
+          ++sagas;
+          CHECK(parse_saga_state(event.saga_to).has_value());
+          CHECK((event.saga_from.empty() || parse_saga_state(event.saga_from).has_value()));
+          break;
+        default:
+          CHECK(event.record == DedupeRecord::none);
+          CHECK(event.cause == FaultCause::none);
+          CHECK(event.saga_to.empty());
+      }
+    }
+  }
+  CHECK(records > 100);
+  CHECK(faults > 10);
+  CHECK(sagas > 100);
+}
+
+TEST_CASE("the views read the typed fields, not the sentence", "[trace][typed]") {
+  TraceEvent saga;
+  saga.kind = EventKind::saga;
+  saga.service = "transfer-service";
+  saga.transfer = "t1";
+  saga.saga_from = "REQUESTED";
+  saga.saga_to = "DEBITED";
+  saga.detail = "reworded for people";
+  CHECK(describe_event(saga) == "transfer-service  saga t1  REQUESTED → DEBITED");
+  saga.saga_from = {};
+  saga.saga_to = "REQUESTED";
+  CHECK(describe_event(saga) == "transfer-service  saga t1   → REQUESTED");
+
+  // The ↳ line under an account-service crash after its inbox row: it reads the record, so a
+  // reworded sentence changes nothing.
+  const Scenario scenario = library_scenario("10-crash-between-inbox-steps.json");
+  RunOptions options;
+  options.keep_trace = true;
+  const RunResult result = run_scenario(scenario, options);
+  const auto narrate = [&](const RunResult& run) {
+    std::ostringstream out;
+    Narrator narrator(out, NarratorOptions{});
+    narrator.set_config(scenario.config);
+    for (const TraceEvent& event : run.events) narrator.on_event(event);
+    narrator.flush();
+    return out.str();
+  };
+  const std::string plain = narrate(result);
+  RunResult reworded = result;
+  for (TraceEvent& event : reworded.events) {
+    if (event.kind == EventKind::dedupe_record || event.kind == EventKind::consumer_fault) {
+      event.detail = "(reworded)";
+    }
+  }
+  const std::string again = narrate(reworded);
+  const auto why_lines = [](const std::string& text) {
+    std::string out;
+    size_t at = 0;
+    while ((at = text.find("↳", at)) != std::string::npos) {
+      const size_t end = text.find('\n', at);
+      out += text.substr(at, end - at) + "\n";
+      at = end;
+    }
+    return out;
+  };
+  CHECK(why_lines(plain).find("found, consumed null: the consumer never ran") != std::string::npos);
+  CHECK(why_lines(plain) == why_lines(again));
+}
