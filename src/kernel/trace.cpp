@@ -196,6 +196,7 @@ void write_event(Sink& sink, const TraceEvent& event) {
   if (event.cause != FaultCause::none) put_field(sink, "cause", fault_cause_name(event.cause));
   put_field(sink, "saga_from", event.saga_from);
   put_field(sink, "saga_to", event.saga_to);
+  put_field(sink, "invariant", event.invariant);
   sink.put('}');
 }
 

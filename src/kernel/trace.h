@@ -122,6 +122,7 @@ struct TraceEvent {
   FaultCause cause = FaultCause::none;       // consumer_fault
   std::string_view saga_from;                // saga: the state left (empty: a new saga)
   std::string_view saga_to;                  // saga: the state entered
+  std::string_view invariant;                // violation: the invariant broken (its name)
 };
 
 // Writes the canonical JSON line of an event (no trailing newline). The same event always

@@ -37,7 +37,7 @@
   var brokenAt = {}, firstViolation = -1;
   events.forEach(function (e, i) {
     if (e.kind !== 'violation') return;
-    var name = (e.detail || '').split(':')[0];
+    var name = e.invariant;
     if (!(name in brokenAt)) brokenAt[name] = i;
     if (firstViolation < 0) firstViolation = i;
   });

@@ -103,7 +103,8 @@ World::World(const Scenario& scenario, const Config& config, const WorldOptions&
     TraceEvent event;
     event.time_ms = violation.time_ms;
     event.kind = EventKind::violation;
-    event.detail = std::string(invariant_name(violation.invariant)) + ": " + violation.detail;
+    event.invariant = invariant_name(violation.invariant);
+    event.detail = std::string(event.invariant) + ": " + violation.detail;
     record(std::move(event));
     explorer_.violation(coverage());
   };

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "domain/saga.h"
+#include "domain/scenario.h"
 #include "kernel/trace.h"
 #include "report/narrate.h"
 #include "scenario/runner.h"
@@ -19,7 +20,7 @@ using inboxsim::testing::library_scenario;
 TEST_CASE("every dedupe record, consumer fault and saga change of the library has its typed "
           "field",
           "[trace][typed]") {
-  size_t records = 0, faults = 0, sagas = 0;
+  size_t records = 0, faults = 0, sagas = 0, violations = 0;
   for (const std::string& file : library_files()) {
     CAPTURE(file);
     RunOptions options;
@@ -39,6 +40,11 @@ TEST_CASE("every dedupe record, consumer fault and saga change of the library ha
           ++faults;
           CHECK(event.cause != FaultCause::none);
           break;
+        case EventKind::violation:
+          ++violations;
+          CHECK(parse_invariant(event.invariant).has_value());
+          CHECK(event.detail.rfind(std::string(event.invariant) + ": ", 0) == 0);
+          break;
         case EventKind::saga:
           ++sagas;
           CHECK(parse_saga_state(event.saga_to).has_value());
@@ -48,12 +54,14 @@ TEST_CASE("every dedupe record, consumer fault and saga change of the library ha
           CHECK(event.record == DedupeRecord::none);
           CHECK(event.cause == FaultCause::none);
           CHECK(event.saga_to.empty());
+          CHECK(event.invariant.empty());
       }
     }
   }
   CHECK(records > 100);
   CHECK(faults > 10);
   CHECK(sagas > 100);
+  CHECK(violations > 10);
 }
 
 TEST_CASE("the views read the typed fields, not the sentence", "[trace][typed]") {

@@ -613,9 +613,10 @@ TEST_CASE("one instance of each service replays the traces recorded before concu
   // then (the Redis and Marten files, which take neither path, keep their hashes). Issue 27
   // traced the external seen-set's check ("checked m-1, not marked"), one event more in the
   // Redis files, so 13 was recorded again then; nothing else in its trace moved. Issue 25 (item
-  // 2) gave dedupe records, consumer faults and saga changes their typed fields (record, cause,
-  // saga_from, saga_to) in the canonical line, so every file was recorded again then; the
-  // narration and the Mermaid diagram of each were byte-identical before and after.
+  // 2) gave dedupe records, consumer faults, saga changes and violations their typed fields
+  // (record, cause, saga_from, saga_to, invariant) in the canonical line, so every file was
+  // recorded again then; the narration and the Mermaid diagram of each were byte-identical
+  // before and after.
   struct Pinned {
     const char* file;
     const char* trace_hash;
@@ -624,13 +625,13 @@ TEST_CASE("one instance of each service replays the traces recorded before concu
       {"01-happy-path.json", "d00dd315ec5b0187"},
       {"09-crash-after-commit.json", "10698737d03a8f46"},
       {"11-outbox-sent-not-marked.json", "cfd0a50414db4436"},
-      {"13-redis-mark-after-commit.json", "d0c93e00ab0efdc0"},
-      {"20-dedupe-key-too-coarse.json", "f4ab35bf0ec5b2d5"},
+      {"13-redis-mark-after-commit.json", "1c6a2fc3e39e529f"},
+      {"20-dedupe-key-too-coarse.json", "d24e908ebda4c3eb"},
       {"28-marten-inbox.json", "2eb83896a33c8f83"},
       // Issue 12 made account.remember_rejections its own key, off by default, and the file now
       // shows the seed's bank; "account.remember_rejections = true" replays the recorded trace
       // (the next test case).
-      {"29-late-duplicate-after-rejection.json", "f50dcf74f20038f4"},
+      {"29-late-duplicate-after-rejection.json", "9b9447c6cfaf2b02"},
   };
   for (const Pinned& p : pinned) {
     DYNAMIC_SECTION(p.file) {
