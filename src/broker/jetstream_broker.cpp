@@ -126,6 +126,7 @@ size_t JetStreamBroker::publish(const MessagePtr& message, int64_t now_ms) {
 
 size_t JetStreamBroker::publish(const MessagePtr& message, std::string_view key,
                                 bool default_exchange, int64_t now_ms) {
+  touch_all();
   if (default_exchange) return 0;  // no such exchange: unroutable (the parser refuses it)
   const auto ack = js_.publish(key, message, message->message_id, now_ms);
   if (!ack) return 0;  // no stream has the subject: no responders
@@ -158,6 +159,7 @@ bool JetStreamBroker::bound(const Queue& queue, std::string_view subject) const 
 // the prefetch, until a round gives nobody anything; the next pump starts with the client after
 // the last one served.
 void JetStreamBroker::pump(std::vector<Delivery>& out, int64_t now_ms) {
+  touch_all();
   for (Queue& queue : queues_) {
     if (queue.error || queue.clients.empty()) continue;
     bool served = true;
@@ -242,6 +244,7 @@ void JetStreamBroker::record_advisories() {
 
 std::optional<JetStreamBroker::Held> JetStreamBroker::take_held(size_t consumer, uint64_t channel,
                                                                 int64_t delivery_tag) {
+  touch_all();
   if (!channel_still_open(consumer, channel)) return std::nullopt;
   Client& client = clients_[consumer];
   const auto found = client.held.find(delivery_tag);
@@ -286,11 +289,13 @@ std::optional<Delivery> JetStreamBroker::reject(size_t consumer, uint64_t channe
 // A pull consumer's pending deliveries are the server's: a client that goes leaves them
 // pending until their AckWait runs out.
 void JetStreamBroker::close_connection(size_t consumer, int64_t, std::string_view) {
+  touch_all();
   clients_[consumer].connected = false;
   clients_[consumer].held.clear();
 }
 
 void JetStreamBroker::open_connection(size_t consumer, int64_t) {
+  touch_all();
   Client& client = clients_[consumer];
   INBOXSIM_ASSERT(client.held.empty());
   client.connected = true;
@@ -298,6 +303,7 @@ void JetStreamBroker::open_connection(size_t consumer, int64_t) {
 }
 
 const std::string& JetStreamBroker::move_to_error_queue(size_t queue, const MessagePtr& message) {
+  touch_all();
   INBOXSIM_ASSERT(queue < queues_.size() && queues_[queue].error);
   queues_[queue].parked.emplace_back(next_parked_position_++, message);
   ++parked_totals_[queues_[queue].name];
@@ -307,6 +313,7 @@ const std::string& JetStreamBroker::move_to_error_queue(size_t queue, const Mess
 // An operator's replay publishes each message again on its subject, with no Nats-Msg-Id (a
 // replay is meant to be delivered, whatever the dedupe window remembers).
 std::vector<MessagePtr> JetStreamBroker::redrive(size_t queue, int64_t now_ms) {
+  touch_all();
   INBOXSIM_ASSERT(queue < queues_.size() && queues_[queue].error);
   std::vector<MessagePtr> moved;
   for (auto& [position, message] : queues_[queue].parked) {
@@ -424,18 +431,23 @@ size_t JetStreamBroker::unacked_messages() const {
 }
 
 void JetStreamBroker::fingerprint(Hasher& hasher) const {
+  js_.fingerprint(hasher);
   for (const Queue& queue : queues_) {
     hasher.add(queue.name).add(static_cast<uint64_t>(queue.turn));
+    hasher.add(static_cast<uint64_t>(queue.parked.size()));
     for (const auto& [position, message] : queue.parked) hasher.add(message->message_id);
-    if (queue.error) continue;
-    for (const uint64_t sequence : js_.undelivered_sequences(queue.durable)) hasher.add(sequence);
-    for (const JetStream::PendingEntry& pending : js_.pending_entries(queue.durable)) {
-      hasher.add(pending.stream_sequence).add_signed(pending.deliveries).add(pending.redelivery_due);
-    }
   }
   for (const Client& client : clients_) {
     hasher.add(client.connected).add(client.connection);
-    for (const auto& [tag, held] : client.held) hasher.add_signed(tag);
+    hasher.add(static_cast<uint64_t>(client.held.size()));
+    for (const auto& [tag, held] : client.held) {
+      hasher.add_signed(tag).add(held.delivery.stream_sequence);
+      hasher.add_signed(held.delivery.delivery_count).add_signed(held.delivered_ms);
+    }
+  }
+  hasher.add(static_cast<uint64_t>(nakked_.size()));
+  for (const auto& [durable, sequence] : nakked_) {
+    hasher.add(static_cast<uint64_t>(durable)).add(sequence);
   }
 }
 
@@ -450,6 +462,19 @@ void JetStreamBroker::record(EventKind kind, const MessagePtr& message, std::str
   event.transfer = message->transfer;
   event.detail = std::string(queue) + ": " + detail;
   record_(std::move(event));
+}
+
+bool JetStreamBroker::ack_wait_may_expire(size_t queue) const {
+  INBOXSIM_ASSERT(queue < queues_.size());
+  return !queues_[queue].error && js_.ack_wait_may_expire(queues_[queue].durable);
+}
+
+// The redelivery it queues is handed out (with its trace event) by the next pump, as after a
+// run's AckWait expiry.
+void JetStreamBroker::expire_ack_wait(size_t queue, int64_t now_ms) {
+  touch_all();
+  INBOXSIM_ASSERT(ack_wait_may_expire(queue));
+  js_.expire_oldest(queues_[queue].durable, now_ms);
 }
 
 }  // namespace inboxsim

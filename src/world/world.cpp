@@ -377,7 +377,10 @@ void World::advance(int64_t ms) {
 // ---- the event loop --------------------------------------------------------------------------
 
 void World::dispatch(const Job& job) {
-  if (footprinting()) {
+  // The broker's timer runs no service code and belongs to no instance: it reads and changes
+  // the broker alone (whose footprint says so), and the budget of ack wait expiries, which
+  // only the broker's pumps read.
+  if (footprinting() && job.kind != JobKind::broker_timer) {
     const bool on_consumer =
         job.kind == JobKind::deliver || job.kind == JobKind::ack || job.kind == JobKind::nack;
     const size_t instance = on_consumer ? consumers_[job.consumer].instance : job.instance;
@@ -406,7 +409,7 @@ void World::dispatch(const Job& job) {
     case JobKind::pause_end: on_pause_end(job.instance); return;
     case JobKind::retry: on_retry(job.handler); return;
     case JobKind::durability_poll: on_durability_poll(job); return;
-    case JobKind::broker_timer: on_broker_timer(now_ms()); return;
+    case JobKind::broker_timer: on_broker_timer(job); return;
   }
   INBOXSIM_ASSERT(false);
 }
