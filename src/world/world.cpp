@@ -321,7 +321,8 @@ bool World::step_once() {
 
 bool World::run_until_quiescent() {
   int64_t processed = 0;
-  while (!scheduler_.empty() && halted_reason_.empty() && !explorer_.stopped()) {
+  while (halted_reason_.empty() && !explorer_.stopped() &&
+         (!scheduler_.empty() || expire_when_quiescent())) {
     if (processed++ >= kEventsPerRunMax) {
       quiescent_ = false;
       return false;

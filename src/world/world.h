@@ -351,6 +351,10 @@ class World {
   // Without a clock: one broker_timer job (its `consumer` the work queue) per work queue with a
   // lease whose ack wait may run out, while the budget of expiries lasts; none other.
   void sync_ack_wait_choices();
+  // Without a clock, once nothing else is pending: the first work queue's oldest lease whose
+  // ack wait may run out runs out next, the budget spent or not (time passes, and that wait is
+  // the next thing due). Schedules its broker_timer job and returns true, or returns false.
+  bool expire_when_quiescent();
   void on_broker_timer(const Job& job);
   // `copy`: a duplicate fault's copy, which no later fault copies again and which is no
   // re-publication of its publisher's, whoever the trace names as its publisher.

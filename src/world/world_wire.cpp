@@ -179,10 +179,32 @@ void World::sync_ack_wait_choices() {
   }
 }
 
+// A lease nobody will ever settle (its holder crashed, or lost its connection) is redelivered
+// when its ack wait runs out, and with nothing else pending that is what happens next; the
+// budget bounds only the expiries that come early, among other events. Without this, an order
+// whose budget is spent would leave such a message pending for ever: a termination violation
+// that no real broker shows.
+bool World::expire_when_quiescent() {
+  if (!clockless() || !scheduler_.empty()) return false;
+  for (size_t queue = 0; queue < broker_->queue_count(); ++queue) {
+    if (!broker_->ack_wait_may_expire(queue)) continue;
+    INBOXSIM_ASSERT(ack_wait_choices_.empty());
+    ack_wait_choices_.insert(queue);
+    Job job;
+    job.kind = JobKind::broker_timer;
+    job.consumer = queue;
+    schedule(now_ms(), job);
+    return true;
+  }
+  return false;
+}
+
 void World::on_broker_timer(const Job& job) {
   if (clockless()) {
     ack_wait_choices_.erase(job.consumer);
-    explorer_.ack_wait_expired();
+    // An expiry within the budget counts; past it, only one that came when nothing else was
+    // pending (expire_when_quiescent) is taken.
+    if (explorer_.ack_wait_may_expire()) explorer_.ack_wait_expired();
     broker_->expire_ack_wait(job.consumer, now_ms());
     pump();
     return;

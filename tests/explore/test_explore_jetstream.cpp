@@ -68,6 +68,21 @@ TEST_CASE("a jetstream story is explored, with ack wait expiries as choices", "[
   CHECK(explore(rabbit, expiries(1)).ack_wait_expiries == -1);
 }
 
+TEST_CASE("on jetstream, a crashed holder's lease runs out once nothing else can happen",
+          "[explore]") {
+  // A crash leaves its delivery pending on the consumer (a pull consumer's leases are the
+  // server's). With no expiry left in the budget, the wait still runs out when nothing else
+  // is pending, and the message is delivered again: every order settles.
+  ExploreSettings crash = expiries(0);
+  crash.faults = 1;
+  crash.fault_kinds[static_cast<size_t>(FaultKind::crash)] = true;
+  const ExploreResult result = explore(jetstream_story(1000), crash);
+  REQUIRE(result.complete);
+  CHECK(result.counterexamples.empty());
+  CHECK(result.states == 547);
+  CHECK(result.leaves == 5);
+}
+
 TEST_CASE("a jetstream exploration says its bound of ack wait expiries", "[explore]") {
   const ExploreResult one = explore(jetstream_story(1000), expiries(1));
   std::ostringstream out;
