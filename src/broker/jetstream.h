@@ -152,7 +152,8 @@ class JetStream {
   // REQUIRES: now_ms is not before the time of the previous call.
   void advance(int64_t now_ms);
   // When the next timer is due (an AckWait expiry or a Nats-Msg-Id leaving its window), if
-  // any: the World's scheduler, and the explorer's "ack wait expires" choice, read it.
+  // any: the World's scheduler reads it (an explored run, with no clock, asks
+  // ack_wait_may_expire instead).
   std::optional<int64_t> next_due_ms() const;
 
   JetStreamConsumerInfo info(size_t consumer) const;

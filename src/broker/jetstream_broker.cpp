@@ -126,7 +126,6 @@ size_t JetStreamBroker::publish(const MessagePtr& message, int64_t now_ms) {
 
 size_t JetStreamBroker::publish(const MessagePtr& message, std::string_view key,
                                 bool default_exchange, int64_t now_ms) {
-  touch_all();
   if (default_exchange) return 0;  // no such exchange: unroutable (the parser refuses it)
   const auto ack = js_.publish(key, message, message->message_id, now_ms);
   if (!ack) return 0;  // no stream has the subject: no responders
@@ -159,7 +158,6 @@ bool JetStreamBroker::bound(const Queue& queue, std::string_view subject) const 
 // the prefetch, until a round gives nobody anything; the next pump starts with the client after
 // the last one served.
 void JetStreamBroker::pump(std::vector<Delivery>& out, int64_t now_ms) {
-  touch_all();
   for (Queue& queue : queues_) {
     if (queue.error || queue.clients.empty()) continue;
     bool served = true;
@@ -244,7 +242,6 @@ void JetStreamBroker::record_advisories() {
 
 std::optional<JetStreamBroker::Held> JetStreamBroker::take_held(size_t consumer, uint64_t channel,
                                                                 int64_t delivery_tag) {
-  touch_all();
   if (!channel_still_open(consumer, channel)) return std::nullopt;
   Client& client = clients_[consumer];
   const auto found = client.held.find(delivery_tag);
@@ -289,13 +286,11 @@ std::optional<Delivery> JetStreamBroker::reject(size_t consumer, uint64_t channe
 // A pull consumer's pending deliveries are the server's: a client that goes leaves them
 // pending until their AckWait runs out.
 void JetStreamBroker::close_connection(size_t consumer, int64_t, std::string_view) {
-  touch_all();
   clients_[consumer].connected = false;
   clients_[consumer].held.clear();
 }
 
 void JetStreamBroker::open_connection(size_t consumer, int64_t) {
-  touch_all();
   Client& client = clients_[consumer];
   INBOXSIM_ASSERT(client.held.empty());
   client.connected = true;
@@ -303,7 +298,6 @@ void JetStreamBroker::open_connection(size_t consumer, int64_t) {
 }
 
 const std::string& JetStreamBroker::move_to_error_queue(size_t queue, const MessagePtr& message) {
-  touch_all();
   INBOXSIM_ASSERT(queue < queues_.size() && queues_[queue].error);
   queues_[queue].parked.emplace_back(next_parked_position_++, message);
   ++parked_totals_[queues_[queue].name];
@@ -313,7 +307,6 @@ const std::string& JetStreamBroker::move_to_error_queue(size_t queue, const Mess
 // An operator's replay publishes each message again on its subject, with no Nats-Msg-Id (a
 // replay is meant to be delivered, whatever the dedupe window remembers).
 std::vector<MessagePtr> JetStreamBroker::redrive(size_t queue, int64_t now_ms) {
-  touch_all();
   INBOXSIM_ASSERT(queue < queues_.size() && queues_[queue].error);
   std::vector<MessagePtr> moved;
   for (auto& [position, message] : queues_[queue].parked) {
@@ -472,7 +465,6 @@ bool JetStreamBroker::ack_wait_may_expire(size_t queue) const {
 // The redelivery it queues is handed out (with its trace event) by the next pump, as after a
 // run's AckWait expiry.
 void JetStreamBroker::expire_ack_wait(size_t queue, int64_t now_ms) {
-  touch_all();
   INBOXSIM_ASSERT(ack_wait_may_expire(queue));
   js_.expire_oldest(queues_[queue].durable, now_ms);
 }

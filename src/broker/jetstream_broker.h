@@ -72,7 +72,6 @@ class JetStreamBroker final : public MessageBroker {
   std::optional<Delivery> reject(size_t consumer, uint64_t channel, int64_t delivery_tag,
                                  int64_t now_ms) override;
   bool channel_open(size_t consumer, uint64_t channel) const override {
-    touch_all();
     return channel_still_open(consumer, channel);
   }
   bool channel_still_open(size_t consumer, uint64_t channel) const override {
@@ -84,10 +83,7 @@ class JetStreamBroker final : public MessageBroker {
 
   void close_connection(size_t consumer, int64_t now_ms, std::string_view reason) override;
   void open_connection(size_t consumer, int64_t now_ms) override;
-  bool connected(size_t consumer) const override {
-    touch_all();
-    return clients_[consumer].connected;
-  }
+  bool connected(size_t consumer) const override { return clients_[consumer].connected; }
   std::optional<ConsumerTimeout> next_consumer_timeout(int64_t, int64_t) const override {
     return std::nullopt;  // JetStream has no consumer timeout: AckWait is its rule
   }
@@ -106,14 +102,11 @@ class JetStreamBroker final : public MessageBroker {
   size_t unacked_messages() const override;
 
   // The explorer's view. The fingerprint covers the model's whole state (JetStream::fingerprint)
-  // and what each client holds. An event that called the broker at all (every method that
-  // reads or changes what decides its future calls touch_all, the views' and the fingerprint
-  // excepted, as in broker/broker.h) touched every queue: sleep sets and DPOR then order every
-  // broker event with every other, and only an event that never called the broker (a
-  // handler's step in its database) is independent of one. A consumer may always have filled
-  // its prefetch: persistent sets are off.
+  // and what each client holds. Every event touches every queue, so sleep sets and DPOR order
+  // every event with every other (sound, and no reduction); a consumer may always have filled
+  // its prefetch, so persistent sets are off.
   void fingerprint(Hasher& hasher) const override;
-  uint64_t take_touched() override { return std::exchange(touched_, 0); }
+  uint64_t take_touched() override { return ~uint64_t{0}; }
   bool a_consumer_could_have_filled() const override { return true; }
   bool dispatchable() const override { return false; }
 
@@ -168,9 +161,6 @@ class JetStreamBroker final : public MessageBroker {
   bool journal_kept_ = false;
   std::set<std::pair<size_t, uint64_t>> shown_;
   std::set<std::pair<size_t, uint64_t>> nakked_;  // (durable, stream sequence) due again by nak  // the rows of the last take_changed_entries
-  // The explorer's footprint: every queue, once the broker was called (take_touched).
-  void touch_all() const { touched_ = ~uint64_t{0}; }
-  mutable uint64_t touched_ = 0;
 };
 
 }  // namespace inboxsim

@@ -378,10 +378,7 @@ void World::advance(int64_t ms) {
 // ---- the event loop --------------------------------------------------------------------------
 
 void World::dispatch(const Job& job) {
-  // The broker's timer runs no service code and belongs to no instance: it reads and changes
-  // the broker alone (whose footprint says so), and the budget of ack wait expiries, which
-  // only the broker's pumps read.
-  if (footprinting() && job.kind != JobKind::broker_timer) {
+  if (footprinting()) {
     const bool on_consumer =
         job.kind == JobKind::deliver || job.kind == JobKind::ack || job.kind == JobKind::nack;
     const size_t instance = on_consumer ? consumers_[job.consumer].instance : job.instance;
