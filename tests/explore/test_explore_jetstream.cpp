@@ -137,6 +137,15 @@ TEST_CASE("without the inbox, an ack wait expiry debits twice, and run replays i
   CHECK(std::any_of(replayed.violations.begin(), replayed.violations.end(),
                     [](const Violation& v) { return v.invariant == Invariant::single_effect; }));
   CHECK(testing::debits_of(replayed, "t1") == 2);
+  // The same counterexample with two jobs.
+  const ExploreResult two = explore(story, expiries(1, 2));
+  REQUIRE(two.counterexamples.size() == found.counterexamples.size());
+  for (size_t i = 0; i < two.counterexamples.size(); ++i) {
+    CHECK(two.counterexamples[i].invariant == found.counterexamples[i].invariant);
+    CHECK(two.counterexamples[i].scenario.schedule->choices ==
+          found.counterexamples[i].scenario.schedule->choices);
+  }
+  CHECK(two.states == found.states);
   // With no expiry, no order redelivers, and none breaks.
   const ExploreResult without = explore(story, expiries(0));
   CHECK(without.complete);
