@@ -16,10 +16,10 @@ _inboxsim_campaign_options="--help --seeds --workload --swarm --set --jobs --out
 _inboxsim_fuzz_options="$_inboxsim_campaign_options --transfers --rate --accounts --shard --junit
   --shrink --stop-after --require-coverage"
 _inboxsim_matrix_options="$_inboxsim_campaign_options --exhaustive --story --faults --fault-kinds
-  --max-states --operator"
+  --ack-wait-expiries --max-states --operator"
 _inboxsim_demo_options="--help --plan --out --scenarios --color --step --step-on --quiet --verbose"
-_inboxsim_explore_options="--help --faults --fault-kinds --max-states --jobs --set --continue
-  --reduction --preemptions --operator --json --out"
+_inboxsim_explore_options="--help --faults --fault-kinds --ack-wait-expiries --max-states --jobs
+  --set --continue --reduction --preemptions --operator --json --out"
 _inboxsim_play_options="--help --port --listen --open --scenarios --workers --queue"
 _inboxsim_glossary_options="--help"
 _inboxsim_config_options="--help --json --names --values"
@@ -75,8 +75,8 @@ _inboxsim_option_value() {
       mapfile -t COMPREPLY < <(compgen -S "=" -W "$keys" -- "$cur")
       ;;
     --seed | --seeds | --jobs | --transfers | --rate | --accounts | --shard | --shrink | \
-      --stop-after | --faults | --max-states | --preemptions | --port | --listen | --workers | \
-      --queue)
+      --stop-after | --faults | --ack-wait-expiries | --max-states | --preemptions | --port | \
+      --listen | --workers | --queue)
       COMPREPLY=()
       ;;
     *) return 1 ;;

@@ -139,8 +139,8 @@ def part_walk(server):
     again = replay(server, "01-happy-path", moment["moves"][10]["schedule"])
     twice = replay(server, "01-happy-path", moment["moves"][10]["schedule"])
     check("a moment replays identically", again == twice)
-    # A JetStream story plays with its clock; its broker's timer is an event like any other
-    # (taken whenever offered), and "can it still break?" is refused, saying why.
+    # A JetStream story with work time plays with its clock; its broker's timer is an event
+    # like any other (taken whenever offered), and "can it still break?" is refused, saying why.
     name = "74-jetstream-slow-consumer"
     moment = replay(server, name)
     offered = 0
@@ -154,8 +154,32 @@ def part_walk(server):
     check("... and ends correct, whenever it is taken", moment["verdict"]["ended"] and
           moment["verdict"]["passed"] is True, moment["verdict"])
     status, reply = server.request("POST", "/api/explore", {"name": name, "faults": 0})
-    check("the explorer refuses a JetStream story, saying why",
-          status == 400 and "ack wait" in reply.get("error", ""), (status, reply))
+    check("the explorer refuses a JetStream story with work time, saying why",
+          status == 400 and "consumer.work_ms" in reply.get("error", ""), (status, reply))
+    # Without work time it plays with no clock: an ack wait running out is a choice, and the
+    # explorer proves it from the start (one rejected transfer, one expiry in the order).
+    story = {"name": "js", "seed": 1,
+             "config": {"broker.kind": "jetstream", "account.instances": 2},
+             "accounts": {"alice": 1000, "bob": 0},
+             "steps": [{"transfer": {"id": "t1", "from": "alice", "to": "bob", "amount": 2500}},
+                       {"run": {"until": "quiescent"}}],
+             "expect": {"transfers": {"t1": "REJECTED"}}}
+    moment = server.post("/api/replay", {"scenario": story})
+    offered = False
+    for _ in range(50):
+        if any(event["kind"] == "ack_wait_expiry" for event in moment["enabled"]):
+            offered = True
+            break
+        if not moment["enabled"]:
+            break
+        moment = server.post("/api/replay", {"scenario": story,
+                                             "schedule": moment["enabled"][0]["schedule"]})
+    check("a JetStream story without a clock offers its ack wait running out", offered)
+    status, reply = server.request("POST", "/api/explore", {"scenario": story, "faults": 0})
+    check("... and the explorer proves it, with its bound of expiries",
+          status == 200 and reply.get("verdict") == "PROVEN"
+          and "ack-wait" in reply.get("said", ""),
+          (status, reply))
 
 
 def fault_on(moment, kind, label_part):

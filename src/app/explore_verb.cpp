@@ -25,6 +25,11 @@ namespace inboxsim {
 namespace {
 
 constexpr int64_t kFaultsMax = 16;
+constexpr int64_t kAckWaitExpiriesMax = 16;  // as a schedule's (scenario/parse.cpp)
+constexpr const char* kAckWaitExpiriesHelp =
+    "N: on broker.kind = jetstream, how many times in one order an ack wait may run out, each "
+    "a choice among the pending events (the oldest unacked delivery of a consumer goes again to "
+    "the next client that pulls; default 1); the verdict is then PROVEN up to N";
 
 // The exhaustive matrix's fault kinds when --faults is above 0: the two that make a duplicate
 // (a crash between the commit and the ack redelivers; the broker delivers twice), which is what
@@ -186,6 +191,8 @@ CLI::App* add_explore_verb(CLI::App& app, ExploreCommand& command) {
                    "Comma-separated kinds to inject, or none (default: every kind that needs "
                    "no clock: crash, drop_ack, drop_connection, nack, duplicate, lose_confirm, "
                    "publish_nack)");
+  verb->add_option("--ack-wait-expiries", command.ack_wait_expiries, kAckWaitExpiriesHelp)
+      ->check(CLI::Range(int64_t{0}, kAckWaitExpiriesMax));
   verb->add_option("--max-states", command.max_states,
                    "Stop after this many distinct states (default 2000000)")
       ->check(CLI::Range(int64_t{1}, int64_t{1'000'000'000}));
@@ -252,6 +259,7 @@ int explore_command(const ExploreCommand& command) {
     ExploreSettings settings;
     settings.faults = command.faults;
     settings.fault_kinds = *kinds;
+    settings.ack_wait_expiries = command.ack_wait_expiries;
     settings.max_states = command.max_states;
     settings.jobs = command.jobs;
     settings.keep_going = command.keep_going;
@@ -304,6 +312,9 @@ void add_exhaustive_matrix_options(CLI::App& matrix, ExhaustiveMatrixCommand& co
   matrix.add_option("--fault-kinds", command.fault_kinds,
                     "With --exhaustive: comma-separated kinds to inject, or none (default " +
                         std::string(kExhaustiveMatrixKinds) + ")");
+  matrix.add_option("--ack-wait-expiries", command.ack_wait_expiries,
+                    std::string("With --exhaustive: ") + kAckWaitExpiriesHelp)
+      ->check(CLI::Range(int64_t{0}, kAckWaitExpiriesMax));
   matrix.add_option("--max-states", command.max_states,
                     "With --exhaustive: distinct states per row before the row is left "
                     "unfinished (default 300000)")
@@ -332,6 +343,7 @@ int exhaustive_matrix_command(const ExhaustiveMatrixCommand& command) {
   ExploreSettings settings;
   settings.faults = command.faults;
   settings.fault_kinds = *kinds;
+  settings.ack_wait_expiries = command.ack_wait_expiries;
   settings.max_states = command.max_states;
   settings.jobs = command.jobs;
   settings.operator_redrives = command.operator_mode == "redrive";

@@ -13,6 +13,7 @@ struct ExploreCommand {
   std::vector<std::string> files;
   int64_t faults = 2;
   std::string fault_kinds;  // comma-separated; empty: every kind that needs no clock
+  int64_t ack_wait_expiries = 1;  // --ack-wait-expiries N (broker.kind = jetstream only)
   int64_t max_states = 2'000'000;
   int64_t jobs = 1;
   std::vector<std::string> sets;
@@ -43,6 +44,7 @@ struct ExhaustiveMatrixCommand {
   std::string story;  // a scenario file; empty: the built-in one-transfer story
   int64_t faults = 0;
   std::string fault_kinds;  // empty: kExhaustiveMatrixKinds
+  int64_t ack_wait_expiries = 1;  // as ExploreCommand's
   int64_t max_states = 300'000;
   std::string operator_mode = "redrive";  // as ExploreCommand's
   int64_t jobs = 1;

@@ -29,6 +29,7 @@
 #include <vector>
 
 #include "broker/message_broker.h"
+#include "kernel/assert.h"
 #include "domain/message.h"
 #include "kernel/fingerprint.h"
 #include "kernel/trace.h"
@@ -183,6 +184,10 @@ class Broker final : public MessageBroker {
   // True when some work queue has a ready message and a consumer that could take it: never
   // after pump() (the explorer relies on it, and checks it).
   bool dispatchable() const override;
+
+  // RabbitMQ's leases end by no timer of the broker (its consumer timeout closes a channel).
+  bool ack_wait_may_expire(size_t) const override { return false; }
+  void expire_ack_wait(size_t, int64_t) override { INBOXSIM_ASSERT(false); }
 
   // Every queue's messages in order, every consumer's connection, channel, next tag and unacked
   // deliveries, the round-robin cursors: what decides the broker's future, for the explorer.

@@ -237,6 +237,7 @@ std::optional<JetStreamDelivery> JetStream::next_redelivery(size_t consumer_inde
     const auto pending = consumer.pending.find(sequence);
     INBOXSIM_ASSERT(pending != consumer.pending.end());
     pending->second.timestamp_ms = now_ms;
+    pending->second.wait_start = ++consumer.wait_starts;
     JetStreamDelivery delivery;
     delivery.message = streams_[consumer.stream].messages.at(sequence - 1).message;
     delivery.consumer = consumer_index;
@@ -269,7 +270,8 @@ std::optional<JetStreamDelivery> JetStream::next_new(size_t consumer_index, int6
     delivery.consumer_sequence = ++consumer.delivered;
     delivery.delivery_count = 1;
     delivery.pending = undelivered(consumer);
-    consumer.pending[stored.sequence] = Pending{delivery.consumer_sequence, now_ms};
+    consumer.pending[stored.sequence] =
+        Pending{delivery.consumer_sequence, now_ms, ++consumer.wait_starts};
     return delivery;
   }
   return std::nullopt;
@@ -319,6 +321,7 @@ bool JetStream::nak(const JetStreamDelivery& delivery, int64_t delay_ms, int64_t
   if (delay_ms > 0) {
     drop_from_redelivery(consumer, delivery.stream_sequence);
     pending->second.timestamp_ms = now_ms - consumer.config.ack_wait_ms + delay_ms;
+    pending->second.wait_start = ++consumer.wait_starts;
     return true;
   }
   if (!queued_for_redelivery(consumer, delivery.stream_sequence)) {
@@ -346,6 +349,7 @@ bool JetStream::in_progress(const JetStreamDelivery& delivery, int64_t now_ms) {
   const auto pending = consumer.pending.find(delivery.stream_sequence);
   if (pending == consumer.pending.end()) return false;
   pending->second.timestamp_ms = now_ms;
+  pending->second.wait_start = ++consumer.wait_starts;
   return true;
 }
 
@@ -468,6 +472,74 @@ std::vector<JetStreamAdvisory> JetStream::take_advisories() {
 void JetStream::advise(JetStreamAdvisoryKind kind, size_t consumer, uint64_t sequence,
                        int64_t deliveries, int64_t now_ms) {
   advisories_.push_back(JetStreamAdvisory{kind, consumer, sequence, deliveries, now_ms});
+}
+
+std::vector<uint64_t> JetStream::expirable_in_order(const Consumer& consumer) const {
+  std::vector<std::pair<std::pair<int64_t, uint64_t>, uint64_t>> waits;
+  for (const auto& [sequence, pending] : consumer.pending) {
+    if (queued_for_redelivery(consumer, sequence)) continue;
+    waits.push_back({{pending.timestamp_ms, pending.wait_start}, sequence});
+  }
+  std::sort(waits.begin(), waits.end());
+  std::vector<uint64_t> out;
+  out.reserve(waits.size());
+  for (const auto& wait : waits) out.push_back(wait.second);
+  return out;
+}
+
+bool JetStream::ack_wait_may_expire(size_t consumer_index) const {
+  INBOXSIM_ASSERT(consumer_index < consumers_.size());
+  const Consumer& consumer = consumers_[consumer_index];
+  return std::any_of(consumer.pending.begin(), consumer.pending.end(), [&](const auto& entry) {
+    return !queued_for_redelivery(consumer, entry.first);
+  });
+}
+
+// checkPending for one message, as expire_at does it: onto the redelivery queue, its timestamp
+// moved to the check.
+uint64_t JetStream::expire_oldest(size_t consumer_index, int64_t now_ms) {
+  INBOXSIM_ASSERT(ack_wait_may_expire(consumer_index));
+  advance(now_ms);
+  Consumer& consumer = consumers_[consumer_index];
+  const std::vector<uint64_t> waits = expirable_in_order(consumer);
+  INBOXSIM_ASSERT(!waits.empty());  // advance queues expiries; it never settles anything
+  const uint64_t sequence = waits.front();
+  consumer.redeliver.push_back(sequence);
+  consumer.pending.at(sequence).timestamp_ms = now_ms;
+  return sequence;
+}
+
+// The AckWaits' order goes in as an order (which pending message expires first, second, ...),
+// not as the counters that make it, so that two histories with the same future meet.
+void JetStream::fingerprint(Hasher& hasher) const {
+  hasher.add_signed(now_ms_);
+  for (const Stream& stream : streams_) {
+    hasher.add(static_cast<uint64_t>(stream.messages.size()));
+    for (const Stored& stored : stream.messages) {
+      hasher.add(stored.subject).add(stored.message->message_id);
+      hasher.add(static_cast<uint64_t>(stored.message->type)).add(stored.message->transfer);
+    }
+    hasher.add(static_cast<uint64_t>(stream.ids_in_order.size()));
+    for (const SeenId& seen : stream.ids_in_order) {
+      hasher.add(seen.id).add(seen.sequence).add_signed(seen.stored_ms);
+    }
+  }
+  for (const Consumer& consumer : consumers_) {
+    hasher.add(consumer.next_stream_sequence).add(consumer.delivered);
+    hasher.add(static_cast<uint64_t>(consumer.pending.size()));
+    for (const auto& [sequence, pending] : consumer.pending) {
+      const auto count = consumer.redelivery_count.find(sequence);
+      hasher.add(sequence).add(pending.consumer_sequence);
+      hasher.add_signed(count == consumer.redelivery_count.end() ? 0 : count->second);
+    }
+    const std::vector<uint64_t> waits = expirable_in_order(consumer);
+    hasher.add(static_cast<uint64_t>(waits.size()));
+    for (const uint64_t sequence : waits) {
+      hasher.add(sequence).add_signed(consumer.pending.at(sequence).timestamp_ms);
+    }
+    hasher.add(static_cast<uint64_t>(consumer.redeliver.size()));
+    for (const uint64_t sequence : consumer.redeliver) hasher.add(sequence);
+  }
 }
 
 }  // namespace inboxsim

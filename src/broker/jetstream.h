@@ -36,6 +36,7 @@
 #include <vector>
 
 #include "domain/message.h"
+#include "kernel/fingerprint.h"
 
 namespace inboxsim {
 
@@ -151,7 +152,8 @@ class JetStream {
   // REQUIRES: now_ms is not before the time of the previous call.
   void advance(int64_t now_ms);
   // When the next timer is due (an AckWait expiry or a Nats-Msg-Id leaving its window), if
-  // any: the World's scheduler, and the explorer's "ack wait expires" choice, read it.
+  // any: the World's scheduler reads it (an explored run, with no clock, asks
+  // ack_wait_may_expire instead).
   std::optional<int64_t> next_due_ms() const;
 
   JetStreamConsumerInfo info(size_t consumer) const;
@@ -174,6 +176,20 @@ class JetStream {
   // The advisories published since the last call, in order.
   std::vector<JetStreamAdvisory> take_advisories();
 
+  // The explorer's ack wait choice (docs/model.md, "Exploration"): whether a delivery pending
+  // on the consumer and not queued for redelivery has an AckWait that could run out, and that
+  // AckWait running out now, for the oldest such delivery (its wait started first: earliest
+  // timestamp, then earliest start). The delivery is queued for redelivery as checkPending
+  // queues it. Returns its stream sequence.
+  // REQUIRES (expire_oldest): ack_wait_may_expire(consumer).
+  bool ack_wait_may_expire(size_t consumer) const;
+  uint64_t expire_oldest(size_t consumer, int64_t now_ms);
+  // Adds everything that decides what the model does next: each stream's stored messages and
+  // the Nats-Msg-Ids its window remembers; each consumer's next message, its deliveries given
+  // out, its pending messages (in the order their AckWaits would run out, with their delivery
+  // counts) and its redelivery queue in order.
+  void fingerprint(Hasher& hasher) const;
+
  private:
   struct Stored {
     uint64_t sequence = 0;
@@ -194,6 +210,9 @@ class JetStream {
   struct Pending {
     uint64_t consumer_sequence = 0;  // of the first delivery (the server keeps it)
     int64_t timestamp_ms = 0;        // AckWait runs from here
+    // Orders deliveries whose AckWait started at the same instant: the consumer's count of
+    // AckWait starts (Consumer::wait_starts) when this one's last started.
+    uint64_t wait_start = 0;
   };
   struct Consumer {
     JetStreamConsumerConfig config;
@@ -203,6 +222,7 @@ class JetStream {
     std::map<uint64_t, Pending> pending;           // by stream sequence
     std::map<uint64_t, int64_t> redelivery_count;  // by stream sequence
     std::deque<uint64_t> redeliver;                // due for redelivery, in order
+    uint64_t wait_starts = 0;  // AckWait clocks started: deliveries, redeliveries, in_progress
   };
 
   bool queued_for_redelivery(const Consumer& consumer, uint64_t sequence) const;
@@ -220,6 +240,8 @@ class JetStream {
   bool settle(Consumer& consumer, uint64_t sequence);
   void advise(JetStreamAdvisoryKind kind, size_t consumer, uint64_t sequence, int64_t deliveries,
               int64_t now_ms);
+  // The consumer's pending messages that are not queued for redelivery, oldest AckWait first.
+  std::vector<uint64_t> expirable_in_order(const Consumer& consumer) const;
 
   std::vector<Stream> streams_;
   std::vector<Consumer> consumers_;

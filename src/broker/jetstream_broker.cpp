@@ -437,18 +437,23 @@ size_t JetStreamBroker::unacked_messages() const {
 }
 
 void JetStreamBroker::fingerprint(Hasher& hasher) const {
+  js_.fingerprint(hasher);
   for (const Queue& queue : queues_) {
     hasher.add(queue.name).add(static_cast<uint64_t>(queue.turn));
+    hasher.add(static_cast<uint64_t>(queue.parked.size()));
     for (const auto& [position, message] : queue.parked) hasher.add(message->message_id);
-    if (queue.error) continue;
-    for (const uint64_t sequence : js_.undelivered_sequences(queue.durable)) hasher.add(sequence);
-    for (const JetStream::PendingEntry& pending : js_.pending_entries(queue.durable)) {
-      hasher.add(pending.stream_sequence).add_signed(pending.deliveries).add(pending.redelivery_due);
-    }
   }
   for (const Client& client : clients_) {
     hasher.add(client.connected).add(client.connection);
-    for (const auto& [tag, held] : client.held) hasher.add_signed(tag);
+    hasher.add(static_cast<uint64_t>(client.held.size()));
+    for (const auto& [tag, held] : client.held) {
+      hasher.add_signed(tag).add(held.delivery.stream_sequence);
+      hasher.add_signed(held.delivery.delivery_count).add_signed(held.delivered_ms);
+    }
+  }
+  hasher.add(static_cast<uint64_t>(nakked_.size()));
+  for (const auto& [durable, sequence] : nakked_) {
+    hasher.add(static_cast<uint64_t>(durable)).add(sequence);
   }
 }
 
@@ -463,6 +468,18 @@ void JetStreamBroker::record(EventKind kind, const MessagePtr& message, std::str
   event.transfer = message->transfer;
   event.detail = std::string(queue) + ": " + detail;
   record_(std::move(event));
+}
+
+bool JetStreamBroker::ack_wait_may_expire(size_t queue) const {
+  INBOXSIM_ASSERT(queue < queues_.size());
+  return !queues_[queue].error && js_.ack_wait_may_expire(queues_[queue].durable);
+}
+
+// The redelivery it queues is handed out (with its trace event) by the next pump, as after a
+// run's AckWait expiry.
+void JetStreamBroker::expire_ack_wait(size_t queue, int64_t now_ms) {
+  INBOXSIM_ASSERT(ack_wait_may_expire(queue));
+  js_.expire_oldest(queues_[queue].durable, now_ms);
 }
 
 }  // namespace inboxsim

@@ -105,8 +105,10 @@ class JetStreamBroker final : public MessageBroker {
   size_t ready_messages() const override;
   size_t unacked_messages() const override;
 
-  // The explorer refuses a jetstream story (scenario/refusal.cpp), so these are a run's, not
-  // a proof's: the fingerprint covers what the clients hold and what each consumer reports.
+  // The explorer's view. The fingerprint covers the model's whole state (JetStream::fingerprint)
+  // and what each client holds. Every event touches every queue, so sleep sets and DPOR order
+  // every event with every other (sound, and no reduction); a consumer may always have filled
+  // its prefetch, so persistent sets are off.
   void fingerprint(Hasher& hasher) const override;
   uint64_t take_touched() override { return ~uint64_t{0}; }
   bool a_consumer_could_have_filled() const override { return true; }
@@ -114,6 +116,10 @@ class JetStreamBroker final : public MessageBroker {
 
   // The model itself, for the tests.
   const JetStream& jetstream() const { return js_; }
+
+  // The explorer's ack wait choice: an error queue has no AckWait.
+  bool ack_wait_may_expire(size_t queue) const override;
+  void expire_ack_wait(size_t queue, int64_t now_ms) override;
 
  private:
   struct Queue {

@@ -161,6 +161,14 @@ class MessageBroker {
   virtual uint64_t take_touched() = 0;
   virtual bool a_consumer_could_have_filled() const = 0;
   virtual bool dispatchable() const = 0;
+
+  // The explorer's ack wait choice (docs/model.md, "Exploration"), for a broker whose leases
+  // end by timer: whether a lease of work queue `queue` could run out now (one that is not
+  // due for redelivery already), and the oldest such lease running out now, as its timer
+  // would end it. RabbitMQ has no such timer: never.
+  // REQUIRES (expire_ack_wait): ack_wait_may_expire(queue).
+  virtual bool ack_wait_may_expire(size_t queue) const = 0;
+  virtual void expire_ack_wait(size_t queue, int64_t now_ms) = 0;
 };
 
 // The broker `config.broker_kind` names, with its settings; `record` receives its own events.

@@ -203,6 +203,10 @@ struct Expect {
 struct Schedule {
   int64_t faults = 0;
   std::array<bool, kFaultKindCount> fault_kinds{};
+  // Without a clock, on a broker whose leases end by timer (JetStream's AckWait): how many
+  // times in one order a lease may run out, each a choice among the pending events
+  // (docs/model.md, "Exploration").
+  int64_t ack_wait_expiries = 0;
   std::vector<uint32_t> choices;
   // The playground's moves (docs/contract.md §9.1): the first `stepwise` choices are taken step by step:
   // every event is a choice of its own, even when it is the only one, and every fault kind

@@ -162,6 +162,7 @@ class Search {
     result_.name = scenario.name;
     result_.faults = settings.faults;
     result_.fault_kinds = settings.fault_kinds;
+    result_.ack_wait_expiries = ack_wait_bound(scenario, settings);
     result_.dpor = true;
     result_.sleep_sets = true;
   }

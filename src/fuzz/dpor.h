@@ -17,6 +17,9 @@ namespace inboxsim {
 
 class World;
 
+// ExploreResult::ack_wait_expiries of a search of `scenario`: the settings' budget on a
+// jetstream story, -1 on a broker with no ack wait.
+int64_t ack_wait_bound(const Scenario& scenario, const ExploreSettings& settings);
 // The schedule that takes `choices` from the story's start (or from settings.from).
 Schedule explore_schedule(const std::vector<uint16_t>& choices, const ExploreSettings& settings);
 // Plays the explored story on `world` until it ends or the run stops for the explorer; each

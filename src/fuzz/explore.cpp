@@ -76,7 +76,11 @@ static std::string counterexample_description(const ExploreResult& result,
                                               const Violation& violation, size_t choices) {
   // Said in the file because its narration cannot be followed without it: the explored order
   // has no clock, and its extra publications are the model's, not noise.
-  return "Found by `inboxsim explore` (at most " + std::to_string(result.faults) +
+  const std::string expiries =
+      result.ack_wait_expiries < 0
+          ? std::string()
+          : std::to_string(result.ack_wait_expiries) + " ack-wait expiry(ies) and ";
+  return "Found by `inboxsim explore` (at most " + expiries + std::to_string(result.faults) +
          " fault(s) of: " + fault_kinds_text(result.fault_kinds) + "): " +
          (result.dpor ? "the shortest order found " : "one of the shortest orders ") +
          "of this story that breaks " +
@@ -92,6 +96,10 @@ static std::string counterexample_description(const ExploreResult& result,
          "bank does, so replaying this file fails until the bug is fixed.";
 }
 
+int64_t ack_wait_bound(const Scenario& scenario, const ExploreSettings& settings) {
+  return scenario.config.broker_kind == BrokerKind::jetstream ? settings.ack_wait_expiries : -1;
+}
+
 Schedule explore_schedule(const std::vector<uint16_t>& choices, const ExploreSettings& settings) {
   Schedule schedule;
   if (settings.from) {
@@ -100,6 +108,7 @@ Schedule explore_schedule(const std::vector<uint16_t>& choices, const ExploreSet
   }
   schedule.faults = settings.faults;
   schedule.fault_kinds = settings.fault_kinds;
+  schedule.ack_wait_expiries = settings.ack_wait_expiries;
   schedule.choices.assign(choices.begin(), choices.end());
   return schedule;
 }
@@ -221,6 +230,7 @@ class BreadthFirstSearch {
     result_.name = scenario.name;
     result_.faults = settings.faults;
     result_.fault_kinds = settings.fault_kinds;
+    result_.ack_wait_expiries = ack_wait_bound(scenario, settings);
     result_.persistent_sets = settings.persistent_sets;
     result_.sleep_sets = settings.sleep_sets;
     Choices root;
@@ -558,6 +568,13 @@ ExploreResult explore(const Scenario& scenario_in, const ExploreSettings& settin
   // combine as they are (Coons, Musuvathi and McKinley, "Bounded Partial-Order Reduction",
   // OOPSLA 2013). The bounded search takes every event it allows.
   if (settings.preemptions >= 0) settings.sleep_sets = false;
+  if (scenario_in.config.broker_kind == BrokerKind::jetstream) {
+    // An ack races an ack wait running out, and a JetStream consumer may always have filled
+    // its prefetch (JetStreamBroker): no event is ever taken alone.
+    settings.persistent_sets = false;
+  } else {
+    settings.ack_wait_expiries = 0;  // no lease ends by timer
+  }
   const int64_t rounds = redrive_rounds(scenario_in, settings);
   const Scenario scenario = with_rounds(scenario_in, rounds);
   if (settings.dpor) {

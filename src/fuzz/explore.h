@@ -27,6 +27,10 @@ namespace inboxsim {
 struct ExploreSettings {
   int64_t faults = 2;  // K: faults injected in one order, beyond the story's own
   std::array<bool, kFaultKindCount> fault_kinds{};  // the kinds injected (explorable ones only)
+  // On a broker whose leases end by timer (broker.kind = jetstream): how many times in one
+  // order an ack wait may run out, each a choice among the pending events (docs/model.md,
+  // "Exploration"). Other brokers have none to run out, whatever this says.
+  int64_t ack_wait_expiries = 1;
   int64_t max_states = 2'000'000;                  // stop (complete = false) past this many
   int64_t jobs = 1;
   // Sleep sets on (the default) or off: off explores every transition of every state, which
@@ -140,6 +144,9 @@ struct ExploreResult {
   bool persistent_sets_unsound = false;
   int64_t faults = 0;
   std::array<bool, kFaultKindCount> fault_kinds{};
+  // ExploreSettings::ack_wait_expiries on a jetstream story (the claim's bound); -1 on a broker
+  // with no ack wait.
+  int64_t ack_wait_expiries = -1;
   int64_t preemption_bound = -1;  // ExploreSettings::preemptions; -1: every order
   // The operator's rounds appended to the story (ExploreSettings::operator_redrives); 0: none.
   int64_t redrive_rounds = 0;

@@ -74,6 +74,19 @@ class Scheduler {
     return payload;
   }
 
+  // Removes the first pending event, in pop() order, for which `matches` holds; returns
+  // whether there was one. The clock does not move.
+  template <typename Predicate>
+  bool erase_first(Predicate matches) {
+    const std::vector<Payload> in_order = pending();
+    for (size_t index = 0; index < in_order.size(); ++index) {
+      if (!matches(in_order[index])) continue;
+      take(index);
+      return true;
+    }
+    return false;
+  }
+
   // How many events are due first (at the earliest time): a clocked choice is among them, and
   // they come first in pending() order.
   size_t due_count() const {

@@ -43,6 +43,7 @@ Replay replay(const Scenario& story, const Schedule& schedule, const ReplayMode&
   options.record_rows = mode.views;
   options.explore.enabled = true;
   options.explore.schedule = schedule;
+  options.explore.schedule.ack_wait_expiries = playground_ack_wait_expiries(story);
   options.explore.stop_at_schedule_end = mode.stop;
   options.explore.stepwise_beyond = mode.stepwise_beyond;
   options.explore.log_choices = true;
@@ -355,6 +356,10 @@ std::string cached_need(const Scenario& story) {
 
 }  // namespace
 
+int64_t playground_ack_wait_expiries(const Scenario& story) {
+  return story.config.broker_kind == BrokerKind::jetstream ? 1 : 0;
+}
+
 bool playground_clocked(const Scenario& story) {
   return clockless_refusal(story).has_value() || !cached_need(story).empty();
 }
@@ -540,6 +545,7 @@ nlohmann::json explore_from_moment(const Scenario& story, const Schedule& schedu
   ExploreSettings search;
   search.faults = settings.faults;
   search.fault_kinds = settings.fault_kinds;
+  search.ack_wait_expiries = playground_ack_wait_expiries(story);
   search.max_states = settings.max_states;
   search.max_wall_ms = settings.seconds * 1000;
   search.jobs = settings.jobs;
@@ -554,7 +560,12 @@ nlohmann::json explore_from_moment(const Scenario& story, const Schedule& schedu
   out["complete"] = result.complete;
   out["wall_ms"] = result.wall_ms;
   out["max_depth"] = result.max_depth - static_cast<int64_t>(here.canonical.choices.size());
-  const std::string budget = "with at most " + std::to_string(settings.faults) +
+  const std::string expiries =
+      result.ack_wait_expiries < 0
+          ? std::string()
+          : std::to_string(result.ack_wait_expiries) +
+                " ack-wait expiry(ies) in the whole order (those taken already count), ";
+  const std::string budget = "with at most " + expiries + std::to_string(settings.faults) +
                              " more fault(s) of: " + fault_kind_list(settings.fault_kinds) +
                              (result.redrive_rounds > 0 ? ", and an operator who redrives "
                                                           "parked messages"
@@ -603,6 +614,7 @@ nlohmann::json point_of_no_return(const Scenario& story, const Schedule& schedul
     const Replay here = replay(story, at, ReplayMode{}, limits);
     ExploreSettings search;
     search.faults = 0;
+    search.ack_wait_expiries = playground_ack_wait_expiries(story);
     search.max_states = budget.max_states;
     search.max_wall_ms = budget.seconds * 1000;
     search.jobs = budget.jobs;

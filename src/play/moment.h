@@ -33,6 +33,10 @@ std::optional<RunOn> parse_run_on(std::string_view name);
 // the explorer sees it), or, for a story with timed steps, with its clock (the choices are among
 // the events due first).
 bool playground_clocked(const Scenario& story);
+// How many ack wait expiries an order of the story may take without a clock (as `explore`'s
+// default): 1 on broker.kind = jetstream, 0 on a broker with no ack wait. Every replay of a
+// moment, the moment's proof and a saved schedule use it, so that their choices line up.
+int64_t playground_ack_wait_expiries(const Scenario& story);
 // One sentence for the page on what the mode means for the person at it.
 std::string mode_note(const Scenario& story);
 

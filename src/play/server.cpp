@@ -228,6 +228,7 @@ json library_json(const PlayOptions& options) {
 json scenario_file(const Request& request) {
   Scenario saved = request.story;
   saved.schedule = request.schedule;
+  saved.schedule->ack_wait_expiries = playground_ack_wait_expiries(request.story);
   return json::parse(scenario_to_json(saved).dump());
 }
 

@@ -33,6 +33,14 @@ std::string_view goal_status_name(ExploreGoal::Status status) {
   return "unknown";
 }
 
+// The claim's bound on ack wait expiries, ahead of its faults' ("1 ack-wait expiry and "), on
+// a broker that has an ack wait; nothing on one that has not.
+std::string expiries_words(const ExploreResult& result) {
+  if (result.ack_wait_expiries < 0) return {};
+  return std::to_string(result.ack_wait_expiries) +
+         (result.ack_wait_expiries == 1 ? " ack-wait expiry and " : " ack-wait expiries and ");
+}
+
 // Whether a reachable goal of the search expects `invariant` to break.
 bool expected_break(const ExploreResult& result, Invariant invariant) {
   return std::any_of(result.goals.begin(), result.goals.end(), [&](const ExploreGoal& goal) {
@@ -59,8 +67,8 @@ void print_goals(std::ostream& out, const ExploreResult& result) {
         if (!goal.path.empty()) out << "; replay: inboxsim run " << printable(goal.path);
         break;
       case ExploreGoal::Status::unreachable:
-        out << "UNREACHABLE: no order of this story with at most " << result.faults
-            << " fault(s)";
+        out << "UNREACHABLE: no order of this story with at most " << expiries_words(result)
+            << result.faults << " fault(s)";
         if (result.preemption_bound >= 0) {
           out << " and " << result.preemption_bound << " preemption(s)";
         }
@@ -94,6 +102,10 @@ nlohmann::ordered_json explore_json(const ExploreResult& result) {
   out["scenario"] = result.name;
   out["faults"] = result.faults;
   out["fault_kinds"] = fault_kinds_json(result.fault_kinds);
+  // null on a broker with no ack wait: the claim has no such bound.
+  out["ack_wait_expiries"] = result.ack_wait_expiries < 0
+                                 ? nlohmann::ordered_json()
+                                 : nlohmann::ordered_json(result.ack_wait_expiries);
   out["redrive_rounds"] = result.redrive_rounds;
   out["states"] = result.states;
   out["transitions"] = result.transitions;
@@ -158,7 +170,8 @@ nlohmann::ordered_json explore_json(const ExploreResult& result) {
 
 void print_explore(std::ostream& out, const ExploreResult& result) {
   out << printable(result.name) << ": explored every order of its story with at most "
-      << result.faults << " fault(s) (" << fault_kinds_text(result.fault_kinds) << ")";
+      << expiries_words(result) << result.faults << " fault(s) ("
+      << fault_kinds_text(result.fault_kinds) << ")";
   if (result.preemption_bound >= 0) {
     out << " and at most " << result.preemption_bound << " preemption(s)";
   }
@@ -200,13 +213,16 @@ void print_explore(std::ostream& out, const ExploreResult& result) {
         << others
         << (result.complete ? "" : " (the search stopped there; --continue goes on)") << "\n";
   } else if (result.complete && result.preemption_bound >= 0) {
-    out << "PROVEN up to " << result.preemption_bound << " preemption(s) and " << result.faults
+    const std::string joint = result.ack_wait_expiries < 0 ? " and " : ", ";
+    out << "PROVEN up to " << result.preemption_bound << " preemption(s)" << joint
+        << expiries_words(result) << result.faults
         << " fault(s): no order of this story with at most " << result.preemption_bound
-        << " preemption(s) and " << result.faults << " fault(s) of these kinds breaks an invariant"
+        << " preemption(s)" << joint << expiries_words(result) << result.faults
+        << " fault(s) of these kinds breaks an invariant"
         << others << " (orders with more were not explored)\n";
   } else if (result.complete) {
-    out << "PROVEN: no order of this story with at most " << result.faults
-        << " fault(s) of these kinds breaks an invariant" << others << "\n";
+    out << "PROVEN: no order of this story with at most " << expiries_words(result)
+        << result.faults << " fault(s) of these kinds breaks an invariant" << others << "\n";
   } else {
     out << "INCOMPLETE: --max-states stopped the search after " << result.states
         << " states; no violation" << others << " among them\n";
@@ -225,6 +241,9 @@ nlohmann::ordered_json exhaustive_matrix_json(const Scenario& story,
   out["story"] = story.name;
   out["faults"] = settings.faults;
   out["fault_kinds"] = fault_kinds_json(settings.fault_kinds);
+  out["ack_wait_expiries"] = story.config.broker_kind == BrokerKind::jetstream
+                                 ? nlohmann::ordered_json(settings.ack_wait_expiries)
+                                 : nlohmann::ordered_json();
   out["max_states"] = settings.max_states;
   nlohmann::ordered_json& rows_json = out["rows"] = nlohmann::ordered_json::array();
   for (const ExhaustiveRow& row : rows) {
@@ -241,6 +260,9 @@ void print_exhaustive_matrix(std::ostream& out, const Scenario& story,
                              const ExploreSettings& settings,
                              const std::vector<ExhaustiveRow>& rows) {
   out << "Every order of story " << printable(story.name);
+  if (story.config.broker_kind == BrokerKind::jetstream) {
+    out << " with at most " << settings.ack_wait_expiries << " ack-wait expiry(ies)";
+  }
   if (settings.faults == 0) {
     out << " (no fault injected: the concurrent instances' races alone)";
   } else {

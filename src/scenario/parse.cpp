@@ -200,9 +200,10 @@ DescriptionParts parse_description_parts(const Node& root, const Context& contex
   return parts;
 }
 
-constexpr std::array<std::string_view, 6> kScheduleKeys = {"faults",   "fault_kinds", "choices",
-                                                           "stepwise", "clock",       "actions"};
+constexpr std::array<std::string_view, 7> kScheduleKeys = {
+    "faults", "fault_kinds", "choices", "ack_wait_expiries", "stepwise", "clock", "actions"};
 constexpr int64_t kScheduleFaultsMax = 16;
+constexpr int64_t kScheduleAckWaitExpiriesMax = 16;  // as faults: each multiplies the orders
 constexpr int64_t kChoiceMax = 65535;
 
 // A hand action of the playground: {"at": N, one of publish, drop_index, restore_index,
@@ -236,6 +237,9 @@ Schedule parse_schedule(const Node& node, Context& context) {
   Schedule schedule;
   if (const Node faults = field(node, "faults"); faults.value != nullptr) {
     schedule.faults = as_integer(faults, 0, kScheduleFaultsMax);
+  }
+  if (const Node expiries = field(node, "ack_wait_expiries"); expiries.value != nullptr) {
+    schedule.ack_wait_expiries = as_integer(expiries, 0, kScheduleAckWaitExpiriesMax);
   }
   const std::string kinds = fault_kinds_text(explorable_fault_kinds());
   if (const Node list = field(node, "fault_kinds"); list.value != nullptr) {

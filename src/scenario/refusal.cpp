@@ -49,13 +49,6 @@ std::optional<Refusal> broker_refusal(const Scenario& scenario) {
 }
 
 std::optional<Refusal> clockless_refusal(const Scenario& scenario) {
-  // The explorer's events do not include an ack wait running out yet: it could prove nothing
-  // of a story whose broker redelivers by timer.
-  if (scenario.config.broker_kind == BrokerKind::jetstream) {
-    return Refusal{"/config/broker.kind",
-                   "rabbitmq: the explorer cannot offer JetStream's ack wait expiry as a choice "
-                   "yet, so it could prove nothing of this story (run it with `inboxsim run`)"};
-  }
   for (size_t index = 0; index < scenario.steps.size(); ++index) {
     const Step& step = scenario.steps[index];
     const std::string where = "/steps/" + std::to_string(index);

@@ -223,6 +223,9 @@ ordered_json scenario_to_json(const Scenario& scenario) {
         kinds.push_back(fault_kind_name(static_cast<FaultKind>(kind)));
       }
     }
+    if (scenario.schedule->ack_wait_expiries > 0) {
+      schedule["ack_wait_expiries"] = scenario.schedule->ack_wait_expiries;
+    }
     schedule["choices"] = scenario.schedule->choices;
     if (scenario.schedule->stepwise > 0) schedule["stepwise"] = scenario.schedule->stepwise;
     if (scenario.schedule->clocked) schedule["clock"] = true;

@@ -102,6 +102,7 @@ struct ExploreOutcome {
   Fingerprint state;                      // that state's fingerprint
   std::vector<Fingerprint> enabled_jobs;  // what each option there is (fingerprint_job)
   int64_t faults_injected = 0;
+  int64_t ack_wait_expiries = 0;  // ack wait choices taken (Schedule::ack_wait_expiries)
   // The last schedule entry chose an event (not a fault): that event (`transition`) and what
   // it and every event after it read or changed (`footprint`, sorted resource ids: each
   // service's database, each instance, each broker queue, each message id's publication

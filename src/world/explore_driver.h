@@ -16,6 +16,7 @@
 
 #include "domain/coverage.h"
 #include "domain/scenario.h"
+#include "kernel/assert.h"
 #include "kernel/fingerprint.h"
 #include "world/explore_control.h"
 
@@ -144,6 +145,18 @@ class ExploreDriver {
   bool logs_fault_points() const { return control_.log_choices; }
   void fault_choice_words(FaultKind kind, std::string label);
   void uncounted_fault_point(FaultKind kind, size_t trace_events);
+
+  // ---- ack wait expiries ----
+  // Whether an ack wait may still run out as a choice: a run without a clock whose budget of
+  // them (Schedule::ack_wait_expiries) is not spent.
+  bool ack_wait_may_expire() const {
+    return clockless() && outcome_.ack_wait_expiries < control_.schedule.ack_wait_expiries;
+  }
+  // REQUIRES: ack_wait_may_expire().
+  void ack_wait_expired() {
+    INBOXSIM_ASSERT(ack_wait_may_expire());
+    ++outcome_.ack_wait_expiries;
+  }
 
   // ---- the playground's hand actions ----
   // How many choices the run has made, past the schedule too (where a hand action is due).

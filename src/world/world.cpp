@@ -322,7 +322,8 @@ bool World::step_once() {
 
 bool World::run_until_quiescent() {
   int64_t processed = 0;
-  while (!scheduler_.empty() && halted_reason_.empty() && !explorer_.stopped()) {
+  while (halted_reason_.empty() && !explorer_.stopped() &&
+         (!scheduler_.empty() || expire_when_quiescent())) {
     if (processed++ >= kEventsPerRunMax) {
       quiescent_ = false;
       return false;
@@ -410,7 +411,7 @@ void World::dispatch(const Job& job) {
     case JobKind::pause_end: on_pause_end(job.instance); return;
     case JobKind::retry: on_retry(job.handler); return;
     case JobKind::durability_poll: on_durability_poll(job); return;
-    case JobKind::broker_timer: on_broker_timer(now_ms()); return;
+    case JobKind::broker_timer: on_broker_timer(job); return;
   }
   INBOXSIM_ASSERT(false);
 }

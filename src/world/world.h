@@ -170,7 +170,8 @@ class World {
     pause_end,          // a paused instance goes on
     retry,              // a faulted handler's next attempt begins (account.retry)
     durability_poll,    // the wolverine inbox's durability agent polls the incoming table
-    broker_timer,       // the broker's own timer comes due (JetStream: an AckWait runs out)
+    broker_timer,       // the broker's own timer comes due (JetStream: an AckWait runs out;
+                        // without a clock, `consumer` is the work queue whose oldest runs out)
   };
   struct Job {
     JobKind kind = JobKind::deliver;
@@ -346,9 +347,17 @@ class World {
   void send_nack(const Delivery& delivery, std::string reason);
   bool ack_void(const Delivery& delivery, std::string_view verb);
   void pump();
-  // Schedules the broker's next timer (MessageBroker::next_due_ms), once per instant.
+  // Schedules the broker's next timer (MessageBroker::next_due_ms), once per instant; without
+  // a clock, keeps the ack wait choices in step with the broker (sync_ack_wait_choices).
   void schedule_broker_timer();
-  void on_broker_timer(int64_t at_ms);
+  // Without a clock: one broker_timer job (its `consumer` the work queue) per work queue with a
+  // lease whose ack wait may run out, while the budget of expiries lasts; none other.
+  void sync_ack_wait_choices();
+  // Without a clock, once nothing else is pending: the first work queue's oldest lease whose
+  // ack wait may run out runs out next, the budget spent or not (time passes, and that wait is
+  // the next thing due). Schedules its broker_timer job and returns true, or returns false.
+  bool expire_when_quiescent();
+  void on_broker_timer(const Job& job);
   // `copy`: a duplicate fault's copy, which no later fault copies again and which is no
   // re-publication of its publisher's, whoever the trace names as its publisher.
   void publish(ServiceId publisher_service, std::string_view publisher, const MessagePtr& message,
@@ -400,6 +409,7 @@ class World {
   size_t account_error_queue_ = 0;         // account-service_error
   Wire wire_;  // deliveries on their way to the consumers
   std::set<int64_t> broker_timers_;  // when a broker_timer job is scheduled
+  std::set<size_t> ack_wait_choices_;  // without a clock: the work queues with a broker_timer job
   std::map<std::pair<size_t, int64_t>, MessagePtr> awaiting_confirm_;  // (instance, outbox seq)
 
   // The services: their databases, their instances, what the instances share.

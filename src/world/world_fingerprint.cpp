@@ -29,6 +29,7 @@ Fingerprint World::fingerprint() {
   checker_.fingerprint(hasher);
   faults_.fingerprint(hasher);
   hasher.add_signed(explorer_.outcome().faults_injected);
+  hasher.add_signed(explorer_.outcome().ack_wait_expiries);
   hasher.add(next_message_number_).add(static_cast<uint64_t>(next_request_instance_));
   for (const auto& [type, id] : publications_.published_ids()) {
     hasher.add(static_cast<uint64_t>(type)).add(id);
@@ -106,13 +107,13 @@ Fingerprint World::fingerprint_job(const Job& job) const {
     case JobKind::publish_nack:
       hasher.add(job.channel == instance.publish_channel).add_signed(job.outbox_seq);
       break;
-    case JobKind::reconnect: hasher.add(static_cast<uint64_t>(job.consumer)); break;
+    case JobKind::reconnect:
+    case JobKind::broker_timer: hasher.add(static_cast<uint64_t>(job.consumer)); break;
     case JobKind::resume:
     case JobKind::retry: hasher.add(fingerprint_handler(job.handler)); break;
     case JobKind::relay_poll:
     case JobKind::account_sweep:
     case JobKind::durability_poll:
-    case JobKind::broker_timer:
     case JobKind::restart:
     case JobKind::heartbeat_timeout:
     case JobKind::pause_end: break;

@@ -207,8 +207,13 @@ PendingEvent World::describe_job(const Job& job) const {
     case JobKind::broker_timer:
       event.kind = "ack_wait_expiry";
       event.participant = std::string(participant::broker);
-      event.label = "the broker's ack wait runs out: what no one acked in time goes to the next "
-                    "consumer to pull";
+      event.label = clockless()
+                        ? "the ack wait of the oldest unacked delivery from " +
+                              broker_->queue_name(job.consumer) +
+                              " runs out now: it goes again to the next consumer to pull, "
+                              "while whoever has it may still be handling it"
+                        : std::string("the broker's ack wait runs out: what no one acked in "
+                                      "time goes to the next consumer to pull");
       break;
   }
   if (event.label.empty()) event.label = label_of_loop(event.kind, event.participant);

@@ -172,6 +172,10 @@ void World::pump() {
 // place among the events (JetStream's AckWait; RabbitMQ has none). A timer whose cause went
 // meanwhile (the message was acked) finds nothing to do.
 void World::schedule_broker_timer() {
+  if (clockless()) {
+    sync_ack_wait_choices();
+    return;
+  }
   const std::optional<int64_t> due = broker_->next_due_ms();
   if (!due) return;
   const int64_t at_ms = std::max(*due, now_ms());
@@ -181,8 +185,63 @@ void World::schedule_broker_timer() {
   schedule(at_ms, job);
 }
 
-void World::on_broker_timer(int64_t at_ms) {
-  broker_timers_.erase(at_ms);
+// Without a clock no timer comes due by itself: "the oldest lease of this queue runs out now"
+// is a choice among the pending events, for every handler and network speed at once
+// (docs/model.md, "Exploration"). The jobs are kept exactly in step with what can run out, so
+// that none is ever taken to do nothing: a lease can start, end or be queued for redelivery
+// only in a pump (a fetch, or the pump after an ack or a nack), and pump ends here.
+void World::sync_ack_wait_choices() {
+  for (size_t queue = 0; queue < broker_->queue_count(); ++queue) {
+    const bool wanted = explorer_.ack_wait_may_expire() && broker_->ack_wait_may_expire(queue);
+    const bool scheduled = ack_wait_choices_.count(queue) > 0;
+    if (wanted == scheduled) continue;
+    if (wanted) {
+      ack_wait_choices_.insert(queue);
+      Job job;
+      job.kind = JobKind::broker_timer;
+      job.consumer = queue;
+      schedule(now_ms(), job);
+      continue;
+    }
+    ack_wait_choices_.erase(queue);
+    const bool erased = scheduler_.erase_first([&](const Job& job) {
+      return job.kind == JobKind::broker_timer && job.consumer == queue;
+    });
+    INBOXSIM_ASSERT(erased);
+  }
+}
+
+// A lease nobody will ever settle (its holder crashed, or lost its connection) is redelivered
+// when its ack wait runs out, and with nothing else pending that is what happens next; the
+// budget bounds only the expiries that come early, among other events. Without this, an order
+// whose budget is spent would leave such a message pending for ever: a termination violation
+// that no real broker shows.
+bool World::expire_when_quiescent() {
+  if (!clockless() || !scheduler_.empty()) return false;
+  for (size_t queue = 0; queue < broker_->queue_count(); ++queue) {
+    if (!broker_->ack_wait_may_expire(queue)) continue;
+    INBOXSIM_ASSERT(ack_wait_choices_.empty());
+    ack_wait_choices_.insert(queue);
+    Job job;
+    job.kind = JobKind::broker_timer;
+    job.consumer = queue;
+    schedule(now_ms(), job);
+    return true;
+  }
+  return false;
+}
+
+void World::on_broker_timer(const Job& job) {
+  if (clockless()) {
+    ack_wait_choices_.erase(job.consumer);
+    // An expiry within the budget counts; past it, only one that came when nothing else was
+    // pending (expire_when_quiescent) is taken.
+    if (explorer_.ack_wait_may_expire()) explorer_.ack_wait_expired();
+    broker_->expire_ack_wait(job.consumer, now_ms());
+    pump();
+    return;
+  }
+  broker_timers_.erase(now_ms());
   pump();
 }
 
