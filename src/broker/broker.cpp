@@ -338,7 +338,7 @@ void Broker::deliver(size_t consumer_index, std::vector<Delivery>& out, int64_t 
 
 bool Broker::channel_open(size_t consumer, uint64_t channel) const {
   INBOXSIM_ASSERT(consumer < consumers_.size());
-  touch(consumers_[consumer].queue);
+  read_channel(consumer);
   return channel_still_open(consumer, channel);
 }
 
@@ -352,6 +352,7 @@ std::optional<Broker::Queued> Broker::take_unacked(size_t consumer, uint64_t cha
                                                    int64_t delivery_tag) {
   if (!channel_open(consumer, channel)) return std::nullopt;
   Consumer& c = consumers_[consumer];
+  touch(c.queue);
   auto found = c.unacked.find(delivery_tag);
   // A settlement for a tag this channel never had unacked would be a channel error in
   // RabbitMQ; our consumers settle each delivery exactly once, so it cannot happen.
@@ -391,6 +392,7 @@ void Broker::close_connection(size_t consumer, int64_t now_ms, std::string_view 
   INBOXSIM_ASSERT(consumer < consumers_.size());
   Consumer& c = consumers_[consumer];
   touch(c.queue);
+  write_channel(consumer);
   if (!c.connected) return;
   c.connected = false;
   ++c.channel;
@@ -412,6 +414,7 @@ void Broker::open_connection(size_t consumer, int64_t now_ms) {
   Consumer& c = consumers_[consumer];
   INBOXSIM_ASSERT(c.unacked.empty());
   touch(c.queue);
+  write_channel(consumer);
   c.connected = true;
   c.opened_ms = now_ms;
   join_line(consumer);
@@ -419,7 +422,7 @@ void Broker::open_connection(size_t consumer, int64_t now_ms) {
 
 bool Broker::connected(size_t consumer) const {
   INBOXSIM_ASSERT(consumer < consumers_.size());
-  touch(consumers_[consumer].queue);
+  read_channel(consumer);
   return consumers_[consumer].connected;
 }
 

@@ -173,9 +173,10 @@ class Broker final : public MessageBroker {
 
   size_t consumer_count() const override { return consumers_.size(); }
 
-  // The queues (by index, as bits) whose messages, consumers or channels were read or changed
-  // since the last call, which clears them: the explorer's footprint of an event.
-  uint64_t take_touched() override { return std::exchange(touched_, 0); }
+  // The queues (by index, as bits) whose messages or consumers were read or changed since the
+  // last call, and the consumers whose channel was read or changed, which clears them: the
+  // explorer's footprint of an event.
+  BrokerTouches take_touched() override { return std::exchange(touched_, BrokerTouches{}); }
   // True once some queue has made as many deliveries as the prefetch. Until then no consumer
   // can have been full, so an ack never decided who got a message (docs/model.md,
   // "Exploration": the explorer's persistent sets rely on it and check it).
@@ -251,14 +252,20 @@ class Broker final : public MessageBroker {
   void record(EventKind kind, const Queued& queued, std::string_view queue, std::string detail,
               int64_t now_ms);
 
-  void touch(size_t queue) const { touched_ |= uint64_t{1} << (queue % 64); }
+  void touch(size_t queue) const { touched_.queues |= uint64_t{1} << (queue % 64); }
+  void read_channel(size_t consumer) const {
+    touched_.channels_read |= uint64_t{1} << (consumer % 64);
+  }
+  void write_channel(size_t consumer) const {
+    touched_.channels_written |= uint64_t{1} << (consumer % 64);
+  }
   void note_changed(size_t queue, uint64_t position) {
     if (journal_kept_) journal_.emplace_back(queue, position);
   }
   static QueueEntry entry_of(const Queue& queue, const Queued& queued, std::string_view state);
 
   std::function<void(TraceEvent)> record_;
-  mutable uint64_t touched_ = 0;
+  mutable BrokerTouches touched_;
   bool journal_kept_ = false;
   std::vector<std::pair<size_t, uint64_t>> journal_;  // (queue, position), since the last take
   int64_t prefetch_;

@@ -10,6 +10,7 @@
 // consumer asks next. docs/architecture.md ("The broker seam") says who calls what.
 #pragma once
 
+#include "kernel/footprint.h"
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -158,7 +159,7 @@ class MessageBroker {
   // The explorer's view: the fingerprint of what decides the broker's future, the queues
   // touched since the last call (the footprint), and the assumptions its persistent sets make.
   virtual void fingerprint(Hasher& hasher) const = 0;
-  virtual uint64_t take_touched() = 0;
+  virtual BrokerTouches take_touched() = 0;
   virtual bool a_consumer_could_have_filled() const = 0;
   virtual bool dispatchable() const = 0;
 

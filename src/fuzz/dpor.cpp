@@ -21,20 +21,6 @@ using Clock = std::chrono::steady_clock;
 
 }  // namespace
 
-bool footprints_meet(const std::vector<uint64_t>& a, const std::vector<uint64_t>& b) {
-  auto x = a.begin();
-  auto y = b.begin();
-  while (x != a.end() && y != b.end()) {
-    if (*x == *y) return true;
-    if (*x < *y) {
-      ++x;
-    } else {
-      ++y;
-    }
-  }
-  return false;
-}
-
 namespace {
 
 bool everything(const LoggedEvent& event) { return event.story || event.violated; }
@@ -43,6 +29,21 @@ bool everything(const LoggedEvent& event) { return event.story || event.violated
 // or one of them is ordered with every event.
 bool dependent(const LoggedEvent& a, const LoggedEvent& b) {
   return everything(a) || everything(b) || footprints_meet(a.footprint, b.footprint);
+}
+
+// A race in words, for the report of what the search spends its states on: the two events and
+// what they meet on ("resume account-service / resume account-service on row, next rowid").
+std::string race_words(const LoggedEvent& first, const LoggedEvent& second) {
+  std::string words = std::string(first.kind) + " " + std::string(first.who) + " / " +
+                      std::string(second.kind) + " " + std::string(second.who) + " on ";
+  if (everything(first) || everything(second)) return words + "everything";
+  const char* separator = "";
+  for (const ResourceClass kind : meeting_classes(first.footprint, second.footprint)) {
+    words += separator;
+    words += resource_class_name(kind);
+    separator = ", ";
+  }
+  return words;
 }
 
 // An event explored at a state, which sleeps in the states after it until an event it does
@@ -723,8 +724,7 @@ class Search {
         if (node == nullptr || node->every || node->alone) continue;
         ++result_.races;
         const LoggedEvent& first = log.events[earlier];
-        ++result_.races_by_pair[std::string(first.kind) + " " + std::string(first.who) + " / " +
-                                std::string(event.kind) + " " + std::string(event.who)];
+        ++result_.races_by_pair[race_words(first, event)];
         ask_for_initial(*node, log, before, earlier, later);
       }
     }

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "fuzz/explore.h"
+#include "kernel/footprint.h"
 
 namespace inboxsim {
 
@@ -25,8 +26,6 @@ Schedule explore_schedule(const std::vector<uint16_t>& choices, const ExploreSet
 // Plays the explored story on `world` until it ends or the run stops for the explorer; each
 // step that is not a run is a story point of the event log.
 void play_explored(World& world, const Scenario& scenario, const ExploreSettings& settings);
-// Whether two sorted footprints (resource ids) share a resource.
-bool footprints_meet(const std::vector<uint64_t>& a, const std::vector<uint64_t>& b);
 // Names, titles and describes the counterexamples found (`inboxsim run` replays them).
 void name_counterexamples(ExploreResult& result, const Scenario& scenario);
 

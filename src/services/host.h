@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <set>
 #include <string>
 #include <string_view>
@@ -25,15 +26,32 @@ namespace inboxsim {
 // mark() are two calls (check-then-add), add() is one.
 class ExternalSeenStore {
  public:
-  bool contains(const std::string& key) const { return keys_.count(key) > 0; }
-  void mark(const std::string& key) { keys_.insert(key); }
+  bool contains(const std::string& key) const {
+    heard(key);
+    return keys_.count(key) > 0;
+  }
+  void mark(const std::string& key) {
+    heard(key);
+    keys_.insert(key);
+  }
   // Marks `key` and returns whether it was not marked before, in one call: Redis's
   // `SET key value NX` (OK or nil) or SADD's reply (1 or 0).
-  bool add(const std::string& key) { return keys_.insert(key).second; }
+  bool add(const std::string& key) {
+    heard(key);
+    return keys_.insert(key).second;
+  }
   const std::set<std::string>& keys() const { return keys_; }
 
+  // Hears every key a call names (the explorer's footprint of the call); none by default.
+  void listen(std::function<void(const std::string&)> listener) { listener_ = std::move(listener); }
+
  private:
+  void heard(const std::string& key) const {
+    if (listener_) listener_(key);
+  }
+
   std::set<std::string> keys_;
+  std::function<void(const std::string&)> listener_;
 };
 
 enum class Outcome : uint8_t { ack, nack };

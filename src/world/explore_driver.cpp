@@ -9,14 +9,17 @@ namespace inboxsim {
 
 namespace {
 
-// A broker queue as a footprint resource (the others are World's: instances, databases,
-// publication records, the fault book, the message-id counter).
-constexpr uint64_t kQueueResource = uint64_t{5} << 56;
-
-// Adds the queues set in `touched_queues` to `footprint`, then sorts it without repeats.
-void close_footprint(std::vector<uint64_t>& footprint, uint64_t touched_queues) {
-  for (uint64_t queue = 0; queue < 64; ++queue) {
-    if ((touched_queues >> queue & 1) != 0) footprint.push_back(kQueueResource | queue);
+// Adds what the broker says it touched to `footprint`, then sorts it without repeats.
+void close_footprint(std::vector<uint64_t>& footprint, const BrokerTouches& touched) {
+  for (uint64_t index = 0; index < 64; ++index) {
+    const uint64_t bit = uint64_t{1} << index;
+    if ((touched.queues & bit) != 0) {
+      footprint.push_back(footprint_entry(resource_id(ResourceClass::queue, index), Access::write));
+    }
+    if (((touched.channels_read | touched.channels_written) & bit) != 0) {
+      const Access access = (touched.channels_written & bit) != 0 ? Access::write : Access::read;
+      footprint.push_back(footprint_entry(resource_id(ResourceClass::channels, index), access));
+    }
   }
   std::sort(footprint.begin(), footprint.end());
   footprint.erase(std::unique(footprint.begin(), footprint.end()), footprint.end());
@@ -38,10 +41,10 @@ void ExploreDriver::begin_event(LoggedEvent event) {
   event_touches_.clear();
 }
 
-void ExploreDriver::end_event(uint64_t touched_queues) {
+void ExploreDriver::end_event(const BrokerTouches& touched) {
   INBOXSIM_ASSERT(in_event_);
   std::vector<uint64_t>& footprint = event_touches_;
-  close_footprint(footprint, touched_queues);
+  close_footprint(footprint, touched);
   log_.events[static_cast<size_t>(current_event_)].footprint = std::move(footprint);
   footprint.clear();
   in_event_ = false;
@@ -95,8 +98,8 @@ void ExploreDriver::add_frontier_option(Fingerprint job, bool commutes, bool pre
   }
 }
 
-void ExploreDriver::finish_frontier_footprint(uint64_t touched_queues) {
-  if (recording_) close_footprint(outcome_.footprint, touched_queues);
+void ExploreDriver::finish_frontier_footprint(const BrokerTouches& touched) {
+  if (recording_) close_footprint(outcome_.footprint, touched);
 }
 
 // Where the explorer would take one event alone, the run takes it now, and keeps what stopping

@@ -17,6 +17,7 @@
 #include "domain/coverage.h"
 #include "domain/scenario.h"
 #include "kernel/assert.h"
+#include "kernel/footprint.h"
 #include "kernel/fingerprint.h"
 #include "world/explore_control.h"
 
@@ -42,10 +43,11 @@ class ExploreDriver {
   const EventLog& log() const { return log_; }
 
   // ---- footprints ----
-  // Writes down that the event running now reads or changes `resource`.
-  void touch(uint64_t resource) {
-    if (recording_) outcome_.footprint.push_back(resource);
-    if (in_event_) event_touches_.push_back(resource);
+  // Writes down that the event running now reads or changes `resource` (kernel/footprint.h).
+  void touch(uint64_t resource, Access access = Access::write) {
+    const uint64_t entry = footprint_entry(resource, access);
+    if (recording_) outcome_.footprint.push_back(entry);
+    if (in_event_) event_touches_.push_back(entry);
   }
   // Whether what an event reads or changes is being written down.
   bool footprinting() const { return recording_ || in_event_; }
@@ -56,8 +58,8 @@ class ExploreDriver {
   void start_recording(Fingerprint transition);
   // A logged event (ExploreControl::log_events) begins; it takes the choice that picked it.
   void begin_event(LoggedEvent event);
-  // The logged event ended, having touched the broker queues set in `touched_queues`.
-  void end_event(uint64_t touched_queues);
+  // The logged event ended, having touched in the broker what `touched` says.
+  void end_event(const BrokerTouches& touched);
   bool in_event() const { return in_event_; }
   // ExploreControl::check_void_events: a void event was run and changed nothing.
   void void_event_checked() { ++outcome_.void_events_checked; }
@@ -87,8 +89,8 @@ class ExploreDriver {
   // One option of the frontier, in option order: its job's fingerprint, whether it commutes with
   // every event still possible, and (counts_preemptions) whether taking it is a preemption.
   void add_frontier_option(Fingerprint job, bool commutes, bool preempts);
-  // The frontier's footprint is complete: adds the broker queues in `touched_queues`, sorted.
-  void finish_frontier_footprint(uint64_t touched_queues);
+  // The frontier's footprint is complete: adds what the broker says it touched, sorted.
+  void finish_frontier_footprint(const BrokerTouches& touched);
   // ExploreControl::continue_alone: whether the run takes the frontier's one commuting option
   // and goes on instead of stopping.
   bool continues_alone() const;

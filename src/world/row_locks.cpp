@@ -63,6 +63,17 @@ std::vector<RowLocks::Grant> RowLocks::release_all(uint64_t handler) {
   return grants;
 }
 
+std::vector<std::string> RowLocks::keys_of(uint64_t handler) const {
+  std::vector<std::string> keys;
+  for (const auto& [key, lock] : locks_) {
+    if (lock.owner == handler ||
+        std::find(lock.waiters.begin(), lock.waiters.end(), handler) != lock.waiters.end()) {
+      keys.push_back(key);
+    }
+  }
+  return keys;
+}
+
 std::optional<uint64_t> RowLocks::owner(const std::string& key) const {
   const auto found = locks_.find(key);
   if (found == locks_.end()) return std::nullopt;

@@ -37,6 +37,9 @@ class RowLocks {
   // back, or its process died). Returns the locks that passed to a waiter, in key order.
   std::vector<Grant> release_all(uint64_t handler);
 
+  // The keys `handler` owns or waits for, in key order.
+  std::vector<std::string> keys_of(uint64_t handler) const;
+
   // Returns the owner of `key`, if it is held.
   std::optional<uint64_t> owner(const std::string& key) const;
 

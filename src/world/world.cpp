@@ -20,7 +20,7 @@ class World::InstanceHost final : public ServiceHost {
   std::string next_message_id() override {
     // One counter for both services: two events that mint ids do not commute (either order
     // gives the other one the next number), so minting is in their footprints.
-    world_.touch(World::kMintResource);
+    world_.touch(resource_id(ResourceClass::mint, 0));
     return "m-" + std::to_string(world_.next_message_number_++);
   }
   void crash_point(CrashPoint point, const Message* message) override {
@@ -90,6 +90,11 @@ World::World(const Scenario& scenario, const Config& config, const WorldOptions&
       explorer_(options.explore) {
   keep_final_tables_ = options.keep_final_tables;
   if (options.record_rows) rows_ = std::make_unique<RowRecorder>(options.row_listener);
+  // Rows as footprints where an explorer reads footprints; SQLite has one pre-update hook per
+  // connection, so a run that also records rows for a view footprints whole databases.
+  const bool footprints = options.explore.enabled &&
+                          (options.explore.log_events || options.explore.stop_at_frontier);
+  if (footprints && !rows_) sql_footprint_ = std::make_unique<SqlFootprint>(explorer_);
   INBOXSIM_ASSERT(config_.account_instances >= 1 && config_.account_instances <= kInstancesMax);
   INBOXSIM_ASSERT(config_.transfer_instances >= 1 && config_.transfer_instances <= kInstancesMax);
   // Every instance's connection is opened before any runs, so the vector never moves them.
@@ -97,6 +102,15 @@ World::World(const Scenario& scenario, const Config& config, const WorldOptions&
   add_instances(ServiceId::account, config_.account_instances, options);
   add_instances(ServiceId::transfer, config_.transfer_instances, options);
   first_instance(ServiceId::account).account->open_accounts(accounts_);
+  if (sql_footprint_) {
+    // A key of the seen-set, as a row of the databases (contains reads it, but one resource with
+    // one mode is enough: the seen-set inboxes read and then write the key they read).
+    for (size_t service = 0; service < seen_stores_.size(); ++service) {
+      seen_stores_[service].listen([this, service](const std::string& key) {
+        if (footprinting()) touch(resource_of(ResourceClass::seen_key, service, key));
+      });
+    }
+  }
   if (rows_) rows_->commit_without_events();  // the opening balances are the opening rows
   add_consumers();
   checker_.on_violation = [this](const Violation& violation) {
@@ -147,6 +161,9 @@ void World::add_instances(ServiceId service, int64_t count, const WorldOptions& 
     // The recorder is destroyed before the databases (world.h): its hooks leave a pooled
     // connection before the connection goes back to the pool.
     if (rows_) rows_->watch(connection.database().getHandle(), std::string(base));
+    if (sql_footprint_) {
+      sql_footprint_->watch(connection.database().getHandle(), static_cast<uint64_t>(service), key);
+    }
     if (account) {
       instance.account = std::make_unique<AccountService>(*instance.host, config_, connection);
     } else {
@@ -383,10 +400,24 @@ void World::dispatch(const Job& job) {
     const bool on_consumer =
         job.kind == JobKind::deliver || job.kind == JobKind::ack || job.kind == JobKind::nack;
     const size_t instance = on_consumer ? consumers_[job.consumer].instance : job.instance;
-    touch_instance(instance);
-    // Every event that runs service code may read or change the service's database, its row
-    // locks and its seen-set (all one resource here).
-    if (job.kind != JobKind::ack && job.kind != JobKind::nack && job.kind != JobKind::reconnect) {
+    // Every event of an instance reads its process (up, incarnation, pause); what changes it
+    // writes it: these jobs, and a crash or a pause where it strikes (crashed, pause).
+    const bool process = job.kind == JobKind::restart || job.kind == JobKind::reconnect ||
+                         job.kind == JobKind::heartbeat_timeout || job.kind == JobKind::pause_end;
+    touch_instance(instance, process ? Access::write : Access::read);
+    // A loop's turn changes its flag, and the relay's its memory of what awaits a confirm.
+    switch (job.kind) {
+      case JobKind::relay_poll:
+      case JobKind::confirm:
+      case JobKind::publish_nack: touch_loop(instance, Loop::relay); break;
+      case JobKind::account_sweep: touch_loop(instance, Loop::sweep); break;
+      case JobKind::durability_poll: touch_loop(instance, Loop::durability); break;
+      default: break;
+    }
+    // Every event that runs service code may read or change the service's database: its rows
+    // say which (SqlFootprint), or else the database is one resource.
+    if (!sql_footprint_ && job.kind != JobKind::ack && job.kind != JobKind::nack &&
+        job.kind != JobKind::reconnect) {
       touch_database(instances_[instance].service);
     }
   }

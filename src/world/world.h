@@ -24,6 +24,7 @@
 #include "domain/scenario.h"
 #include "domain/topology.h"
 #include "kernel/fingerprint.h"
+#include "kernel/footprint.h"
 #include "kernel/rng.h"
 #include "kernel/scheduler.h"
 #include "kernel/task.h"
@@ -41,6 +42,7 @@
 #include "world/recoverability.h"
 #include "world/row_locks.h"
 #include "world/row_recorder.h"
+#include "world/sql_footprint.h"
 #include "world/stats_recorder.h"
 #include "world/wire.h"
 
@@ -436,15 +438,27 @@ class World {
   int64_t next_cleanup_ms_ = kCleanupIntervalMs;
 
   // Exploration.
-  static constexpr uint64_t kMintResource = uint64_t{6} << 56;  // the message-id counter
-  void touch(uint64_t resource) { explorer_.touch(resource); }
+  // What an event reads or changes, for the explorer (kernel/footprint.h); each is one branch
+  // on a flag outside an exploration.
+  void touch(uint64_t resource, Access access = Access::write) {
+    explorer_.touch(resource, access);
+  }
   bool footprinting() const { return explorer_.footprinting(); }
+  // An instance's loops (ResourceClass::loop): each one's flag and its jobs.
+  enum class Loop : uint8_t { relay, sweep, durability };
+  void touch_loop(size_t instance, Loop loop);
+  void touch_row_lock(ServiceId service, const std::string& key);
+  // Every lock `handler` holds or waits for (it is about to give them all up).
+  void touch_row_locks_of(ServiceId service, uint64_t handler);
   bool commutes_with_the_rest(const Job& job) const;
   bool live_step(const Job& job) const;
   bool void_forever(const Job& job) const;
   int64_t largest_relayed_seq_ = 0;
-  void touch_instance(size_t instance);
+  void touch_instance(size_t instance, Access access = Access::write);
   void touch_database(ServiceId service);
+  // The services' databases tell the explorer each row an event reads or changes (off: each
+  // event that runs service code touches its whole database).
+  std::unique_ptr<SqlFootprint> sql_footprint_;
   ExploreDriver explorer_;
   // Takes the `option`-th pending event and runs it (an explored run's step).
   void take_and_dispatch(size_t option);

@@ -23,6 +23,12 @@ void World::on_durability_poll(const Job& job) {
   Instance& instance = instances_[job.instance];
   if (instance.incarnation != job.incarnation) return;
   instance.durability_poll_scheduled = false;
+  if (footprinting()) {
+    // Which nodes are live reads every account-service process.
+    for (size_t index = 0; index < instances_.size(); ++index) {
+      if (instances_[index].service == ServiceId::account) touch_instance(index, Access::read);
+    }
+  }
   const std::vector<int64_t> live = live_nodes();
   guarded(job.instance, [&] {
     const AccountService::Recovery recovery = instance.account->recover_envelopes(live);
@@ -39,7 +45,10 @@ void World::schedule_durability_polls() {
 }
 
 void World::schedule_durability_poll(size_t index) {
-  touch_instance(index);
+  if (footprinting()) {
+    touch_instance(index, Access::read);
+    touch_loop(index, Loop::durability);
+  }
   Instance& instance = instances_[index];
   if (config_.account_durability_poll_ms == 0) return;  // DurabilityAgentEnabled = false
   if (instance.durability_poll_scheduled || !instance.up) return;

@@ -191,10 +191,27 @@ bool World::persistent_sets_assumptions_held() const {
          largest_relayed_seq_ < TransferService::kRelayBatchRows;
 }
 
-void World::touch_instance(size_t instance) { touch((uint64_t{1} << 56) | instance); }
+void World::touch_instance(size_t instance, Access access) {
+  touch(resource_id(ResourceClass::instance, instance), access);
+}
 
 void World::touch_database(ServiceId service) {
-  touch((uint64_t{2} << 56) | static_cast<uint64_t>(service));
+  touch(resource_id(ResourceClass::database, static_cast<uint64_t>(service)));
+}
+
+void World::touch_loop(size_t instance, Loop loop) {
+  touch(resource_id(ResourceClass::loop, instance << 2 | static_cast<uint64_t>(loop)));
+}
+
+void World::touch_row_lock(ServiceId service, const std::string& key) {
+  if (footprinting()) {
+    touch(resource_of(ResourceClass::row_lock, static_cast<uint64_t>(service), key));
+  }
+}
+
+void World::touch_row_locks_of(ServiceId service, uint64_t handler) {
+  if (!footprinting()) return;
+  for (const std::string& key : locks_of(service).keys_of(handler)) touch_row_lock(service, key);
 }
 
 size_t World::choosable() const { return clocked() ? scheduler_.due_count() : scheduler_.size(); }

@@ -11,7 +11,7 @@ namespace inboxsim {
 
 std::optional<FaultSpec> World::take_fault(FaultKind kind, ServiceId service, int64_t instance,
                                            const Message& message) {
-  if (footprinting() && !faults_.empty()) touch(uint64_t{4} << 56);
+  if (footprinting() && !faults_.empty()) touch(resource_id(ResourceClass::fault_book, 0));
   if (auto fired = faults_.take(kind, service, instance, message)) return fired;
   if (explorer_.logs_fault_points()) {
     log_fault_point(kind, service, instance, std::nullopt, &message);
@@ -27,7 +27,7 @@ std::optional<FaultSpec> World::take_fault(FaultKind kind, ServiceId service, in
 
 std::optional<FaultSpec> World::take_fault_at(FaultKind kind, ServiceId service, int64_t instance,
                                               CrashPoint point, const Message* message) {
-  if (footprinting() && !faults_.empty()) touch(uint64_t{4} << 56);
+  if (footprinting() && !faults_.empty()) touch(resource_id(ResourceClass::fault_book, 0));
   if (auto fired = faults_.take_at(kind, service, instance, point, message)) return fired;
   if (explorer_.logs_fault_points()) log_fault_point(kind, service, instance, point, message);
   std::optional<FaultSpec> fault = inject_fault(kind, service, instance);

@@ -14,6 +14,8 @@ namespace inboxsim {
 // that reach the same state by different paths meet. Sets with no order (pending events,
 // running handlers) go in sorted.
 Fingerprint World::fingerprint() {
+  // The rows read here are the explorer's reading, no event's.
+  const SqlFootprint::Quiet quiet(sql_footprint_.get());
   Hasher hasher;
   hasher.add_signed(now_ms()).add_signed(next_cleanup_ms_);
   bool first[2] = {true, true};

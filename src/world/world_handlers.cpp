@@ -232,6 +232,7 @@ Suspend World::lock_row(size_t index, const std::string& key, uint64_t resume,
   handler.next_step = std::move(next);
   const Instance& instance = instances_[index];
   RowLocks& locks = locks_of(instance.service);
+  touch_row_lock(instance.service, key);
   const std::optional<uint64_t> holder = locks.owner(key);
   if (locks.acquire(key, current_handler_)) return Suspend{false};
   const auto owner = handlers_.find(*holder);
@@ -261,6 +262,7 @@ Suspend World::sleep(size_t index, int64_t ms, uint64_t resume, std::string next
 void World::unlock_row(size_t index, const std::string& key) {
   INBOXSIM_ASSERT(current_handler_ != 0);
   RowLocks& locks = locks_of(instances_[index].service);
+  touch_row_lock(instances_[index].service, key);
   if (const std::optional<uint64_t> next = locks.release(key, current_handler_)) {
     grant_lock(key, *next);
   }
@@ -271,6 +273,7 @@ void World::unlock_row(size_t index, const std::string& key) {
 void World::release_locks(size_t index, uint64_t handler) {
   RowLocks& locks = locks_of(instances_[index].service);
   if (locks.empty()) return;
+  touch_row_locks_of(instances_[index].service, handler);
   for (const RowLocks::Grant& grant : locks.release_all(handler)) {
     grant_lock(grant.key, grant.handler);
   }

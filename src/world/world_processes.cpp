@@ -116,6 +116,7 @@ void World::on_pause_end(size_t index) {
 
 void World::pause(size_t index, int64_t ms, CrashPoint point, const Message& message) {
   Instance& instance = instances_[index];
+  if (footprinting()) touch_instance(index);
   instance.pause_started_ms = now_ms();
   instance.paused_until_ms = now_ms() + ms;
   TraceEvent event = event_about(EventKind::paused, now_ms(), instance.names.service, message);
@@ -140,6 +141,7 @@ void World::crash_point(size_t index, CrashPoint point, const Message* message) 
   const auto fired =
       take_fault_at(FaultKind::crash, instance.service, instance.number, point, message);
   if (!fired) return;
+  if (footprinting()) touch_instance(index);
   instances_[index].restart_after_ms = fired->restart_after_ms;
   TraceEvent event;
   if (message != nullptr) event = event_about(EventKind::crash, now_ms(), {}, *message);
@@ -157,6 +159,12 @@ void World::crash_point(size_t index, CrashPoint point, const Message* message) 
 void World::crashed(size_t index) {
   Instance& instance = instances_[index];
   INBOXSIM_ASSERT(instance.up);
+  if (footprinting()) {
+    touch_instance(index);
+    touch_loop(index, Loop::relay);
+    touch_loop(index, Loop::sweep);
+    touch_loop(index, Loop::durability);
+  }
   instance.up = false;
   ++instance.incarnation;
   instance.paused_until_ms = -1;
@@ -174,6 +182,7 @@ void World::crashed(size_t index) {
     if (handler.instance == index) dying.push_back(id);
   }
   // None of them may be handed a lock another of them releases.
+  for (const uint64_t id : dying) touch_row_locks_of(instance.service, id);
   for (const uint64_t id : dying) locks_of(instance.service).withdraw(id);
   for (const uint64_t id : dying) {
     release_locks(index, id);

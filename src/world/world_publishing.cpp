@@ -56,7 +56,7 @@ void World::publish(ServiceId publisher_service, std::string_view publisher,
   record(std::move(event));
   const bool by_operator = copy || publisher == participant::operator_;
   if (footprinting()) {
-    touch((uint64_t{3} << 56) | (Hasher().add(message->message_id).finish().low >> 8));
+    touch(resource_of(ResourceClass::publication, 0, message->message_id));
   }
   const bool first = publications_.record(message, by_operator);
   if (!first && !by_operator) coverage_.reach(Probe::republish_same_id);
@@ -110,6 +110,7 @@ PublishResult World::publish_and_confirm(size_t index, const MessagePtr& message
 }
 
 void World::relay_publish(size_t index, const MessagePtr& message, int64_t outbox_seq) {
+  if (footprinting()) touch_loop(index, Loop::relay);
   const Instance& instance = instances_[index];
   largest_relayed_seq_ = std::max(largest_relayed_seq_, outbox_seq);
   Job job = Job::of_instance(JobKind::confirm, index, instance.incarnation);
@@ -134,6 +135,7 @@ void World::relay_publish(size_t index, const MessagePtr& message, int64_t outbo
 // relay awaited a confirm for is in doubt, and it publishes them again, same message ids, once
 // it has reconnected.
 void World::relay_channel_closed(size_t index, const Message& message) {
+  if (footprinting()) touch_loop(index, Loop::relay);
   Instance& instance = instances_[index];
   TraceEvent event = event_about(EventKind::confirm_lost, now_ms(), participant::broker, message);
   event.target = instance.names.relay;
@@ -166,7 +168,10 @@ void World::schedule_loop(size_t index, JobKind kind, bool& pending, int64_t del
 }
 
 void World::schedule_relay_poll(size_t index) {
-  touch_instance(index);
+  if (footprinting()) {
+    touch_instance(index, Access::read);
+    touch_loop(index, Loop::relay);
+  }
   Instance& instance = instances_[index];
   if (instance.relay_poll_scheduled || !instance.up) return;
   schedule_loop(index, JobKind::relay_poll, instance.relay_poll_scheduled,
@@ -174,6 +179,10 @@ void World::schedule_relay_poll(size_t index) {
 }
 
 void World::schedule_account_outbox_sweep(size_t index) {
+  if (footprinting()) {
+    touch_instance(index, Access::read);
+    touch_loop(index, Loop::sweep);
+  }
   Instance& instance = instances_[index];
   if (instance.sweep_scheduled || !instance.up) return;
   schedule_loop(index, JobKind::account_sweep, instance.sweep_scheduled, latency_ms());

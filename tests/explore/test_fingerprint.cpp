@@ -146,23 +146,25 @@ void check_pinned(const std::string& file, ExploreSettings settings, const Pinne
 // tells equal states apart raises them. A better reduction may lower `states`, never `leaves`:
 // update the pin and say so. (A handler with more steps raises `states` too: MassTransit's
 // one-message-per-pass outbox, with its delivered pass, moved 17 to 23, 999 to 1,582, 2,450 to
-// 3,908 and 1,426 to 2,567, with the same final states.)
+// 3,908 and 1,426 to 2,567, with the same final states. Footprints by row, which let two
+// handlers' steps on other rows commute, moved 1,582 to 1,580, 3,908 to 3,843 and 2,567 to
+// 2,170, with the same final states.)
 TEST_CASE("the states and final states of the rejected transfer are pinned", "[fingerprint]") {
   check_pinned("02-insufficient-funds.json", settings_with(0, {}), Pinned{23, 1});
   check_pinned("02-insufficient-funds.json",
                settings_with(1, {FaultKind::drop_ack, FaultKind::nack, FaultKind::duplicate}),
-               Pinned{1582, 8});
+               Pinned{1580, 8});
 }
 
 TEST_CASE("the rejected transfer's counts with one fault of any kind are pinned", "[fingerprint]") {
   ExploreSettings settings = settings_with(1, {});
   settings.fault_kinds = explorable_fault_kinds();
-  check_pinned("02-insufficient-funds.json", settings, Pinned{3908, 14});
+  check_pinned("02-insufficient-funds.json", settings, Pinned{3843, 14});
 }
 
 TEST_CASE("the states and final states of the happy path with one nack are pinned",
           "[fingerprint]") {
-  check_pinned("01-happy-path.json", settings_with(1, {FaultKind::nack}), Pinned{2567, 6});
+  check_pinned("01-happy-path.json", settings_with(1, {FaultKind::nack}), Pinned{2170, 6});
 }
 
 }  // namespace

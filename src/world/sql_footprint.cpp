@@ -1,0 +1,514 @@
+// The pre-update hook is declared only when this is defined; Debian's libsqlite3 is built with
+// it (world/row_recorder.cpp uses it too).
+#define SQLITE_ENABLE_PREUPDATE_HOOK 1
+#include <sqlite3.h>
+
+#include "world/sql_footprint.h"
+
+#include <algorithm>
+#include <cctype>
+#include <map>
+#include <unordered_map>
+#include <utility>
+
+#include "kernel/assert.h"
+#include "world/explore_driver.h"
+
+namespace inboxsim {
+
+namespace {
+
+// ---- the text of a statement --------------------------------------------------------------
+
+struct Token {
+  enum class Kind : uint8_t { word, string, number, parameter, symbol };
+  Kind kind = Kind::symbol;
+  std::string text;  // a word upper-cased; a string's content; a symbol's characters
+  std::string raw;   // a word as written
+};
+
+bool word_char(char c) { return std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '_'; }
+
+std::vector<Token> tokenize(std::string_view sql) {
+  std::vector<Token> tokens;
+  size_t at = 0;
+  while (at < sql.size()) {
+    const char c = sql[at];
+    if (std::isspace(static_cast<unsigned char>(c)) != 0) {
+      ++at;
+      continue;
+    }
+    Token token;
+    if (c == '\'') {
+      token.kind = Token::Kind::string;
+      ++at;
+      while (at < sql.size()) {
+        if (sql[at] == '\'') {
+          if (at + 1 < sql.size() && sql[at + 1] == '\'') {
+            token.text += '\'';
+            at += 2;
+            continue;
+          }
+          ++at;
+          break;
+        }
+        token.text += sql[at++];
+      }
+    } else if (c == '"') {
+      token.kind = Token::Kind::word;
+      ++at;
+      while (at < sql.size() && sql[at] != '"') token.raw += sql[at++];
+      ++at;
+      token.text = token.raw;
+      std::transform(token.text.begin(), token.text.end(), token.text.begin(), ::toupper);
+    } else if (std::isdigit(static_cast<unsigned char>(c)) != 0) {
+      token.kind = Token::Kind::number;
+      while (at < sql.size() && (word_char(sql[at]) || sql[at] == '.')) token.text += sql[at++];
+    } else if (word_char(c)) {
+      token.kind = Token::Kind::word;
+      while (at < sql.size() && word_char(sql[at])) token.raw += sql[at++];
+      token.text = token.raw;
+      std::transform(token.text.begin(), token.text.end(), token.text.begin(), ::toupper);
+    } else if (c == '?' || c == ':' || c == '@' || c == '$') {
+      token.kind = Token::Kind::parameter;
+      token.text += sql[at++];
+      while (at < sql.size() && word_char(sql[at])) token.text += sql[at++];
+    } else {
+      token.kind = Token::Kind::symbol;
+      token.text += sql[at++];
+      if (at < sql.size() && (c == '<' || c == '>' || c == '!' || c == '|') &&
+          (sql[at] == '=' || sql[at] == '>' || sql[at] == '|')) {
+        token.text += sql[at++];
+      }
+    }
+    tokens.push_back(std::move(token));
+  }
+  return tokens;
+}
+
+bool is_word(const Token& token, std::string_view word) {
+  return token.kind == Token::Kind::word && token.text == word;
+}
+
+// The parenthesis depth before each token.
+std::vector<int> depths(const std::vector<Token>& tokens) {
+  std::vector<int> depth(tokens.size(), 0);
+  int level = 0;
+  for (size_t index = 0; index < tokens.size(); ++index) {
+    if (tokens[index].kind == Token::Kind::symbol && tokens[index].text == ")") --level;
+    depth[index] = level;
+    if (tokens[index].kind == Token::Kind::symbol && tokens[index].text == "(") ++level;
+  }
+  return depth;
+}
+
+// A literal value at `at` (a string, a number, a signed number), as SqlFootprint keys it: its
+// text. Returns the index past it, or 0 when there is none (NULL, a blob, an expression).
+size_t literal_at(const std::vector<Token>& tokens, size_t at, std::string& value) {
+  if (at >= tokens.size()) return 0;
+  const Token& token = tokens[at];
+  if (token.kind == Token::Kind::string || token.kind == Token::Kind::number) {
+    value = token.text;
+    return at + 1;
+  }
+  if (token.kind == Token::Kind::symbol && token.text == "-" && at + 1 < tokens.size() &&
+      tokens[at + 1].kind == Token::Kind::number) {
+    value = "-" + tokens[at + 1].text;
+    return at + 2;
+  }
+  return 0;
+}
+
+bool ends_clause(const Token& token) {
+  return is_word(token, "ORDER") || is_word(token, "GROUP") || is_word(token, "LIMIT") ||
+         is_word(token, "RETURNING") || is_word(token, "HAVING");
+}
+
+// The top-level WHERE of the statement: [first, last) token indexes; false when it has none,
+// or it has an OR at its top level (a conjunct then bounds nothing).
+bool where_clause(const std::vector<Token>& tokens, const std::vector<int>& depth, size_t& first,
+                  size_t& last) {
+  first = tokens.size();
+  for (size_t index = 0; index < tokens.size(); ++index) {
+    if (depth[index] == 0 && is_word(tokens[index], "WHERE")) {
+      first = index + 1;
+      break;
+    }
+  }
+  if (first == tokens.size()) return false;
+  last = first;
+  while (last < tokens.size() && !(depth[last] == 0 && ends_clause(tokens[last]))) {
+    if (depth[last] == 0 && (is_word(tokens[last], "OR") || is_word(tokens[last], "BETWEEN"))) {
+      return false;
+    }
+    ++last;
+  }
+  return true;
+}
+
+// Calls `found(column, value index)` for each top-level conjunct `[alias.]column = value` of
+// the WHERE clause [first, last).
+template <typename Found>
+void equality_conjuncts(const std::vector<Token>& tokens, const std::vector<int>& depth,
+                        size_t first, size_t last, Found&& found) {
+  for (size_t index = first; index < last; ++index) {
+    if (depth[index] != 0 || tokens[index].kind != Token::Kind::word) continue;
+    if (index != first && !is_word(tokens[index - 1], "AND")) continue;
+    size_t column = index;
+    size_t next = index + 1;
+    if (next + 1 < last && tokens[next].text == "." && tokens[next + 1].kind == Token::Kind::word) {
+      column = next + 1;
+      next += 2;
+    }
+    if (next >= last || tokens[next].kind != Token::Kind::symbol || tokens[next].text != "=") {
+      continue;
+    }
+    const size_t value = next + 1;
+    // The value ends the conjunct: an AND or the clause's end follows it.
+    size_t after = value + 1;
+    if (value < last && tokens[value].text == "-") ++after;
+    if (after < last && !is_word(tokens[after], "AND")) continue;
+    found(tokens[column].raw, value);
+  }
+}
+
+// ---- the tables' columns ------------------------------------------------------------------
+
+using Tables = std::map<std::string, SqlFootprint::Table, std::less<>>;
+
+// The first column of each unique key of `table`: its primary key and its unique indexes.
+std::vector<std::string> unique_first_columns(sqlite3* handle, const SqlFootprint::Table& table) {
+  std::vector<std::string> columns;
+  const auto add = [&](std::string column) {
+    if (std::find(columns.begin(), columns.end(), column) == columns.end()) {
+      columns.push_back(std::move(column));
+    }
+  };
+  sqlite3_stmt* indexes = nullptr;
+  const std::string list = "PRAGMA index_list(\"" + table.name + "\")";
+  INBOXSIM_ASSERT(sqlite3_prepare_v2(handle, list.c_str(), -1, &indexes, nullptr) == SQLITE_OK);
+  while (sqlite3_step(indexes) == SQLITE_ROW) {
+    if (sqlite3_column_int(indexes, 2) == 0) continue;  // not unique
+    const std::string index = reinterpret_cast<const char*>(sqlite3_column_text(indexes, 1));
+    sqlite3_stmt* info = nullptr;
+    const std::string sql = "PRAGMA index_info(\"" + index + "\")";
+    INBOXSIM_ASSERT(sqlite3_prepare_v2(handle, sql.c_str(), -1, &info, nullptr) == SQLITE_OK);
+    if (sqlite3_step(info) == SQLITE_ROW) {
+      add(reinterpret_cast<const char*>(sqlite3_column_text(info, 2)));
+    }
+    sqlite3_finalize(info);
+  }
+  sqlite3_finalize(indexes);
+  if (table.rowid_column >= 0) add(table.columns[static_cast<size_t>(table.rowid_column)]);
+  return columns;
+}
+
+Tables read_tables(sqlite3* handle) {
+  Tables tables;
+  sqlite3_stmt* names = nullptr;
+  INBOXSIM_ASSERT(sqlite3_prepare_v2(handle,
+                                     "SELECT name FROM sqlite_master WHERE type = 'table' AND name"
+                                     " NOT LIKE 'sqlite_%' ORDER BY name",
+                                     -1, &names, nullptr) == SQLITE_OK);
+  while (sqlite3_step(names) == SQLITE_ROW) {
+    SqlFootprint::Table table;
+    table.name = reinterpret_cast<const char*>(sqlite3_column_text(names, 0));
+    sqlite3_stmt* columns = nullptr;
+    const std::string sql = "PRAGMA table_info(\"" + table.name + "\")";
+    INBOXSIM_ASSERT(sqlite3_prepare_v2(handle, sql.c_str(), -1, &columns, nullptr) == SQLITE_OK);
+    int integer_keys = 0;
+    int key_column = -1;
+    while (sqlite3_step(columns) == SQLITE_ROW) {
+      const std::string type = reinterpret_cast<const char*>(sqlite3_column_text(columns, 2));
+      if (sqlite3_column_int(columns, 5) > 0) {
+        ++integer_keys;
+        if (type == "INTEGER") key_column = static_cast<int>(table.columns.size());
+      }
+      table.columns.emplace_back(reinterpret_cast<const char*>(sqlite3_column_text(columns, 1)));
+    }
+    sqlite3_finalize(columns);
+    // Only a primary key of one INTEGER column is the rowid.
+    if (integer_keys == 1) table.rowid_column = key_column;
+    table.unique_columns = unique_first_columns(handle, table);
+    tables.emplace(table.name, std::move(table));
+  }
+  sqlite3_finalize(names);
+  return tables;
+}
+
+// The tables of a connection, per connection and schema: read once per thread (a pooled
+// connection serves one replay after another).
+const Tables& tables_of(sqlite3* handle, const std::string& schema_key) {
+  thread_local std::map<std::pair<const sqlite3*, std::string>, Tables> cache;
+  const auto key = std::make_pair(static_cast<const sqlite3*>(handle), schema_key);
+  auto found = cache.find(key);
+  if (found == cache.end()) found = cache.emplace(key, read_tables(handle)).first;
+  return found->second;
+}
+
+// A statement's shape, by its text: kept per thread by where SQLite keeps the text (each
+// prepared statement keeps its own as long as it lives), the text compared on every hit.
+const StatementShape& shape_of(const char* sql) {
+  thread_local std::unordered_map<const char*, std::pair<std::string, StatementShape>> cache;
+  auto& [text, shape] = cache[sql];
+  if (text != sql) {
+    text = sql;
+    shape = statement_shape(text);
+  }
+  return shape;
+}
+
+}  // namespace
+
+StatementShape statement_shape(std::string_view sql) {
+  StatementShape shape;
+  const std::vector<Token> tokens = tokenize(sql);
+  if (tokens.empty() || tokens.front().kind != Token::Kind::word) return shape;
+  const std::string& verb = tokens.front().text;
+  if (verb == "BEGIN" || verb == "COMMIT" || verb == "ROLLBACK" || verb == "END" ||
+      verb == "SAVEPOINT" || verb == "RELEASE") {
+    return shape;
+  }
+  if (verb == "CREATE" || verb == "DROP" || verb == "ALTER" || verb == "PRAGMA" ||
+      verb == "VACUUM") {
+    shape.kind = StatementShape::Kind::ddl;
+    return shape;
+  }
+  for (size_t index = 0; index + 1 < tokens.size(); ++index) {
+    const bool names_next = is_word(tokens[index], "FROM") || is_word(tokens[index], "JOIN") ||
+                            is_word(tokens[index], "INTO") ||
+                            (index == 0 && is_word(tokens[index], "UPDATE"));
+    if (names_next && tokens[index + 1].kind == Token::Kind::word) {
+      const std::string& name = tokens[index + 1].raw;
+      if (std::find(shape.tables.begin(), shape.tables.end(), name) == shape.tables.end()) {
+        shape.tables.push_back(name);
+      }
+    }
+  }
+  const std::vector<int> depth = depths(tokens);
+  if (verb == "INSERT" || verb == "REPLACE") {
+    shape.kind = StatementShape::Kind::insert;
+    // INSERT [OR ...] INTO t (c, ...) VALUES (...): one row of plain columns.
+    for (size_t index = 0; index + 2 < tokens.size(); ++index) {
+      if (!is_word(tokens[index], "INTO")) continue;
+      size_t at = index + 2;
+      if (tokens[at].text != "(") break;
+      for (++at; at < tokens.size() && tokens[at].text != ")"; ++at) {
+        if (tokens[at].kind == Token::Kind::word) shape.insert_columns.push_back(tokens[at].raw);
+      }
+      const bool values = at + 1 < tokens.size() && is_word(tokens[at + 1], "VALUES");
+      if (!values || shape.tables.size() != 1) shape.insert_columns.clear();
+      break;
+    }
+    return shape;
+  }
+  shape.kind = StatementShape::Kind::read;
+  if (shape.tables.size() != 1) return shape;
+  size_t first = 0;
+  size_t last = 0;
+  if (!where_clause(tokens, depth, first, last)) return shape;
+  equality_conjuncts(tokens, depth, first, last, [&](const std::string& column, size_t value) {
+    const Token& token = tokens[value];
+    const bool plain = token.kind == Token::Kind::parameter ||
+                       token.kind == Token::Kind::string || token.kind == Token::Kind::number;
+    if (plain && shape.key_column.empty()) shape.key_column = column;
+  });
+  return shape;
+}
+
+bool keyed_value(std::string_view expanded_sql, std::string_view column, std::string& value) {
+  const std::vector<Token> tokens = tokenize(expanded_sql);
+  const std::vector<int> depth = depths(tokens);
+  size_t first = 0;
+  size_t last = 0;
+  if (!where_clause(tokens, depth, first, last)) return false;
+  bool found = false;
+  equality_conjuncts(tokens, depth, first, last, [&](const std::string& name, size_t at) {
+    if (found || name != column) return;
+    found = literal_at(tokens, at, value) != 0;
+  });
+  return found;
+}
+
+bool insert_values(std::string_view expanded_sql, std::vector<std::string>& values) {
+  const std::vector<Token> tokens = tokenize(expanded_sql);
+  values.clear();
+  size_t at = 0;
+  while (at < tokens.size() && !is_word(tokens[at], "VALUES")) ++at;
+  if (at + 1 >= tokens.size() || tokens[at + 1].text != "(") return false;
+  at += 2;
+  for (;;) {
+    std::string value;
+    const size_t next = literal_at(tokens, at, value);
+    if (next == 0 || next >= tokens.size()) return false;
+    values.push_back(std::move(value));
+    if (tokens[next].text == ")") return next + 1 == tokens.size() || tokens[next + 1].text != ",";
+    if (tokens[next].text != ",") return false;
+    at = next + 1;
+  }
+}
+
+// ---- the hooks ----------------------------------------------------------------------------
+
+struct SqlFootprint::Watched {
+  SqlFootprint* owner = nullptr;
+  sqlite3* handle = nullptr;
+  uint64_t scope = 0;
+  const Tables* tables = nullptr;
+};
+
+SqlFootprint::SqlFootprint(ExploreDriver& driver) : driver_(driver) {}
+
+SqlFootprint::~SqlFootprint() {
+  for (const auto& watched : watched_) {
+    sqlite3_trace_v2(watched->handle, 0, nullptr, nullptr);
+    sqlite3_preupdate_hook(watched->handle, nullptr, nullptr);
+  }
+}
+
+void SqlFootprint::watch(sqlite3* handle, uint64_t scope, const std::string& schema_key) {
+  INBOXSIM_ASSERT(sqlite3_get_autocommit(handle) != 0);
+  auto watched = std::make_unique<Watched>();
+  watched->owner = this;
+  watched->handle = handle;
+  watched->scope = scope;
+  watched->tables = &tables_of(handle, schema_key);
+  sqlite3_trace_v2(handle, SQLITE_TRACE_STMT, &SqlFootprint::on_statement, watched.get());
+  sqlite3_preupdate_hook(handle, &SqlFootprint::on_preupdate, watched.get());
+  watched_.push_back(std::move(watched));
+}
+
+void SqlFootprint::touch(uint64_t resource, Access access) {
+  if (quiet_ == 0) driver_.touch(resource, access);
+}
+
+int SqlFootprint::on_statement(unsigned type, void* context, void* statement, void* /*text*/) {
+  if (type != SQLITE_TRACE_STMT) return 0;
+  const auto* watched = static_cast<const Watched*>(context);
+  SqlFootprint& self = *watched->owner;
+  if (self.quiet_ == 0 && self.driver_.footprinting()) {
+    self.statement(*watched, static_cast<sqlite3_stmt*>(statement));
+  }
+  return 0;
+}
+
+void SqlFootprint::on_preupdate(void* context, sqlite3* /*handle*/, int op,
+                                const char* /*database*/, const char* table,
+                                long long old_rowid, long long new_rowid) {
+  const auto* watched = static_cast<const Watched*>(context);
+  SqlFootprint& self = *watched->owner;
+  if (self.quiet_ == 0 && self.driver_.footprinting()) {
+    self.row_change(*watched, op, table, old_rowid, new_rowid);
+  }
+}
+
+void SqlFootprint::read_whole(const Watched& watched, std::string_view table) {
+  if (watched.tables->count(table) == 0) {
+    // A view, or a name this parse took for a table: every table, whole.
+    for (const auto& [name, known] : *watched.tables) read_whole(watched, name);
+    return;
+  }
+  touch(resource_of(ResourceClass::table_scan, watched.scope, table), Access::write);
+}
+
+void SqlFootprint::statement(const Watched& watched, sqlite3_stmt* statement) {
+  const StatementShape& shape = shape_of(sqlite3_sql(statement));
+  const uint64_t schema = resource_id(ResourceClass::database, watched.scope);
+  switch (shape.kind) {
+    case StatementShape::Kind::none: return;
+    case StatementShape::Kind::ddl: touch(schema, Access::write); return;
+    case StatementShape::Kind::read:
+    case StatementShape::Kind::insert: break;
+  }
+  // What a statement does depends on the schema (an index dropped lets a duplicate in).
+  touch(schema, Access::read);
+  const bool keyed = shape.kind == StatementShape::Kind::read ? !shape.key_column.empty()
+                                                              : !shape.insert_columns.empty();
+  if (keyed && watched.tables->count(shape.tables.front()) > 0) {
+    char* expanded = sqlite3_expanded_sql(statement);
+    if (expanded != nullptr) {
+      const std::string_view text(expanded);
+      const std::string& table = shape.tables.front();
+      bool read = false;
+      if (shape.kind == StatementShape::Kind::read) {
+        std::string value;
+        if (keyed_value(text, shape.key_column, value)) {
+          touch(resource_of(ResourceClass::row_key, watched.scope, table,
+                            shape.key_column + '\0' + value),
+                Access::write);
+          read = true;
+        }
+      } else {
+        std::vector<std::string> values;
+        if (insert_values(text, values) && values.size() == shape.insert_columns.size()) {
+          const Table& known = watched.tables->find(table)->second;
+          for (size_t column = 0; column < values.size(); ++column) {
+            const std::string& name = shape.insert_columns[column];
+            if (std::find(known.unique_columns.begin(), known.unique_columns.end(), name) ==
+                known.unique_columns.end()) {
+              continue;
+            }
+            touch(resource_of(ResourceClass::row_key, watched.scope, table,
+                              name + '\0' + values[column]),
+                  Access::write);
+          }
+          read = true;
+        }
+      }
+      sqlite3_free(expanded);
+      if (read) return;
+    }
+  }
+  for (const std::string& table : shape.tables) read_whole(watched, table);
+}
+
+void SqlFootprint::touch_row(const Watched& watched, const Table& table, bool old_row,
+                             int64_t rowid) {
+  touch(resource_of(ResourceClass::row_key, watched.scope, table.name,
+                    std::string("\0rowid\0", 7) + std::to_string(rowid)),
+        Access::write);
+  const int count = sqlite3_preupdate_count(watched.handle);
+  for (int column = 0; column < count && column < static_cast<int>(table.columns.size());
+       ++column) {
+    std::string value;
+    if (column == table.rowid_column) {
+      value = std::to_string(rowid);
+    } else {
+      sqlite3_value* cell = nullptr;
+      const int status = old_row ? sqlite3_preupdate_old(watched.handle, column, &cell)
+                                 : sqlite3_preupdate_new(watched.handle, column, &cell);
+      if (status != SQLITE_OK || cell == nullptr) continue;
+      const int type = sqlite3_value_type(cell);
+      if (type == SQLITE_NULL) continue;  // `column = value` never holds for a NULL
+      if (type == SQLITE_INTEGER) {
+        value = std::to_string(sqlite3_value_int64(cell));
+      } else {
+        const unsigned char* text = sqlite3_value_text(cell);
+        value.assign(reinterpret_cast<const char*>(text),
+                     static_cast<size_t>(sqlite3_value_bytes(cell)));
+      }
+    }
+    touch(resource_of(ResourceClass::row_key, watched.scope, table.name,
+                      table.columns[static_cast<size_t>(column)] + '\0' + value),
+          Access::read);
+  }
+}
+
+void SqlFootprint::row_change(const Watched& watched, int op, std::string_view table_name,
+                              int64_t old_rowid, int64_t new_rowid) {
+  const auto found = watched.tables->find(table_name);
+  if (found == watched.tables->end()) {
+    // A table this connection did not have when watched: the whole database.
+    touch(resource_id(ResourceClass::database, watched.scope), Access::write);
+    return;
+  }
+  const Table& table = found->second;
+  touch(resource_of(ResourceClass::table_scan, watched.scope, table.name), Access::read);
+  if (op != SQLITE_UPDATE) {
+    touch(resource_of(ResourceClass::table_insert, watched.scope, table.name), Access::write);
+  }
+  if (op != SQLITE_INSERT) touch_row(watched, table, true, old_rowid);
+  if (op != SQLITE_DELETE) touch_row(watched, table, false, new_rowid);
+}
+
+}  // namespace inboxsim
