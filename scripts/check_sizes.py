@@ -34,8 +34,6 @@ ALLOWED = {
     # Left to split (issue 25 item 1).
     "src/play/moment.cpp": "",
     "src/report/html.cpp": "",
-    "src/app/demo.cpp: run_demo": "",
-    "src/app/demo.cpp: narrated_run": "",
     "src/check/checker.cpp: Checker::check_final": "",
     "src/fuzz/campaign.cpp: run_campaign": "",
     "src/play/moment.cpp: point_of_no_return": "",
