@@ -35,8 +35,6 @@ ALLOWED = {
     "src/play/moment.cpp": "",
     "src/report/html.cpp": "",
     "src/play/moment.cpp: point_of_no_return": "",
-    "src/play/server.cpp: serve_playground": "",
-    "src/play/server.cpp: read_request": "",
     "src/app/explore_verb.cpp: explore_command": "",
     "src/app/play_verb.cpp: play_command": "",
 }
