@@ -70,17 +70,16 @@ class NoReturnSearch {
 json no_point(const std::string& said) { return json{{"move", nullptr}, {"said", said}}; }
 
 json budget_ran_out(size_t index) {
-  return no_point("The explorer's budget ran out before it could say whether the moment before "
-                  "move " + std::to_string(index + 1) + " can still end well: raise the states "
-                  "or seconds.");
+  const std::string move = "move " + std::to_string(index + 1);
+  return no_point("The explorer's budget ran out before it could say whether the moment before " +
+                  move + " can still end well: raise the states or seconds.");
 }
 
 // Walks back from a doomed `doomed` over stretches of events to the last stretch whose first
 // moment ends well, or to the fault or hand move in front of a doomed stretch when the moment
 // before it ends well; sets `good` and `doomed` around the point of no return. Returns the reply
 // instead when there is no such moment or the budget runs out.
-std::optional<json> bracket_the_point(const NoReturnSearch& search, size_t& good,
-                                      size_t& doomed) {
+std::optional<json> bracket_the_point(const NoReturnSearch& search, size_t& good, size_t& doomed) {
   const std::vector<Move>& moves = search.moves();
   for (;;) {
     size_t start = doomed;  // the first moment of the stretch of events that ends at `doomed`
@@ -153,8 +152,8 @@ nlohmann::json explore_from_moment(const Scenario& story, const Schedule& schedu
     out["counterexample"] = json{{"invariant", invariant_name(cx.invariant)},
                                  {"detail", cx.detail},
                                  {"schedule", schedule_json(continuation)}};
-    out["said"] = "From here, an order breaks " + std::string(invariant_name(cx.invariant)) +
-                  " (" + cx.detail + "), " + budget + ". It is loaded as a branch: step through it.";
+    out["said"] = "From here, an order breaks " + std::string(invariant_name(cx.invariant)) + " (" +
+                  cx.detail + "), " + budget + ". It is loaded as a branch: step through it.";
   } else if (result.complete) {
     out["verdict"] = "PROVEN";
     out["said"] = "Proven: no order of the events from this moment breaks an invariant, " + budget +
@@ -188,8 +187,9 @@ nlohmann::json point_of_no_return(const Scenario& story, const Schedule& schedul
   const std::optional<bool> at_end = search.ends_well(moves.size());
   if (!at_end) return budget_ran_out(moves.size());
   if (*at_end) {
-    return no_point("This branch has not passed its point of no return: from its last moment "
-                    "some order still ends with every invariant holding.");
+    return no_point(
+        "This branch has not passed its point of no return: from its last moment "
+        "some order still ends with every invariant holding.");
   }
   size_t doomed = moves.size();  // a moment from which no order ends well
   size_t good = 0;               // one from which some order does

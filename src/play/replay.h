@@ -19,8 +19,8 @@ struct Replay {
 };
 
 struct ReplayMode {
-  bool stop = true;        // at the first moment past the schedule
-  bool views = false;      // keep the trace and record the rows (the page's views)
+  bool stop = true;          // at the first moment past the schedule
+  bool views = false;        // keep the trace and record the rows (the page's views)
   bool every_point = false;  // log the places with no choice too (stepwise_schedule)
   bool stepwise_beyond = true;
 };
