@@ -74,7 +74,7 @@ def blank_out(text):
             out.append(re.sub(r"[^\n]", " ", text[i:end]))
             i = end
             continue
-        raw = re.match(r'R"([^(\s]*)\(', text[i:i + 20])
+        raw = re.match(r'R"([^(\s]*)\(', text[i:i + 20]) if c == "R" else None
         if raw and (i == 0 or not (text[i - 1].isalnum() or text[i - 1] == "_")):
             closing = ")" + raw.group(1) + '"'
             end = text.find(closing, i + raw.end())
@@ -132,6 +132,8 @@ def functions(text):
     function_start = None
     parentheses = 0  # open parentheses of the header being read
     for index, c in enumerate(blank):
+        if c not in "(){};:":
+            continue
         if "function" not in stack and c in "()":
             parentheses += 1 if c == "(" else -1
             continue
