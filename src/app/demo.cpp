@@ -67,6 +67,44 @@ void print_story_header(const Scenario& scenario, std::ostream& out) {
 
 }  // namespace
 
+namespace {
+
+// Prints `prompt` and waits until the user presses Enter (a live demo's pause).
+void wait_for_enter(std::ostream& out, std::string_view prompt) {
+  out << prompt << std::flush;
+  std::string line;
+  std::getline(std::cin, line);
+}
+
+// Prints the question of every checkpoint whose `occurrence`-th selected event `event` is, right
+// after its event and before the events that answer it. `asked` counts each checkpoint's
+// selected events so far. Returns whether a question was asked.
+bool ask_checkpoints(const Scenario& scenario, const TraceEvent& event, bool quiet,
+                     std::vector<int64_t>& asked, Narrator& narrator, std::ostream& out) {
+  bool question = false;
+  for (size_t i = 0; i < scenario.checkpoints.size(); ++i) {
+    const Checkpoint& checkpoint = scenario.checkpoints[i];
+    if (!checkpoint_selects(checkpoint, event) || ++asked[i] != checkpoint.match.occurrence) {
+      continue;
+    }
+    narrator.flush();
+    if (!quiet) out << "  ❓ " << printable(checkpoint.question) << "\n";
+    question = true;
+  }
+  return question;
+}
+
+// Hands the story to the narrator before the run: opening balances, config and steps.
+void prepare_narrator(Narrator& narrator, const Scenario& scenario) {
+  std::map<std::string, int64_t> opening;
+  for (const auto& [name, spec] : scenario.accounts) opening[name] = spec.balance;
+  narrator.set_opening_balances(opening);
+  narrator.set_config(scenario.config);
+  narrator.set_steps(scenario.steps);
+}
+
+}  // namespace
+
 RunResult narrated_run(const Scenario& scenario, const NarratedRunOptions& options,
                        std::ostream& out) {
   Narrator narrator(out, options.narrator);
@@ -76,11 +114,7 @@ RunResult narrated_run(const Scenario& scenario, const NarratedRunOptions& optio
   run_options.record_rows = options.record_rows;
   run_options.keep_trace = options.keep_trace;
   if (options.narrate) {
-    std::map<std::string, int64_t> opening;
-    for (const auto& [name, spec] : scenario.accounts) opening[name] = spec.balance;
-    narrator.set_opening_balances(opening);
-    narrator.set_config(scenario.config);
-    narrator.set_steps(scenario.steps);
+    prepare_narrator(narrator, scenario);
     if (!options.narrator.quiet) print_story_header(scenario, out);
     run_options.listener = [&narrator, &options, &out, &scenario,
                             asked = std::vector<int64_t>(scenario.checkpoints.size(), 0),
@@ -98,30 +132,17 @@ RunResult narrated_run(const Scenario& scenario, const NarratedRunOptions& optio
               << printable(shown_parts(scenario).watch_for) << "\n";
         }
       }
-      // A checkpoint's question comes right after its event, before the events that answer
-      // it; a run that steps waits there.
-      bool question = false;
-      for (size_t i = 0; i < scenario.checkpoints.size(); ++i) {
-        const Checkpoint& checkpoint = scenario.checkpoints[i];
-        if (!checkpoint_selects(checkpoint, event) || ++asked[i] != checkpoint.match.occurrence) {
-          continue;
-        }
-        narrator.flush();
-        if (!options.narrator.quiet) out << "  ❓ " << printable(checkpoint.question) << "\n";
-        question = true;
-      }
-      if (question && !options.narrator.quiet &&
+      // A run that steps waits after a checkpoint's question.
+      const bool quiet = options.narrator.quiet;
+      if (ask_checkpoints(scenario, event, quiet, asked, narrator, out) && !quiet &&
           (options.pause_after_step || options.pause_on.any())) {
-        out << "  [Enter] the answer" << std::flush;
-        std::string line;
-        std::getline(std::cin, line);
+        wait_for_enter(out, "  [Enter] the answer");
         return;
       }
       if (!options.pause_on.at(event.kind)) return;
       narrator.flush();
-      out << "  [Enter] next " << (options.pause_on.every_event ? "event" : "stop") << std::flush;
-      std::string line;
-      std::getline(std::cin, line);
+      wait_for_enter(out, options.pause_on.every_event ? "  [Enter] next event"
+                                                       : "  [Enter] next stop");
     };
     if (options.show_rows) {
       run_options.row_listener = [&narrator](const RowHistory& history,
@@ -134,9 +155,7 @@ RunResult narrated_run(const Scenario& scenario, const NarratedRunOptions& optio
   if (options.pause_after_step) {
     run_options.after_step = [&out, &narrator](const Step&) {
       narrator.flush();  // the step's last lines, before the pause
-      out << "  [Enter] next step" << std::flush;
-      std::string line;
-      std::getline(std::cin, line);
+      wait_for_enter(out, "  [Enter] next step");
     };
   } else if (options.on_step) {
     run_options.after_step = [&](const Step&) {
@@ -177,78 +196,6 @@ bool write_text(const std::filesystem::path& path, const std::string& text) {
 }
 
 }  // namespace
-
-namespace {
-
-// A break-it story passes when the money really goes wrong; the index says what broke.
-std::string broken_invariants(const RunResult& result) {
-  if (result.violations.empty()) return {};
-  std::string names;
-  for (const Violation& violation : result.violations) {
-    if (!names.empty()) names += ", ";
-    names += invariant_name(violation.invariant);
-  }
-  return "<div class=\"broke\">breaks: " + escape_html(names) + "</div>";
-}
-
-}  // namespace
-
-std::string render_demo_index(const std::vector<DemoIndexRow>& rows) {
-  std::string body;
-  for (size_t i = 0; i < rows.size(); ++i) {
-    const DemoIndexRow& row = rows[i];
-    if (i == 0 || row.block != rows[i - 1].block) {
-      int64_t minutes = 0;
-      for (size_t j = i; j < rows.size() && rows[j].block == row.block; ++j) {
-        minutes += rows[j].minutes;
-      }
-      body += "<tr class=\"block\"><th colspan=\"4\">" + escape_html(row.block) +
-              (minutes > 0 ? " <span class=\"min\">" + std::to_string(minutes) + " min</span>"
-                           : std::string()) +
-              "</th></tr>\n";
-    }
-    const RunResult& result = *row.result;
-    // The moment to watch, as a link straight to it in the scenario's report.
-    std::string watch;
-    if (const std::optional<size_t> event =
-            selected_event(result.description_parts.watch_for_event, result.events);
-        event && !result.description_parts.empty()) {
-      watch = "<div class=\"watch\"><a href=\"" + escape_html(safe_file_stem(result.name)) +
-              ".html#event-" + std::to_string(*event + 1) + "\">👁 " +
-              escape_html(result.description_parts.watch_for) + "</a></div>";
-    }
-    std::string explores;
-    for (const std::string& line : row.explores) {
-      explores += "<div class=\"explore\">" + escape_html(line) + "</div>";
-    }
-    body += "<tr><td class=\"verdict " + std::string(result.passed ? "pass" : "fail") + "\">" +
-            (result.passed ? "PASS" : "FAIL") + "</td><td><a href=\"" +
-            escape_html(safe_file_stem(result.name)) + ".html\">" + escape_html(result.name) +
-            "</a>" +
-            (row.minutes > 0 ? "<div class=\"min\">" + std::to_string(row.minutes) + " min</div>"
-                             : std::string()) +
-            "</td><td>" + escape_html(result.title) + broken_invariants(result) + watch + explores +
-            "</td><td class=\"lesson\">" + escape_html(result.lesson) + "</td></tr>\n";
-  }
-  return "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
-         "<title>inboxsim: the idempotent consumer, watched</title><style>"
-         "body{font-family:system-ui,sans-serif;margin:2rem auto;max-width:72rem;color:#1f2933}"
-         "h1{margin-bottom:.2rem}p.sub{color:#52606d;margin-top:0}"
-         "table{border-collapse:collapse;width:100%}td,th{padding:.55rem .7rem;"
-         "border-bottom:1px solid #e4e7eb;text-align:left;vertical-align:top}"
-         "th{background:#f5f7fa}tr.block th{background:#e8eef7;font-size:1.05em}"
-         ".min{color:#52606d;font-weight:400;font-size:.9em}"
-         "a{color:#2457a6;font-weight:600;text-decoration:none}"
-         ".verdict{font-weight:700}.pass{color:#207a3c}.fail{color:#b42318}"
-         ".lesson{color:#3e4c59;font-style:italic}.watch{font-size:14px;margin-top:2px}.explore{font-family:monospace;"
-         "font-size:.9em;margin-top:.2rem}"
-         ".broke{color:#b42318;font-size:.9em;margin-top:.2rem}</style></head><body>"
-         "<h1>The idempotent consumer (inbox), watched</h1>"
-         "<p class=\"sub\">Each scenario runs a small bank on an at-least-once broker. Open one "
-         "to step through it event by event.</p><table><thead><tr><th></th><th>scenario</th>"
-         "<th>what happens</th><th>the lesson</th></tr></thead><tbody>\n" +
-         body + "</tbody></table></body></html>\n";
-}
 
 namespace {
 
@@ -444,6 +391,95 @@ std::string library_list_text(const std::vector<Scenario>& scenarios) {
   return text;
 }
 
+namespace {
+
+// Puts the library's files in the order the demo runs them: a plan's, the scenarios the
+// teacher names in the order named, or the full guide's. Returns false, having said why on
+// `err`, when the plan or a name matches nothing.
+bool choose_running_order(const DemoOptions& options, std::vector<std::string>& files,
+                          RunningOrder& order, std::ostream& err) {
+  if (!options.plan.empty()) {
+    const DemoPlan* plan = find_plan(options.plan);
+    if (plan == nullptr) {
+      err << "inboxsim: demo --plan " << printable(options.plan) << ": expected a plan: "
+          << plan_names_text() << ", or list (see `inboxsim demo --plan list`)\n";
+      return false;
+    }
+    if (const auto missing = in_plan_order(files, *plan, false, order)) {
+      err << "inboxsim: demo --plan " << plan->name << ": expected scenario " << *missing
+          << "-… in " << printable(options.scenario_dir) << " (the plan is made for the "
+          << "teaching library)\n";
+      return false;
+    }
+  } else if (const auto unknown = select_files(files, options.only)) {
+    err << "inboxsim: demo " << printable(*unknown) << ": expected the start of a scenario name in "
+        << options.scenario_dir << " (see `inboxsim list`)\n";
+    return false;
+  } else if (options.only.empty()) {
+    in_plan_order(files, *find_plan("full"), true, order);
+  } else {
+    order = in_given_order(files);  // the scenarios a teacher names, in the order named
+  }
+  return true;
+}
+
+// Parses every file of `order`, all before the first runs. Returns false, having said why on
+// `err`, at the first that does not parse.
+bool parse_in_order(const RunningOrder& order, std::vector<Scenario>& scenarios,
+                    std::ostream& err) {
+  for (const OrderedFile& file : order.files) {
+    ParseResult parsed = parse_scenario_file(file.file);
+    if (parsed.error) {
+      err << "inboxsim: " << printable(parsed.error->message()) << "\n";
+      return false;
+    }
+    scenarios.push_back(std::move(*parsed.scenario));
+  }
+  return true;
+}
+
+// The lesson explore runs of a demo and how many gave the verdict their lesson expects.
+struct ExploreTally {
+  size_t runs = 0;
+  size_t as_expected = 0;
+};
+
+// Runs the lesson's explore runs of `file`, if it has a lesson, into `row.explores`.
+void run_lesson_explores(const Scenario& scenario, const OrderedFile& file,
+                         const std::string& cx_dir, bool talk, std::ostream& out,
+                         DemoIndexRow& row, ExploreTally& tally) {
+  if (file.lesson == nullptr) return;
+  for (const ExploreRun& explore_run : file.lesson->explores) {
+    bool as_expected = false;
+    row.explores.push_back(run_live_explore(scenario, explore_run, cx_dir, talk, out, as_expected));
+    ++tally.runs;
+    tally.as_expected += as_expected ? 1 : 0;
+  }
+}
+
+// The demo's last lines: how many scenarios and explore runs came out as expected, the class
+// time, and where the reports are. Returns whether they all did.
+bool print_demo_summary(const std::vector<RunResult>& results, const RunningOrder& order,
+                        const ExploreTally& tally, const std::filesystem::path& index,
+                        std::ostream& out) {
+  const auto passed =
+      std::count_if(results.begin(), results.end(), [](const RunResult& r) { return r.passed; });
+  int64_t minutes = 0;
+  for (const OrderedFile& file : order.files) minutes += minutes_of(file);
+  out << "\n" << passed << " of " << results.size() << " scenarios met their expectations";
+  if (tally.runs > 0) {
+    out << "; " << tally.as_expected << " of " << tally.runs
+        << " explore runs gave the verdict their lesson expects";
+  }
+  out << ".\n";
+  if (minutes > 0) out << "In class: about " << minutes << " min.\n";
+  out << "Reports: " << std::filesystem::absolute(index).string()
+      << " (one page per scenario, linked from there)\n";
+  return passed == static_cast<long>(results.size()) && tally.as_expected == tally.runs;
+}
+
+}  // namespace
+
 int run_demo(const DemoOptions& options, std::ostream& out, std::ostream& err) {
   std::vector<std::string> files = scenario_files(options.scenario_dir);
   if (files.empty()) {
@@ -452,37 +488,9 @@ int run_demo(const DemoOptions& options, std::ostream& out, std::ostream& err) {
     return 2;
   }
   RunningOrder order;
-  if (!options.plan.empty()) {
-    const DemoPlan* plan = find_plan(options.plan);
-    if (plan == nullptr) {
-      err << "inboxsim: demo --plan " << printable(options.plan) << ": expected a plan: "
-          << plan_names_text() << ", or list (see `inboxsim demo --plan list`)\n";
-      return 2;
-    }
-    if (const auto missing = in_plan_order(files, *plan, false, order)) {
-      err << "inboxsim: demo --plan " << plan->name << ": expected scenario " << *missing
-          << "-… in " << printable(options.scenario_dir) << " (the plan is made for the "
-          << "teaching library)\n";
-      return 2;
-    }
-  } else if (const auto unknown = select_files(files, options.only)) {
-    err << "inboxsim: demo " << printable(*unknown) << ": expected the start of a scenario name in "
-        << options.scenario_dir << " (see `inboxsim list`)\n";
-    return 2;
-  } else if (options.only.empty()) {
-    in_plan_order(files, *find_plan("full"), true, order);
-  } else {
-    order = in_given_order(files);  // the scenarios a teacher names, in the order named
-  }
+  if (!choose_running_order(options, files, order, err)) return 2;
   std::vector<Scenario> scenarios;
-  for (const OrderedFile& file : order.files) {
-    ParseResult parsed = parse_scenario_file(file.file);
-    if (parsed.error) {
-      err << "inboxsim: " << printable(parsed.error->message()) << "\n";
-      return 2;
-    }
-    scenarios.push_back(std::move(*parsed.scenario));
-  }
+  if (!parse_in_order(order, scenarios, err)) return 2;
   std::error_code error;
   std::filesystem::create_directories(options.out_dir, error);
   if (error) {
@@ -497,10 +505,9 @@ int run_demo(const DemoOptions& options, std::ostream& out, std::ostream& err) {
     out << "The words the narration uses:\n" << printable(legend_text("  "));
   }
   std::vector<RunResult> results;
-  results.reserve(scenarios.size());
+  results.reserve(scenarios.size());  // the index rows point into it
   std::vector<DemoIndexRow> rows;
-  size_t explores = 0;
-  size_t explores_as_expected = 0;
+  ExploreTally tally;
   const std::string cx_dir = (std::filesystem::path(options.out_dir) / "counterexamples").string();
   for (size_t i = 0; i < scenarios.size(); ++i) {
     const Scenario& scenario = scenarios[i];
@@ -511,15 +518,7 @@ int run_demo(const DemoOptions& options, std::ostream& out, std::ostream& err) {
     results.push_back(narrated_run(scenario, run, out));
     const RunResult& result = results.back();
     DemoIndexRow row{&result, order.blocks[file.block], minutes_of(file), {}};
-    if (file.lesson != nullptr) {
-      for (const ExploreRun& explore_run : file.lesson->explores) {
-        bool as_expected = false;
-        row.explores.push_back(
-            run_live_explore(scenario, explore_run, cx_dir, talk, out, as_expected));
-        ++explores;
-        explores_as_expected += as_expected ? 1 : 0;
-      }
-    }
+    run_lesson_explores(scenario, file, cx_dir, talk, out, row, tally);
     rows.push_back(std::move(row));
     const std::filesystem::path page =
         std::filesystem::path(options.out_dir) / (safe_file_stem(result.name) + ".html");
@@ -533,21 +532,7 @@ int run_demo(const DemoOptions& options, std::ostream& out, std::ostream& err) {
     err << "inboxsim: cannot write " << printable(index.string()) << "\n";
     return 2;
   }
-  const auto passed =
-      std::count_if(results.begin(), results.end(), [](const RunResult& r) { return r.passed; });
-  int64_t minutes = 0;
-  for (const OrderedFile& file : order.files) minutes += minutes_of(file);
-  out << "\n" << passed << " of " << results.size() << " scenarios met their expectations";
-  if (explores > 0) {
-    out << "; " << explores_as_expected << " of " << explores
-        << " explore runs gave the verdict their lesson expects";
-  }
-  out << ".\n";
-  if (minutes > 0) out << "In class: about " << minutes << " min.\n";
-  out << "Reports: " << std::filesystem::absolute(index).string()
-      << " (one page per scenario, linked from there)\n";
-  const bool all = passed == static_cast<long>(results.size()) && explores_as_expected == explores;
-  return all ? 0 : 1;
+  return print_demo_summary(results, order, tally, index, out) ? 0 : 1;
 }
 
 }  // namespace inboxsim

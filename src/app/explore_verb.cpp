@@ -225,7 +225,11 @@ CLI::App* add_explore_verb(CLI::App& app, ExploreCommand& command) {
   return verb;
 }
 
-int explore_command(const ExploreCommand& command) {
+namespace {
+
+// The settings every story of the command shares, read from its flags. Returns the exit code
+// of a bad flag, having said why, instead.
+std::optional<int> shared_settings(const ExploreCommand& command, ExploreSettings& settings) {
   const auto kinds = parse_kinds(command.fault_kinds);
   if (!kinds) {
     return bad_input("--fault-kinds " + command.fault_kinds +
@@ -242,6 +246,25 @@ int explore_command(const ExploreCommand& command) {
                      ": a preemption bound needs the breadth-first search; with --reduction " +
                      command.reduction + " leave it out, or use --reduction sleep,persistent");
   }
+  settings.faults = command.faults;
+  settings.fault_kinds = *kinds;
+  settings.ack_wait_expiries = command.ack_wait_expiries;
+  settings.max_states = command.max_states;
+  settings.jobs = command.jobs;
+  settings.keep_going = command.keep_going;
+  settings.sleep_sets = reductions.sleep_sets;
+  settings.persistent_sets = reductions.persistent_sets;
+  settings.dpor = reductions.dpor;
+  settings.preemptions = command.preemptions;
+  settings.operator_redrives = command.operator_mode == "redrive";
+  return std::nullopt;
+}
+
+}  // namespace
+
+int explore_command(const ExploreCommand& command) {
+  ExploreSettings shared;
+  if (const std::optional<int> failed = shared_settings(command, shared)) return *failed;
   std::vector<Scenario> scenarios;
   for (const std::string& file : command.files) {
     Scenario scenario;
@@ -256,18 +279,7 @@ int explore_command(const ExploreCommand& command) {
   bool violated = false;
   bool written = true;
   for (const Scenario& scenario : scenarios) {
-    ExploreSettings settings;
-    settings.faults = command.faults;
-    settings.fault_kinds = *kinds;
-    settings.ack_wait_expiries = command.ack_wait_expiries;
-    settings.max_states = command.max_states;
-    settings.jobs = command.jobs;
-    settings.keep_going = command.keep_going;
-    settings.sleep_sets = reductions.sleep_sets;
-    settings.persistent_sets = reductions.persistent_sets;
-    settings.dpor = reductions.dpor;
-    settings.preemptions = command.preemptions;
-    settings.operator_redrives = command.operator_mode == "redrive";
+    ExploreSettings settings = shared;
     settings.goals = scenario.expect.goals;
     std::optional<Progress> progress;
     if (tty) {

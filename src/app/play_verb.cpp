@@ -85,13 +85,12 @@ CLI::App* add_play_verb(CLI::App& app, PlayCommand& command) {
   return play;
 }
 
-int play_command(const PlayCommand& command) {
-  PlayOptions options;
-  options.listen = command.listen;
-  options.port = command.port;
-  options.threads = command.workers;
-  options.queue_max = command.queue;
-  options.explore_jobs = std::max<int64_t>(1, std::thread::hardware_concurrency());
+namespace {
+
+// Reads the stories the playground serves: the library's (the folder named, or the one beside
+// the binary) and the file or library story named on the command line, the default one. Returns
+// the exit code of a bad input, having said why, instead.
+std::optional<int> load_stories(const PlayCommand& command, PlayOptions& options) {
   std::string directory = command.scenario_dir;
   if (directory.empty()) {
     const std::vector<LibraryPlace> places = library_places(own_executable());
@@ -125,6 +124,19 @@ int play_command(const PlayCommand& command) {
                        "; `inboxsim list` names them)");
     }
   }
+  return std::nullopt;
+}
+
+}  // namespace
+
+int play_command(const PlayCommand& command) {
+  PlayOptions options;
+  options.listen = command.listen;
+  options.port = command.port;
+  options.threads = command.workers;
+  options.queue_max = command.queue;
+  options.explore_jobs = std::max<int64_t>(1, std::thread::hardware_concurrency());
+  if (const std::optional<int> failed = load_stories(command, options)) return *failed;
   if (options.stories.empty()) {
     return bad_input("play: no story to open: name a scenario file, or a folder with "
                      "--scenarios DIR");

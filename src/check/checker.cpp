@@ -168,9 +168,18 @@ std::string parked_behind(const std::string& transfer, const FinalState& state) 
 }  // namespace
 
 void Checker::check_final(const FinalState& state, int64_t now_ms) {
-  // Rebuild every fact from the databases, not from what transactions reported, so a
-  // reporting mistake cannot hide a broken invariant. In place: only the amounts stay (a copy
-  // of a million transfers' facts would double what the checker holds).
+  const std::map<std::string, int64_t> ledger_sum = rebuild_facts(state);
+  check_balances(state, ledger_sum, now_ms);
+  if (notifications_enabled_) check_notified(now_ms);
+  if (emails_enabled_) check_emailed(now_ms);
+  const std::string unsettled = unsettled_text(state);
+  if (!unsettled.empty()) report(Invariant::termination, "did not settle: " + unsettled, now_ms);
+}
+
+// Rebuilds every fact from the databases, not from what transactions reported, so a reporting
+// mistake cannot hide a broken invariant. In place: only the amounts stay (a copy of a million
+// transfers' facts would double what the checker holds). Returns each account's ledger sum.
+std::map<std::string, int64_t> Checker::rebuild_facts(const FinalState& state) {
   TransferTable<TransferFacts>& transfers = transfers_;
   transfers.for_each([](std::string_view, TransferFacts& facts) {
     const int64_t amount = facts.amount();
@@ -190,15 +199,23 @@ void Checker::check_final(const FinalState& state, int64_t now_ms) {
   for (const auto& [id, count] : state.notifications) {
     transfers[id].notifications = static_cast<uint16_t>(std::min<int64_t>(count, kFactCountMax));
   }
+  return ledger_sum;
+}
+
+// Each account against its ledger, each transfer against its saga, and conservation: the
+// balances and the money in flight add up to the opening total.
+void Checker::check_balances(const FinalState& state,
+                             const std::map<std::string, int64_t>& ledger_sum, int64_t now_ms) {
   int64_t total = 0;
   for (const auto& [account, balance] : state.balances) {
     total += balance;
     balance_[account] = balance;
-    ledger_sum_[account] = ledger_sum[account];
+    const auto found = ledger_sum.find(account);
+    ledger_sum_[account] = found == ledger_sum.end() ? 0 : found->second;
     check_account(account, now_ms);
   }
   int64_t in_flight_total = 0;
-  transfers.for_each([&](std::string_view id, const TransferFacts& facts) {
+  transfers_.for_each([&](std::string_view id, const TransferFacts& facts) {
     in_flight_total += in_flight(facts);
     check_transfer(id, facts, now_ms);
   });
@@ -208,35 +225,45 @@ void Checker::check_final(const FinalState& state, int64_t now_ms) {
                ", opening total " + money(opening_total_),
            now_ms);
   }
-  if (notifications_enabled_) {
-    transfers.for_each([&](std::string_view id, const TransferFacts& facts) {
-      const bool finished = facts.state() == SagaState::completed || facts.state() == SagaState::failed;
-      if (finished && facts.notifications != 1) {
-        report(Invariant::notified,
-               "transfer " + std::string(id) + " is " +
-                   std::string(saga_state_name(*facts.state())) + " with " +
-                   std::to_string(facts.notifications) + " notifications",
-               now_ms);
-      }
-    });
-  }
-  if (emails_enabled_) {
-    transfers.for_each([&](std::string_view id, const TransferFacts& facts) {
-      const bool finished =
-          facts.state() == SagaState::completed || facts.state() == SagaState::failed;
-      const auto found = emails_.find(std::string(id));
-      const int64_t emails = found == emails_.end() ? 0 : found->second;
-      if (finished && emails != 1) {
-        report(Invariant::emailed,
-               "transfer " + std::string(id) + " is " +
-                   std::string(saga_state_name(*facts.state())) + " with " +
-                   std::to_string(emails) + " emails sent",
-               now_ms);
-      }
-    });
-  }
+}
+
+// Every finished transfer notified exactly once (transfer.notifications on).
+void Checker::check_notified(int64_t now_ms) {
+  transfers_.for_each([&](std::string_view id, const TransferFacts& facts) {
+    const bool finished = facts.state() == SagaState::completed || facts.state() == SagaState::failed;
+    if (finished && facts.notifications != 1) {
+      report(Invariant::notified,
+             "transfer " + std::string(id) + " is " +
+                 std::string(saga_state_name(*facts.state())) + " with " +
+                 std::to_string(facts.notifications) + " notifications",
+             now_ms);
+    }
+  });
+}
+
+// Every finished transfer emailed exactly once (transfer.email on).
+void Checker::check_emailed(int64_t now_ms) {
+  transfers_.for_each([&](std::string_view id, const TransferFacts& facts) {
+    const bool finished =
+        facts.state() == SagaState::completed || facts.state() == SagaState::failed;
+    const auto found = emails_.find(std::string(id));
+    const int64_t emails = found == emails_.end() ? 0 : found->second;
+    if (finished && emails != 1) {
+      report(Invariant::emailed,
+             "transfer " + std::string(id) + " is " +
+                 std::string(saga_state_name(*facts.state())) + " with " +
+                 std::to_string(emails) + " emails sent",
+             now_ms);
+    }
+  });
+}
+
+// What did not settle at the end, for termination: transfers not in a terminal state (and
+// where their messages are parked), a halt or no quiescence, messages still queued, outbox
+// rows unsent. Empty when everything settled.
+std::string Checker::unsettled_text(const FinalState& state) const {
   std::string unsettled;
-  transfers.for_each([&](std::string_view id, const TransferFacts& facts) {
+  transfers_.for_each([&](std::string_view id, const TransferFacts& facts) {
     if (!facts.state() || !is_terminal(*facts.state())) {
       if (!unsettled.empty()) unsettled += ", ";
       unsettled += std::string(id) + " is " +
@@ -258,12 +285,10 @@ void Checker::check_final(const FinalState& state, int64_t now_ms) {
     unsettled += (unsettled.empty() ? "" : "; ") + std::to_string(state.unsent_outbox_rows) +
                  " outbox rows unsent";
   }
-  if (!unsettled.empty()) {
-    if (state.dead_lettered > 0) {
-      unsettled += " (" + std::to_string(state.dead_lettered) + " dead-lettered)";
-    }
-    report(Invariant::termination, "did not settle: " + unsettled, now_ms);
+  if (!unsettled.empty() && state.dead_lettered > 0) {
+    unsettled += " (" + std::to_string(state.dead_lettered) + " dead-lettered)";
   }
+  return unsettled;
 }
 
 void Checker::report(Invariant invariant, std::string detail, int64_t now_ms) {

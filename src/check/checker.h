@@ -122,6 +122,12 @@ class Checker {
   void check_transfer(std::string_view id, const TransferFacts& facts, int64_t now_ms);
   void check_account(const std::string& account, int64_t now_ms);
   void check_transition(const SagaTransition& transition, int64_t now_ms);
+  std::map<std::string, int64_t> rebuild_facts(const FinalState& state);
+  void check_balances(const FinalState& state, const std::map<std::string, int64_t>& ledger_sum,
+                      int64_t now_ms);
+  void check_notified(int64_t now_ms);
+  void check_emailed(int64_t now_ms);
+  std::string unsettled_text(const FinalState& state) const;
 
   bool notifications_enabled_;
   bool emails_enabled_;

@@ -184,6 +184,62 @@ void disable_sqlite_memory_statistics() {
   std::call_once(once, [] { sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0); });
 }
 
+namespace {
+
+// Adds up the seeds' outcomes in seed order: stats, coverage, the failures (up to stop_after),
+// the invariants broken and the required coverage probes never reached.
+CampaignResult sum_outcomes(const std::vector<SeedOutcome>& outcomes,
+                            const std::vector<char>& done, const CampaignOptions& options) {
+  CampaignResult result;
+  int64_t failures_seen = 0;
+  for (size_t index = 0; index < outcomes.size(); ++index) {
+    INBOXSIM_ASSERT(done[index] != 0);
+    const SeedOutcome& outcome = outcomes[index];
+    ++result.seeds;
+    result.stats += outcome.stats;
+    result.coverage += outcome.coverage;
+    for (size_t probe = 0; probe < kProbeCount; ++probe) {
+      if (outcome.coverage.counts[probe] > 0) ++result.coverage_seeds.counts[probe];
+    }
+    if (outcome.failed()) {
+      result.failures.push_back(outcome);
+      for (const Invariant invariant : outcome.violated) result.violated.push_back(invariant);
+      if (options.stop_after > 0 && ++failures_seen >= options.stop_after) break;
+    }
+  }
+  std::sort(result.violated.begin(), result.violated.end());
+  result.violated.erase(std::unique(result.violated.begin(), result.violated.end()),
+                        result.violated.end());
+  for (const Probe probe : options.required_coverage) {
+    if (result.coverage[probe] == 0) result.coverage_missing.push_back(probe);
+  }
+  std::sort(result.coverage_missing.begin(), result.coverage_missing.end());
+  result.coverage_missing.erase(
+      std::unique(result.coverage_missing.begin(), result.coverage_missing.end()),
+      result.coverage_missing.end());
+  return result;
+}
+
+// Shrinks the lowest failing seeds, in parallel, then writes them in seed order; a file that
+// cannot be written goes into write_errors.
+void shrink_and_write(CampaignResult& result, const CampaignOptions& options) {
+  const size_t shrink_count = std::min(
+      result.failures.size(), static_cast<size_t>(std::max<int64_t>(0, options.shrink_max)));
+  result.counterexamples.resize(shrink_count);
+  parallel_for(
+      shrink_count, options.jobs,
+      [&](size_t i) { result.counterexamples[i] = shrink_seed(result.failures[i], options); },
+      [](size_t) { return false; }, [] {});
+  for (Counterexample& cx : result.counterexamples) {
+    if (options.out_dir.empty() || write_counterexample(options.out_dir, cx)) continue;
+    result.write_errors.push_back(
+        (std::filesystem::path(options.out_dir) / (safe_file_stem(cx.scenario.name) + ".json"))
+            .string());
+  }
+}
+
+}  // namespace
+
 CampaignResult run_campaign(const CampaignOptions& options, std::ostream* progress_stream) {
   INBOXSIM_ASSERT(options.jobs >= 1);
   disable_sqlite_memory_statistics();
@@ -235,49 +291,9 @@ CampaignResult run_campaign(const CampaignOptions& options, std::ostream* progre
   };
   parallel_for(seeds.size(), options.jobs, work, stop, tick);
 
-  CampaignResult result;
-  int64_t failures_seen = 0;
-  for (size_t index = 0; index < seeds.size(); ++index) {
-    INBOXSIM_ASSERT(done[index] != 0);
-    const SeedOutcome& outcome = outcomes[index];
-    ++result.seeds;
-    result.stats += outcome.stats;
-    result.coverage += outcome.coverage;
-    for (size_t probe = 0; probe < kProbeCount; ++probe) {
-      if (outcome.coverage.counts[probe] > 0) ++result.coverage_seeds.counts[probe];
-    }
-    if (outcome.failed()) {
-      result.failures.push_back(outcome);
-      for (const Invariant invariant : outcome.violated) result.violated.push_back(invariant);
-      if (options.stop_after > 0 && ++failures_seen >= options.stop_after) break;
-    }
-  }
-  std::sort(result.violated.begin(), result.violated.end());
-  result.violated.erase(std::unique(result.violated.begin(), result.violated.end()),
-                        result.violated.end());
-  for (const Probe probe : options.required_coverage) {
-    if (result.coverage[probe] == 0) result.coverage_missing.push_back(probe);
-  }
-  std::sort(result.coverage_missing.begin(), result.coverage_missing.end());
-  result.coverage_missing.erase(
-      std::unique(result.coverage_missing.begin(), result.coverage_missing.end()),
-      result.coverage_missing.end());
+  CampaignResult result = sum_outcomes(outcomes, done, options);
   line.reset();  // erased: the summary follows
-
-  // Shrink the lowest failing seeds, in parallel, then write them in seed order.
-  const size_t shrink_count = std::min(
-      result.failures.size(), static_cast<size_t>(std::max<int64_t>(0, options.shrink_max)));
-  result.counterexamples.resize(shrink_count);
-  parallel_for(
-      shrink_count, options.jobs,
-      [&](size_t i) { result.counterexamples[i] = shrink_seed(result.failures[i], options); },
-      [](size_t) { return false; }, [] {});
-  for (Counterexample& cx : result.counterexamples) {
-    if (options.out_dir.empty() || write_counterexample(options.out_dir, cx)) continue;
-    result.write_errors.push_back(
-        (std::filesystem::path(options.out_dir) / (safe_file_stem(cx.scenario.name) + ".json"))
-            .string());
-  }
+  shrink_and_write(result, options);
   result.wall_ms = elapsed_ms(start);
   return result;
 }

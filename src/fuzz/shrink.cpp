@@ -113,9 +113,9 @@ void add_concurrency_edits(const Scenario& scenario, std::vector<Edit>& edits) {
   }
 }
 
-// Every single change worth trying on `scenario`, most shrinking first.
-std::vector<Edit> candidate_edits(const Scenario& scenario) {
-  std::vector<Edit> edits;
+// Removing each transfer, last first (with its typed faults rewritten rather than removed, as
+// a second edit, where that differs), then each step that is not a transfer or the ending.
+void add_removal_edits(const Scenario& scenario, std::vector<Edit>& edits) {
   for (size_t i = scenario.steps.size(); i-- > 0;) {
     const Step& step = scenario.steps[i];
     if (step.kind != StepKind::transfer) continue;
@@ -146,12 +146,11 @@ std::vector<Edit> candidate_edits(const Scenario& scenario) {
       return true;
     });
   }
-  edits.push_back([](Scenario& s) {
-    const size_t before = s.accounts.size();
-    remove_unused_accounts(s);
-    return s.accounts.size() < before;
-  });
-  add_concurrency_edits(scenario, edits);
+}
+
+// Each fault made to fire once, at its first occurrence, with the default restart; each
+// transfer's amount lowered.
+void add_fault_and_amount_edits(const Scenario& scenario, std::vector<Edit>& edits) {
   for (size_t i = 0; i < scenario.steps.size(); ++i) {
     const Step& step = scenario.steps[i];
     if (step.kind == StepKind::fault) {
@@ -184,6 +183,10 @@ std::vector<Edit> candidate_edits(const Scenario& scenario) {
       }
     }
   }
+}
+
+// Each account's opening balance lowered.
+void add_balance_edits(const Scenario& scenario, std::vector<Edit>& edits) {
   for (const auto& [name, account] : scenario.accounts) {
     for (const int64_t balance : lower_values(account.balance, 0)) {
       const std::string account_name = name;
@@ -193,6 +196,20 @@ std::vector<Edit> candidate_edits(const Scenario& scenario) {
       });
     }
   }
+}
+
+// Every single change worth trying on `scenario`, most shrinking first.
+std::vector<Edit> candidate_edits(const Scenario& scenario) {
+  std::vector<Edit> edits;
+  add_removal_edits(scenario, edits);
+  edits.push_back([](Scenario& s) {
+    const size_t before = s.accounts.size();
+    remove_unused_accounts(s);
+    return s.accounts.size() < before;
+  });
+  add_concurrency_edits(scenario, edits);
+  add_fault_and_amount_edits(scenario, edits);
+  add_balance_edits(scenario, edits);
   return edits;
 }
 

@@ -8,6 +8,7 @@
 #include "fuzz/explore.h"
 #include "kernel/assert.h"
 #include "play/play_error.h"
+#include "play/replay.h"
 #include "report/description.h"
 #include "report/html.h"
 #include "scenario/runner.h"
@@ -20,19 +21,7 @@ namespace {
 
 using json = nlohmann::json;
 
-// One replay of a story along a schedule, kept alive for the questions asked of it.
-struct Replay {
-  std::unique_ptr<World> world;
-  bool ended = false;  // the story is over: nothing pending, no step or action left
-  Schedule canonical;  // the schedule of the moment it reached, every choice step by step
-};
-
-struct ReplayMode {
-  bool stop = true;        // at the first moment past the schedule
-  bool views = false;      // keep the trace and record the rows (the page's views)
-  bool every_point = false;  // log the places with no choice too (stepwise_schedule)
-  bool stepwise_beyond = true;
-};
+}  // namespace
 
 Replay replay(const Scenario& story, const Schedule& schedule, const ReplayMode& mode,
               const MomentLimits& limits) {
@@ -97,16 +86,6 @@ Schedule prefix_of(const Schedule& schedule, size_t position, size_t actions) {
   return out;
 }
 
-// A move of the moment: what one press of the page did.
-struct Move {
-  std::string kind;  // event, fault, hand
-  std::string label;
-  size_t position = 0;  // choices made before it
-  size_t actions = 0;   // hand actions taken before it
-  size_t first_event = 0;
-  size_t faults = 0;  // faults it took
-};
-
 std::vector<Move> moves_of(const Replay& run, const Config& config) {
   std::vector<Move> moves;
   size_t actions = 0;
@@ -145,6 +124,19 @@ size_t faults_taken(const Replay& run) {
   }
   return count;
 }
+
+void check_size(const Schedule& schedule, const MomentLimits& limits) {
+  if (schedule.choices.size() > limits.schedule_max) {
+    throw PlayError{400, "at most " + std::to_string(limits.schedule_max) + " choices",
+                    "/schedule/choices"};
+  }
+  if (schedule.actions.size() > limits.schedule_max) {
+    throw PlayError{400, "at most " + std::to_string(limits.schedule_max) + " hand actions",
+                    "/schedule/actions"};
+  }
+}
+
+namespace {
 
 json message_json(const MessagePtr& message) {
   if (!message) return nullptr;
@@ -280,19 +272,6 @@ Schedule extended(const Schedule& schedule, std::initializer_list<uint32_t> more
   out.stepwise = out.choices.size();
   return out;
 }
-
-void check_size(const Schedule& schedule, const MomentLimits& limits) {
-  if (schedule.choices.size() > limits.schedule_max) {
-    throw PlayError{400, "at most " + std::to_string(limits.schedule_max) + " choices",
-                    "/schedule/choices"};
-  }
-  if (schedule.actions.size() > limits.schedule_max) {
-    throw PlayError{400, "at most " + std::to_string(limits.schedule_max) + " hand actions",
-                    "/schedule/actions"};
-  }
-}
-
-std::string fault_kind_list(const FaultKinds& kinds) { return fault_kinds_text(kinds, ", "); }
 
 }  // namespace
 
@@ -531,163 +510,6 @@ Schedule stepwise_schedule(const Scenario& story, const Schedule& schedule,
   }
   out.stepwise = out.choices.size();
   out.actions = all.canonical.actions;
-  return out;
-}
-
-nlohmann::json explore_from_moment(const Scenario& story, const Schedule& schedule,
-                                   const ExploreFromHere& settings, const MomentLimits& limits) {
-  check_size(schedule, limits);
-  if (playground_clocked(story)) throw PlayError{400, mode_note(story), "/name"};
-  const Replay here = replay(story, schedule, ReplayMode{}, limits);
-  // The breadth-first search: from a story's start with one fault anywhere it proves in fewer
-  // states than dynamic partial-order reduction (docs/playground.md, "Speed"), and the point of
-  // no return below stays within its budget under the sanitizers with it.
-  ExploreSettings search;
-  search.faults = settings.faults;
-  search.fault_kinds = settings.fault_kinds;
-  search.ack_wait_expiries = playground_ack_wait_expiries(story);
-  search.max_states = settings.max_states;
-  search.max_wall_ms = settings.seconds * 1000;
-  search.jobs = settings.jobs;
-  search.from = here.canonical;
-  search.prefix_faults = static_cast<int64_t>(faults_taken(here));
-  Scenario plain = story;
-  plain.schedule.reset();
-  const ExploreResult result = explore(plain, search);
-  json out;
-  out["states"] = result.states;
-  out["transitions"] = result.transitions;
-  out["complete"] = result.complete;
-  out["wall_ms"] = result.wall_ms;
-  out["max_depth"] = result.max_depth - static_cast<int64_t>(here.canonical.choices.size());
-  const std::string expiries =
-      result.ack_wait_expiries < 0
-          ? std::string()
-          : std::to_string(result.ack_wait_expiries) +
-                " ack-wait expiry(ies) in the whole order (those taken already count), ";
-  const std::string budget = "with at most " + expiries + std::to_string(settings.faults) +
-                             " more fault(s) of: " + fault_kind_list(settings.fault_kinds) +
-                             (result.redrive_rounds > 0 ? ", and an operator who redrives "
-                                                          "parked messages"
-                                                        : "");
-  if (!result.counterexamples.empty()) {
-    const ExploreCounterexample& cx = result.counterexamples.front();
-    out["verdict"] = "BROKEN";
-    const Schedule continuation = stepwise_schedule(plain, *cx.scenario.schedule, limits);
-    out["counterexample"] = json{{"invariant", invariant_name(cx.invariant)},
-                                 {"detail", cx.detail},
-                                 {"schedule", schedule_json(continuation)}};
-    out["said"] = "From here, an order breaks " + std::string(invariant_name(cx.invariant)) +
-                  " (" + cx.detail + "), " + budget + ". It is loaded as a branch: step through it.";
-  } else if (result.complete) {
-    out["verdict"] = "PROVEN";
-    out["said"] = "Proven: no order of the events from this moment breaks an invariant, " + budget +
-                  ". Every order from here was covered (" + std::to_string(result.states) +
-                  " states explored; orders that differ only in events that commute count "
-                  "once).";
-  } else {
-    out["verdict"] = "UNKNOWN";
-    out["said"] = "Unknown: the budget ran out after " + std::to_string(result.states) +
-                  " states (" + std::to_string(result.wall_ms) +
-                  " ms) and no order broke an invariant so far, " + budget +
-                  ". Raise the states or seconds, or ask from a later moment.";
-  }
-  return out;
-}
-
-nlohmann::json point_of_no_return(const Scenario& story, const Schedule& schedule,
-                                  const ExploreFromHere& budget, const MomentLimits& limits) {
-  check_size(schedule, limits);
-  if (playground_clocked(story)) {
-    throw PlayError{400, mode_note(story), "/name"};
-  }
-  const Replay end = replay(story, schedule, ReplayMode{}, limits);
-  const std::vector<Move> moves = moves_of(end, story.config);
-  Scenario plain = story;
-  plain.schedule.reset();
-  // Whether some order from the moment before move `index` (moves.size(): the branch's end)
-  // ends with every invariant holding, with no fault beyond those already taken.
-  const auto ends_well = [&](size_t index) -> std::optional<bool> {
-    const Schedule at = index == moves.size()
-                            ? end.canonical
-                            : prefix_of(end.canonical, moves[index].position, moves[index].actions);
-    const Replay here = replay(story, at, ReplayMode{}, limits);
-    ExploreSettings search;
-    search.faults = 0;
-    search.ack_wait_expiries = playground_ack_wait_expiries(story);
-    search.max_states = budget.max_states;
-    search.max_wall_ms = budget.seconds * 1000;
-    search.jobs = budget.jobs;
-    search.from = here.canonical;
-    search.prefix_faults = static_cast<int64_t>(faults_taken(here));
-    search.stop_at_good_leaf = true;
-    const ExploreResult result = explore(plain, search);
-    if (result.good_leaves > 0) return true;
-    if (result.complete) return false;
-    return std::nullopt;
-  };
-  json out;
-  const auto unknown = [&](size_t index) {
-    out["move"] = nullptr;
-    out["said"] = "The explorer's budget ran out before it could say whether the moment before "
-                  "move " + std::to_string(index + 1) + " can still end well: raise the states "
-                  "or seconds.";
-    return out;
-  };
-  // From the branch's end back. Across a move that is an event the answers can only turn from
-  // "yes" to "no": taking an event never adds a final state that was out of reach before it.
-  // A fault or a hand action may (a crash can be what saves a story), so the branch is cut
-  // into stretches of events between them: the last stretch whose first moment ends well holds
-  // the point of no return, found there by bisection; a stretch that starts doomed sends the
-  // search to the moment before the fault or hand move in front of it.
-  const std::optional<bool> at_end = ends_well(moves.size());
-  if (!at_end) return unknown(moves.size());
-  if (*at_end) {
-    out["move"] = nullptr;
-    out["said"] = "This branch has not passed its point of no return: from its last moment "
-                  "some order still ends with every invariant holding.";
-    return out;
-  }
-  size_t doomed = moves.size();  // a moment from which no order ends well
-  size_t good = 0;
-  for (;;) {
-    size_t start = doomed;  // the first moment of the stretch of events that ends at `doomed`
-    while (start > 0 && moves[start - 1].kind == "event") --start;
-    const std::optional<bool> well = start == doomed ? std::optional<bool>(false) : ends_well(start);
-    if (!well) return unknown(start);
-    if (*well) {
-      good = start;
-      break;
-    }
-    if (start == 0) {
-      out["move"] = nullptr;
-      out["said"] =
-          "No order ends well even from the story's start: the story's own faults break it.";
-      return out;
-    }
-    // The move in front of the stretch is a fault or a hand action: is it the one?
-    const std::optional<bool> before = ends_well(start - 1);
-    if (!before) return unknown(start - 1);
-    if (*before) {
-      good = start - 1;
-      doomed = start;
-      break;
-    }
-    doomed = start - 1;
-  }
-  while (doomed - good > 1) {
-    const size_t middle = good + (doomed - good) / 2;
-    const std::optional<bool> well = ends_well(middle);
-    if (!well) return unknown(middle);
-    (*well ? good : doomed) = middle;
-  }
-  out["move"] = good;
-  out["schedule"] =
-      schedule_json(prefix_of(end.canonical, moves[good].position, moves[good].actions));
-  out["said"] = "The point of no return is move " + std::to_string(good + 1) + " (" +
-                moves[good].label +
-                "): before it, some order of the events still ends with every invariant "
-                "holding; after it, none does without a further fault.";
   return out;
 }
 

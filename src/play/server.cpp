@@ -69,8 +69,9 @@ Scenario parse_with(const json& source, const json* schedule, const std::string&
   return *parsed.scenario;
 }
 
-Request read_request(const PlayOptions& options, const json& body, const std::string& then_key) {
-  if (!body.is_object()) refuse("expected a JSON object", "");
+// The story a request names: a story of the library ("name") or a scenario object
+// ("scenario"), exactly one. Sets `request.pointer` to where it is.
+json request_source(const PlayOptions& options, const json& body, Request& request) {
   const bool named = body.contains("name");
   const bool inline_story = body.contains("scenario");
   if (named == inline_story) {
@@ -78,8 +79,6 @@ Request read_request(const PlayOptions& options, const json& body, const std::st
            "scenario object)",
            "");
   }
-  Request request;
-  json source;
   if (named) {
     request.pointer = "/name";
     if (!body["name"].is_string()) refuse("expected a story name (a string)", "/name");
@@ -88,74 +87,88 @@ Request read_request(const PlayOptions& options, const json& body, const std::st
       refuse("no story named " + body["name"].dump() + " in the library (GET /api/library lists them)",
              "/name", 404);
     }
-    source = found->second.source;
-  } else {
-    request.pointer = "/scenario";
-    if (!body["scenario"].is_object()) refuse("expected a scenario object", "/scenario");
-    source = body["scenario"];
+    return found->second.source;
   }
+  request.pointer = "/scenario";
+  if (!body["scenario"].is_object()) refuse("expected a scenario object", "/scenario");
+  return body["scenario"];
+}
+
+// The request's schedule, checked for what the parser does not know of a playground (its
+// keys, its limits, stepwise to its end, a clock only for a story that keeps time), with
+// stepwise filled in.
+json checked_schedule(const PlayOptions& options, const json& given, bool clocked) {
+  if (!given.is_object()) refuse("expected a schedule object (one the API returned)", "/schedule");
+  check_keys(given, {"stepwise", "choices", "clock", "actions"}, "/schedule");
+  if (!given.contains("choices") || !given["choices"].is_array()) {
+    refuse("expected \"choices\": an array of integers", "/schedule/choices");
+  }
+  if (given["choices"].size() > options.limits.schedule_max) {
+    refuse("expected at most " + std::to_string(options.limits.schedule_max) + " choices",
+           "/schedule/choices");
+  }
+  if (given.contains("actions") &&
+      (!given["actions"].is_array() || given["actions"].size() > options.limits.schedule_max)) {
+    refuse("expected an array of at most " + std::to_string(options.limits.schedule_max) +
+               " hand actions",
+           "/schedule/actions");
+  }
+  json schedule = given;
+  const size_t count = schedule["choices"].size();
+  if (!schedule.contains("stepwise")) schedule["stepwise"] = count;
+  if (schedule["stepwise"] != json(count)) {
+    refuse("expected " + std::to_string(count) +
+               ": a playground schedule is taken step by step to its end",
+           "/schedule/stepwise");
+  }
+  if (schedule.value("clock", false) != clocked) {
+    refuse(clocked ? "expected \"clock\": true (this story keeps time)"
+                   : "expected no \"clock\" (this story plays without one)",
+           "/schedule/clock");
+  }
+  return schedule;
+}
+
+// A hand action taken now (the body's `then`, when `then_key` allows one): appended to
+// `schedule` as its next action, so that the parser checks it. Returns whether it was.
+bool append_then(const json& body, const std::string& then_key, json& schedule) {
+  if (then_key.empty() || !body.contains("then")) return false;
+  const json& then = body["then"];
+  if (!then.is_object()) refuse("expected an object", "/then");
+  if (then.contains("run_on")) return false;
+  json action = then;
+  action["at"] = schedule["choices"].size();
+  if (!schedule.contains("actions")) schedule["actions"] = json::array();
+  schedule["actions"].push_back(std::move(action));
+  return true;
+}
+
+Request read_request(const PlayOptions& options, const json& body, const std::string& then_key) {
+  if (!body.is_object()) refuse("expected a JSON object", "");
+  Request request;
+  const json source = request_source(options, body, request);
   // The story alone first: its own errors, and whether it keeps time.
   request.story = parse_with(source, nullptr, request.pointer, "/schedule");
   request.story.schedule.reset();
   const bool clocked = playground_clocked(request.story);
   if (!body.contains("schedule")) {
     request.schedule = start_schedule(request.story);
-  } else {
-    const json& given = body["schedule"];
-    if (!given.is_object()) refuse("expected a schedule object (one the API returned)", "/schedule");
-    check_keys(given, {"stepwise", "choices", "clock", "actions"}, "/schedule");
-    if (!given.contains("choices") || !given["choices"].is_array()) {
-      refuse("expected \"choices\": an array of integers", "/schedule/choices");
+    return request;
+  }
+  json schedule = checked_schedule(options, body["schedule"], clocked);
+  const bool then_appended = append_then(body, then_key, schedule);
+  const size_t then_index = schedule.contains("actions") ? schedule["actions"].size() - 1 : 0;
+  try {
+    const Scenario parsed = parse_with(source, &schedule, request.pointer, "/schedule");
+    request.schedule = *parsed.schedule;
+  } catch (PlayError& error) {
+    // The action of `then` is checked as the schedule's last: its errors are named there.
+    const std::string at = "/schedule/actions/" + std::to_string(then_index);
+    if (then_appended && error.where.rfind(at, 0) == 0) {
+      error.where = "/then" + error.where.substr(at.size());
+      if (error.where == "/then/at") error.where = "/then";
     }
-    if (given["choices"].size() > options.limits.schedule_max) {
-      refuse("expected at most " + std::to_string(options.limits.schedule_max) + " choices",
-             "/schedule/choices");
-    }
-    if (given.contains("actions") &&
-        (!given["actions"].is_array() || given["actions"].size() > options.limits.schedule_max)) {
-      refuse("expected an array of at most " + std::to_string(options.limits.schedule_max) +
-                 " hand actions",
-             "/schedule/actions");
-    }
-    json schedule = given;
-    const size_t count = schedule["choices"].size();
-    if (!schedule.contains("stepwise")) schedule["stepwise"] = count;
-    if (schedule["stepwise"] != json(count)) {
-      refuse("expected " + std::to_string(count) +
-                 ": a playground schedule is taken step by step to its end",
-             "/schedule/stepwise");
-    }
-    if (schedule.value("clock", false) != clocked) {
-      refuse(clocked ? "expected \"clock\": true (this story keeps time)"
-                     : "expected no \"clock\" (this story plays without one)",
-             "/schedule/clock");
-    }
-    if (!then_key.empty() && body.contains("then")) {
-      // A hand action taken now: checked as the schedule's next action.
-      const json& then = body["then"];
-      if (!then.is_object()) refuse("expected an object", "/then");
-      if (!then.contains("run_on")) {
-        json action = then;
-        action["at"] = count;
-        if (!schedule.contains("actions")) schedule["actions"] = json::array();
-        schedule["actions"].push_back(std::move(action));
-      }
-    }
-    const size_t then_index = schedule.contains("actions") ? schedule["actions"].size() - 1 : 0;
-    const bool then_appended = !then_key.empty() && body.contains("then") &&
-                               body["then"].is_object() && !body["then"].contains("run_on");
-    try {
-      const Scenario parsed = parse_with(source, &schedule, request.pointer, "/schedule");
-      request.schedule = *parsed.schedule;
-    } catch (PlayError& error) {
-      // The action of `then` is checked as the schedule's last: its errors are named there.
-      const std::string at = "/schedule/actions/" + std::to_string(then_index);
-      if (then_appended && error.where.rfind(at, 0) == 0) {
-        error.where = "/then" + error.where.substr(at.size());
-        if (error.where == "/then/at") error.where = "/then";
-      }
-      throw;
-    }
+    throw;
   }
   return request;
 }
@@ -376,58 +389,56 @@ ApiReply handle_api(const PlayOptions& options, const std::string& method, const
   }
 }
 
-int serve_playground(const PlayOptions& options, const std::function<void(int port)>& ready) {
-  assertions_throw();  // one request's broken assumption must not end the server (assert.h)
-  httplib::Server server;
-  server.new_task_queue = [&] { return new BoundedPool(options.threads, options.queue_max); };
-  server.set_payload_max_length(options.body_max);
-  server.set_read_timeout(5, 0);
-  server.set_write_timeout(5, 0);
-  server.set_keep_alive_max_count(20);
-  server.set_keep_alive_timeout(2);
-  int port = 0;
+namespace {
+
+// Refuses a request when the pool is full, or when it does not name this server (a page
+// elsewhere must not reach it through DNS rebinding), comes from another page than its own, or
+// lacks the token when there is one; lets the others through to the routes.
+httplib::Server::HandlerResponse guard_request(const PlayOptions& options, int port,
+                                               const httplib::Request& request,
+                                               httplib::Response& response) {
   const bool loopback = options.listen == "127.0.0.1" || options.listen == "::1" ||
                         options.listen == "localhost";
-  // Requests must name this server (a page elsewhere must not reach it through DNS
-  // rebinding), come from its own page or no page, and carry the token when there is one.
-  server.set_pre_routing_handler([&](const httplib::Request& request, httplib::Response& response) {
-    const auto deny = [&](int status, const std::string& why) {
-      response.status = status;
-      response.set_content(error_body(PlayError{status, why, ""}), "application/json");
-      return httplib::Server::HandlerResponse::Handled;
-    };
-    if (t_overloaded) return deny(503, "the playground is busy: try again in a moment");
-    const std::string suffix = ":" + std::to_string(port);
-    std::vector<std::string> hosts = {"127.0.0.1" + suffix, "localhost" + suffix, "[::1]" + suffix};
-    if (!loopback) hosts.push_back(options.listen + suffix);
-    const std::string host = request.get_header_value("Host");
-    if (std::find(hosts.begin(), hosts.end(), host) == hosts.end()) {
-      return deny(403, "the Host header must name this server (" + hosts.front() + ")");
+  const auto deny = [&](int status, const std::string& why) {
+    response.status = status;
+    response.set_content(error_body(PlayError{status, why, ""}), "application/json");
+    return httplib::Server::HandlerResponse::Handled;
+  };
+  if (t_overloaded) return deny(503, "the playground is busy: try again in a moment");
+  const std::string suffix = ":" + std::to_string(port);
+  std::vector<std::string> hosts = {"127.0.0.1" + suffix, "localhost" + suffix, "[::1]" + suffix};
+  if (!loopback) hosts.push_back(options.listen + suffix);
+  const std::string host = request.get_header_value("Host");
+  if (std::find(hosts.begin(), hosts.end(), host) == hosts.end()) {
+    return deny(403, "the Host header must name this server (" + hosts.front() + ")");
+  }
+  if (request.has_header("Origin")) {
+    const std::string origin = request.get_header_value("Origin");
+    if (std::none_of(hosts.begin(), hosts.end(),
+                     [&](const std::string& h) { return origin == "http://" + h; })) {
+      return deny(403, "requests from another origin are refused");
     }
-    if (request.has_header("Origin")) {
-      const std::string origin = request.get_header_value("Origin");
-      if (std::none_of(hosts.begin(), hosts.end(),
-                       [&](const std::string& h) { return origin == "http://" + h; })) {
-        return deny(403, "requests from another origin are refused");
-      }
+  }
+  if (!options.token.empty()) {
+    const std::string given = request.has_header("X-Inboxsim-Token")
+                                  ? request.get_header_value("X-Inboxsim-Token")
+                                  : request.get_param_value("token");
+    if (!same_token(given, options.token)) {
+      return deny(403, "a token is required: open the URL the server printed");
     }
-    if (!options.token.empty()) {
-      const std::string given = request.has_header("X-Inboxsim-Token")
-                                    ? request.get_header_value("X-Inboxsim-Token")
-                                    : request.get_param_value("token");
-      if (!same_token(given, options.token)) {
-        return deny(403, "a token is required: open the URL the server printed");
-      }
-    }
-    return httplib::Server::HandlerResponse::Unhandled;
-  });
+  }
+  return httplib::Server::HandlerResponse::Unhandled;
+}
+
+// The page at /, the API under /api/, and a JSON body for every error httplib answers itself.
+void add_routes(httplib::Server& server, const PlayOptions& options) {
   server.Get("/", [&](const httplib::Request&, httplib::Response& response) {
     response.set_header("Content-Security-Policy",
                         "default-src 'none'; script-src 'unsafe-inline'; style-src "
                         "'unsafe-inline'; img-src data:; connect-src 'self'");
     response.set_content(kPlaygroundPage, "text/html; charset=utf-8");
   });
-  const auto api = [&](const httplib::Request& request, httplib::Response& response) {
+  const auto api = [&options](const httplib::Request& request, httplib::Response& response) {
     const ApiReply reply = handle_api(options, request.method, request.path, request.body);
     response.status = reply.status;
     response.set_header("Cache-Control", "no-store");
@@ -445,6 +456,25 @@ int serve_playground(const PlayOptions& options, const std::function<void(int po
                                                      : "the request was refused";
     response.set_content(error_body(PlayError{response.status, why, ""}), "application/json");
   });
+}
+
+}  // namespace
+
+int serve_playground(const PlayOptions& options, const std::function<void(int port)>& ready) {
+  assertions_throw();  // one request's broken assumption must not end the server (assert.h)
+  httplib::Server server;
+  server.new_task_queue = [&] { return new BoundedPool(options.threads, options.queue_max); };
+  server.set_payload_max_length(options.body_max);
+  server.set_read_timeout(5, 0);
+  server.set_write_timeout(5, 0);
+  server.set_keep_alive_max_count(20);
+  server.set_keep_alive_timeout(2);
+  int port = 0;  // known once bound, before the first request
+  server.set_pre_routing_handler([&](const httplib::Request& request,
+                                      httplib::Response& response) {
+    return guard_request(options, port, request, response);
+  });
+  add_routes(server, options);
   port = options.port == 0 ? server.bind_to_any_port(options.listen)
                            : (server.bind_to_port(options.listen, options.port) ? options.port : -1);
   if (port <= 0) {

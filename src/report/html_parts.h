@@ -1,7 +1,7 @@
-// The HTML report's parts, shared by the files that draw it (src/report/html.cpp: the page, the
-// tables and the run data; html_swimlanes.cpp: the diagram; html_assets.cpp: the page's style
-// sheet and script, embedded from report_page.css and report_page.js). Not an interface: only
-// those files include it.
+// The HTML report's parts, shared by the files that draw it (src/report/html.cpp: the page and
+// the run data; html_tables.cpp: the tables; html_swimlanes.cpp: the diagram; html_assets.cpp:
+// the page's style sheet and script, embedded from report_page.css and report_page.js). Not an
+// interface: only those files include it.
 #pragma once
 
 #include <algorithm>
@@ -57,5 +57,9 @@ struct Lanes {
 std::string render_lane_header(const Lanes& lanes);
 // The diagram: a row per drawn event, a grey band for each stretch the window leaves out.
 std::string render_swimlanes(const RunResult& result, const Lanes& lanes, const Window& window);
+
+// The tables under the diagram: balances, transfers, invariants, expectations, counters
+// (html_tables.cpp).
+std::string render_result_tables(const RunResult& result);
 
 }  // namespace inboxsim::html

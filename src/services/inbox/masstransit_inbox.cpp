@@ -30,6 +30,8 @@ constexpr int64_t kMessageDeliveryTimeoutMs = 30000;
 // InboxCleanupServiceOptions.QueryMessageLimit: the inbox rows one cleanup DELETE removes at
 // most (MassTransit v8.5.3, Configuration/DependencyInjection/InboxCleanupServiceOptions.cs).
 constexpr int64_t kCleanupQueryMessageLimit = 100;
+// The step that starts every pass.
+constexpr std::string_view kFindRow = "find the inbox row (SELECT ... FOR UPDATE)";
 
 std::string inbox_lock_key(const Message& message) {
   return "inbox_state (" + message.message_id + ", " + std::string(kAccountConsumerId) + ")";
@@ -120,6 +122,28 @@ class MassTransitInbox final : public AccountInboxMechanism {
     LazyStatement inbox_cleanup_oldest;
   };
 
+  // What one publish of a send pass decided: confirmed, or wait `wait_ms` (a breather and an
+  // interval, or what is left of MessageDeliveryTimeout) and then publish again or, when
+  // `cancelled`, fault.
+  struct SendAttempt {
+    bool confirmed = false;
+    bool cancelled = false;
+    int64_t wait_ms = 0;
+    uint64_t resume = 0;  // the digest of the frame while waiting, for the explorer
+    std::string next;     // what the handler does after the wait
+  };
+
+  static uint64_t frame_digest(bool reported, const std::optional<InboxRow>& row, int64_t pass,
+                               int64_t sequence = 0);
+  bool snapshot_isolation() const;
+  static std::string pass_label(int64_t pass, std::string_view what);
+  static std::string_view locked_pass_plan(const std::optional<InboxRow>& inbox);
+  static ConsumerFault serialization_fault();
+  static ConsumerFault delivery_timeout_fault();
+  void report_resend(const Message& message, bool nothing_unsent);
+  void report_duplicate(const Message& message);
+  SendAttempt send_attempt(const MessagePtr& outgoing, int64_t seq, int64_t pass, size_t attempt,
+                           int64_t started_ms, uint64_t frame);
   std::optional<InboxRow> inbox_lookup(const Message& message);
   void inbox_insert(const Message& message);
   void inbox_consume(const Message& message, const InboxRow& inbox);
@@ -155,60 +179,47 @@ class MassTransitInbox final : public AccountInboxMechanism {
 // delivered, commit. (5) Delivered: remove the outbox rows, commit, and stop. Then the delivery
 // is acked. Every pass after the first adds one to ReceiveCount.
 //
+// MessageDeliveryLimit = 1: a pass sends at most one outbox message, the next after
+// last_sequence_number, and commits that number; a pass that finds none left sets delivered.
+// So a first delivery with one outbox message takes a send pass and a delivered pass, and a
+// copy that gets the lock between the two sends nothing. The send pass holds the row lock while
+// it awaits the confirm; a publish the send transport retries waits and goes again, until
+// MessageDeliveryTimeout cancels the send (send_attempt). A fault rolls the pass back: the next
+// delivery sends again from the last committed number.
+//
 // The select and the rest of a pass are two steps here. When the row exists, the row lock
 // makes the split invisible. When it does not, Postgres locks nothing either (there is no row
 // to lock), so two first deliveries can both find none: that is the window the
 // (message_id, consumer_id) key closes.
+//
+// Each step and lock stays a call of its own in this function: ServiceCore::step tells a
+// handler's boundaries apart by their source line, so a helper shared by two of them would merge
+// two of the explorer's states. The helpers below it do what happens between two boundaries.
 Task<Outcome> MassTransitInbox::handle(MessagePtr message_ptr) {
   const Message& message = *message_ptr;
   const std::string lock_key = inbox_lock_key(message);
   bool reported = false;  // whether this delivery ran the consumer or counted as a dedupe hit
-  // What the rest of the handler reads from its frame, for the explorer (ServiceCore::step).
-  const auto locals = [&](std::optional<InboxRow> row, int64_t pass, int64_t sequence = 0) {
-    Hasher digest;
-    digest.add(reported).add_signed(pass).add(row.has_value()).add_signed(sequence);
-    if (row) {
-      digest.add_signed(row->row).add(row->consumed).add(row->delivered);
-      digest.add_signed(row->last_sequence_number);
-    }
-    return digest.finish().low;
-  };
-  // What the handler does next, by its pass: the playground's label for the step.
-  const auto next = [](int64_t pass, std::string_view what) {
-    return "MassTransit pass " + std::to_string(pass) + ": " + std::string(what);
-  };
-  const std::string_view find = "find the inbox row (SELECT ... FOR UPDATE)";
-  co_await core_.step(next(1, find), CrashPointSet(CrashPoint::before_tx), message);
+  co_await core_.step(pass_label(1, kFindRow), CrashPointSet(CrashPoint::before_tx), message);
   for (int64_t pass = 1; pass <= kInboxPassesMax; ++pass) {
     std::optional<InboxRow> inbox = inbox_lookup(message);
+    const auto frame = [&](int64_t sequence = 0) {
+      return frame_digest(reported, inbox, pass, sequence);
+    };
     if (!inbox) {
-      co_await core_.step(next(pass, "insert the inbox row (consumed null), commit"),
-                          CrashPointSet(CrashPoint::after_precheck), message, locals(inbox, pass));
+      co_await core_.step(pass_label(pass, "insert the inbox row (consumed null), commit"),
+                          CrashPointSet(CrashPoint::after_precheck), message, frame());
       inbox_insert(message);
-      co_await core_.step(next(pass + 1, find), CrashPointSet(CrashPoint::after_dedupe), message,
-                          locals(inbox, pass));
+      co_await core_.step(pass_label(pass + 1, kFindRow), CrashPointSet(CrashPoint::after_dedupe),
+                          message, frame());
       continue;
     }
-    // On Postgres at Repeatable Read the pass's snapshot is the row as it was before any wait.
-    const bool snapshot = config_.account_database == AccountDatabase::postgres &&
-                          config_.account_isolation == Isolation::repeatable_read;
     const std::optional<InboxRow> seen = inbox;
-    co_await core_.lock_row(lock_key, next(pass, "its lock on the inbox row granted: read the row"),
-                            locals(snapshot ? seen : std::nullopt, pass));
+    co_await core_.lock_row(
+        lock_key, pass_label(pass, "its lock on the inbox row granted: read the row"),
+        frame_digest(reported, snapshot_isolation() ? seen : std::nullopt, pass));
     inbox = inbox_lookup(message);  // the row as the locking select returns it, once locked
-    if (snapshot && serialization_failure(seen, inbox)) {
-      throw ConsumerFault{
-          "40001 could not serialize access due to concurrent update: the locking select waited "
-          "on the inbox row, which the holder updated and committed (Postgres, Repeatable "
-          "Read)",
-          FaultCause::serialization};
-    }
-    co_await core_.step(next(pass, !inbox              ? "the row is gone: start over"
-                                   : !inbox->consumed  ? "consume (the consumer runs), commit"
-                                   : !inbox->delivered ? "send the next outbox message (none left: "
-                                                         "set delivered, commit)"
-                                                       : "remove the outbox rows, commit, ack"),
-                        message, locals(inbox, pass));
+    if (snapshot_isolation() && serialization_failure(seen, inbox)) throw serialization_fault();
+    co_await core_.step(pass_label(pass, locked_pass_plan(inbox)), message, frame());
     if (!inbox) {
       host_.unlock_row(lock_key);
       continue;
@@ -217,83 +228,139 @@ Task<Outcome> MassTransitInbox::handle(MessagePtr message_ptr) {
       inbox_consume(message, *inbox);
       host_.unlock_row(lock_key);
       reported = true;
-      co_await core_.step(next(pass + 1, find), CrashPointSet(CrashPoint::after_commit), message,
-                          locals(inbox, pass));
+      co_await core_.step(pass_label(pass + 1, kFindRow), CrashPointSet(CrashPoint::after_commit),
+                          message, frame());
       continue;
     }
     if (!inbox->delivered) {
-      // MessageDeliveryLimit = 1: a pass sends at most one outbox message, the next after
-      // last_sequence_number, and commits that number; a pass that finds none left sets
-      // delivered. So a first delivery with one outbox message takes a send pass and a
-      // delivered pass, and a copy that gets the lock between the two sends nothing.
-      const std::vector<std::pair<int64_t, MessagePtr>> unsent =
-          inbox_outbox_after(message, *inbox);
-      if (!reported) {
-        core_.dedupe_hit(
-            Probe::dedupe_masstransit_resend, me(), message,
-            "inbox: message " + message.message_id +
-                (unsent.empty() ? " already consumed and its outbox message sent, not yet marked "
-                                  "delivered: sending nothing, setting delivered"
-                                : " already consumed but its outbox not delivered: re-sending the "
-                                  "stored messages with their stored ids"));
-        reported = true;
-      }
+      const auto unsent = inbox_outbox_after(message, *inbox);
+      if (!reported) report_resend(message, unsent.empty());
+      reported = true;
       if (unsent.empty()) {
         inbox_delivered(message, *inbox);
         host_.unlock_row(lock_key);
-        co_await core_.step(next(pass + 1, find), message, locals(inbox, pass));
+        co_await core_.step(pass_label(pass + 1, kFindRow), message, frame());
         continue;
       }
-      // The send pass: sends the outbox message after last_sequence_number, awaiting its
-      // confirm, while the row lock is held. A publish that fails the way the send transport
-      // retries is published again on a new channel, same MessageId, after its breather and
-      // interval, until MessageDeliveryTimeout (30 s from the first attempt) cancels the send:
-      // the pass then faults with an OperationCanceledException. A fault rolls the pass back:
-      // the next delivery sends again from the last committed number.
-      const auto& [seq, outgoing] = unsent.front();
+      const auto& [seq, outgoing] = unsent.front();  // the send pass's one message
       const int64_t started_ms = host_.now_ms();
+      const uint64_t sending = frame(inbox->last_sequence_number);
       for (size_t attempt = 0;; ++attempt) {
-        const PublishResult result = host_.publish_and_confirm(outgoing);
-        if (result == PublishResult::confirmed) break;
-        if (!send_retried(result)) AccountCore::require_confirmed(result);
-        const size_t interval = std::min(attempt, kSendRetryIntervalsMs.size() - 1);
-        const int64_t wait_ms = kSendBreatherMs + kSendRetryIntervalsMs[interval];
-        const int64_t deadline_ms = started_ms + kMessageDeliveryTimeoutMs;
-        Hasher digest;
-        digest.add(locals(inbox, pass, inbox->last_sequence_number)).add_signed(seq);
-        digest.add(static_cast<uint64_t>(attempt)).add_signed(started_ms);
-        if (host_.now_ms() + wait_ms >= deadline_ms) {
-          if (deadline_ms > host_.now_ms()) {
-            co_await host_.sleep(deadline_ms - host_.now_ms(), digest.finish().low,
-                                 next(pass, "MessageDeliveryTimeout: cancel the send"));
-          }
-          throw ConsumerFault{
-              "MessageDeliveryTimeout (30 s) cancelled the outbox send: "
-              "OperationCanceledException",
-              FaultCause::delivery_timeout, true};
-        }
-        send_retry_event(*outgoing, result, wait_ms);
-        co_await host_.sleep(wait_ms, digest.finish().low,
-                             next(pass, "publish again on a new channel, same MessageId"));
+        const SendAttempt sent = send_attempt(outgoing, seq, pass, attempt, started_ms, sending);
+        if (sent.confirmed) break;
+        if (sent.wait_ms > 0) co_await host_.sleep(sent.wait_ms, sent.resume, sent.next);
+        if (sent.cancelled) throw delivery_timeout_fault();
       }
-      co_await core_.step(next(pass, "save last_sequence_number, commit"),
-                          CrashPointSet(CrashPoint::after_outbox_send), message,
-                          locals(inbox, pass, seq));
+      co_await core_.step(pass_label(pass, "save last_sequence_number, commit"),
+                          CrashPointSet(CrashPoint::after_outbox_send), message, frame(seq));
       inbox_sent(message, *inbox, seq);
       host_.unlock_row(lock_key);
-      co_await core_.step(next(pass + 1, find), message, locals(inbox, pass));
+      co_await core_.step(pass_label(pass + 1, kFindRow), message, frame());
       continue;
     }
     inbox_remove_outbox(message, *inbox);
     host_.unlock_row(lock_key);
-    if (!reported) {
-      core_.dedupe_hit(
-          Probe::dedupe_masstransit, me(), message,
-          "inbox: message " + message.message_id + " already consumed, acked without effect");
-    }
+    if (!reported) report_duplicate(message);
     co_return Outcome::ack;
   }
   INBOXSIM_ASSERT(false);
+}
+
+// What the rest of the handler reads from its frame, for the explorer (ServiceCore::step).
+uint64_t MassTransitInbox::frame_digest(bool reported, const std::optional<InboxRow>& row,
+                                        int64_t pass, int64_t sequence) {
+  Hasher digest;
+  digest.add(reported).add_signed(pass).add(row.has_value()).add_signed(sequence);
+  if (row) {
+    digest.add_signed(row->row).add(row->consumed).add(row->delivered);
+    digest.add_signed(row->last_sequence_number);
+  }
+  return digest.finish().low;
+}
+
+// On Postgres at Repeatable Read a pass's snapshot is the row as it was before any wait.
+bool MassTransitInbox::snapshot_isolation() const {
+  return config_.account_database == AccountDatabase::postgres &&
+         config_.account_isolation == Isolation::repeatable_read;
+}
+
+// What the handler does next, by its pass: the playground's label for the step.
+std::string MassTransitInbox::pass_label(int64_t pass, std::string_view what) {
+  return "MassTransit pass " + std::to_string(pass) + ": " + std::string(what);
+}
+
+// What a pass does with the row its locking select returned.
+std::string_view MassTransitInbox::locked_pass_plan(const std::optional<InboxRow>& inbox) {
+  if (!inbox) return "the row is gone: start over";
+  if (!inbox->consumed) return "consume (the consumer runs), commit";
+  if (!inbox->delivered) {
+    return "send the next outbox message (none left: set delivered, commit)";
+  }
+  return "remove the outbox rows, commit, ack";
+}
+
+ConsumerFault MassTransitInbox::serialization_fault() {
+  return ConsumerFault{
+      "40001 could not serialize access due to concurrent update: the locking select waited "
+      "on the inbox row, which the holder updated and committed (Postgres, Repeatable "
+      "Read)",
+      FaultCause::serialization};
+}
+
+ConsumerFault MassTransitInbox::delivery_timeout_fault() {
+  return ConsumerFault{
+      "MessageDeliveryTimeout (30 s) cancelled the outbox send: "
+      "OperationCanceledException",
+      FaultCause::delivery_timeout, true};
+}
+
+// The first pass of a copy that finds the message consumed but not delivered: a dedupe hit
+// that sends what is left of the outbox (or nothing, when the last send pass already ran).
+void MassTransitInbox::report_resend(const Message& message, bool nothing_unsent) {
+  core_.dedupe_hit(
+      Probe::dedupe_masstransit_resend, me(), message,
+      "inbox: message " + message.message_id +
+          (nothing_unsent ? " already consumed and its outbox message sent, not yet marked "
+                            "delivered: sending nothing, setting delivered"
+                          : " already consumed but its outbox not delivered: re-sending the "
+                            "stored messages with their stored ids"));
+}
+
+void MassTransitInbox::report_duplicate(const Message& message) {
+  core_.dedupe_hit(
+      Probe::dedupe_masstransit, me(), message,
+      "inbox: message " + message.message_id + " already consumed, acked without effect");
+}
+
+// One publish of the send pass's outbox message, and what follows it. A publish that fails the
+// way the send transport retries is published again on a new channel, same MessageId, after its
+// breather and interval (the retry event is recorded here), until MessageDeliveryTimeout (30 s
+// from the first attempt) would pass first: the send is then cancelled after waiting out what
+// is left of the 30 s, and the pass faults with an OperationCanceledException. A failure the
+// policy does not retry throws here.
+MassTransitInbox::SendAttempt MassTransitInbox::send_attempt(const MessagePtr& outgoing,
+                                                             int64_t seq, int64_t pass,
+                                                             size_t attempt, int64_t started_ms,
+                                                             uint64_t frame) {
+  const PublishResult result = host_.publish_and_confirm(outgoing);
+  if (result == PublishResult::confirmed) return {.confirmed = true, .next = {}};
+  if (!send_retried(result)) AccountCore::require_confirmed(result);
+  const size_t interval = std::min(attempt, kSendRetryIntervalsMs.size() - 1);
+  const int64_t wait_ms = kSendBreatherMs + kSendRetryIntervalsMs[interval];
+  const int64_t deadline_ms = started_ms + kMessageDeliveryTimeoutMs;
+  Hasher digest;
+  digest.add(frame).add_signed(seq);
+  digest.add(static_cast<uint64_t>(attempt)).add_signed(started_ms);
+  if (host_.now_ms() + wait_ms >= deadline_ms) {
+    return {.cancelled = true,
+            .wait_ms = std::max<int64_t>(0, deadline_ms - host_.now_ms()),
+            .resume = digest.finish().low,
+            .next = pass_label(pass, "MessageDeliveryTimeout: cancel the send")};
+  }
+  send_retry_event(*outgoing, result, wait_ms);
+  return {.wait_ms = wait_ms,
+          .resume = digest.finish().low,
+          .next = pass_label(pass, "publish again on a new channel, same MessageId")};
 }
 
 // The locking select: MassTransit reads the rows for (MessageId, ConsumerId) and takes
