@@ -105,6 +105,9 @@ struct GeneratorOptions {
   // With --swarm unless pinned: account.marten_append (rich for a third of the seeds; it acts
   // only with account.inbox = marten).
   bool draw_marten_append = true;
+  // The keys the campaign set (--set): with --swarm, draw_platform() (fuzz/draw_platform.h)
+  // draws broker.kind, JetStream's keys and account.inbox, and leaves these alone.
+  std::vector<std::string> pinned_keys;
 };
 
 // The options one seed drew. Printed when the seed fails, and written into the counterexample.
