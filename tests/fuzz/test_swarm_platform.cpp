@@ -10,6 +10,7 @@
 
 #include "fuzz/campaign.h"
 #include "fuzz/generator.h"
+#include "fuzz/shrink.h"
 #include "scenario/parse.h"
 #include "scenario/runner.h"
 #include "scenario/write.h"
@@ -175,4 +176,30 @@ TEST_CASE("a JetStream swarm seed's counterexample replays with inboxsim run", "
   bool same = false;
   for (const Violation& violation : replay.violations) same |= violation.invariant == found->invariant;
   REQUIRE(same);
+}
+
+// The shrinker puts the JetStream keys a swarm seed drew back to their defaults when the story
+// fails without them: here a late copy of a credit request that Wolverine's inbox has forgotten
+// (past KeepAfterMessageHandling) breaks a bank without the ledger key, whatever the timers.
+TEST_CASE("a shrunk JetStream story keeps only the drawn JetStream keys it needs", "[fuzz][swarm]") {
+  const ParseResult parsed = parse_scenario_text(
+      R"({"seed": 24, "config": {"account.inbox": "wolverine", "account.ledger_unique": false,
+          "broker.kind": "jetstream", "broker.ack_wait_ms": 200, "consumer.in_progress": true,
+          "consumer.nak_delay_ms": 50},
+        "accounts": {"bob": 0, "erin": 1},
+        "steps": [{"transfer": {"id": "t1", "from": "erin", "to": "bob", "amount": 1}},
+                  {"advance": {"ms": 1820000}},
+                  {"fault": {"kind": "duplicate",
+                             "match": {"type": "Transfer.CreditRequested", "transfer": "t1"}}},
+                  {"run": {"until": "quiescent"}}, {"redrive": "all"}]})",
+      "late-copy.json");
+  REQUIRE(parsed.scenario.has_value());
+  const RunResult failing = fuzz_run(*parsed.scenario);
+  REQUIRE_FALSE(failing.violations.empty());
+  const Invariant invariant = failing.violations.front().invariant;
+  const Config shrunk = shrink_scenario(*parsed.scenario, invariant).scenario.config;
+  REQUIRE(shrunk.broker_kind == BrokerKind::jetstream);
+  REQUIRE(shrunk.broker_ack_wait_ms == Config{}.broker_ack_wait_ms);
+  REQUIRE(shrunk.consumer_nak_delay_ms == 0);
+  REQUIRE_FALSE(shrunk.consumer_in_progress);
 }
