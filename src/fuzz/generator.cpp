@@ -6,7 +6,6 @@
 
 #include "fuzz/draw_platform.h"
 #include "kernel/assert.h"
-#include "kernel/rng.h"
 #include "world/limits.h"
 
 namespace inboxsim {
@@ -370,7 +369,10 @@ std::string describe_drawn(const DrawnOptions& drawn) {
       "% instances=" + std::to_string(drawn.account_instances) + "+" +
       std::to_string(drawn.transfer_instances) + " work=" + std::to_string(drawn.work_ms_min) +
       ".." + std::to_string(drawn.work_ms_max) +
-      "ms heartbeat=" + std::to_string(drawn.heartbeat_ms) + "ms mix=";
+      (drawn.broker == BrokerKind::jetstream
+           ? "ms broker=jetstream ack_wait=" + std::to_string(drawn.ack_wait_ms)
+           : "ms heartbeat=" + std::to_string(drawn.heartbeat_ms)) +
+      "ms inbox=" + std::string(account_inbox_name(drawn.inbox)) + " mix=";
   bool first = true;
   for (size_t i = 0; i < kFaultActionCount; ++i) {
     if (drawn.weights[i] == 0) continue;
@@ -417,6 +419,9 @@ StoryGenerator::StoryGenerator(uint64_t seed, const GeneratorOptions& options)
   drawn_.work_ms_min = header_.config.work_ms_min;
   drawn_.work_ms_max = header_.config.work_ms_max;
   drawn_.heartbeat_ms = header_.config.broker_heartbeat_ms;
+  drawn_.broker = header_.config.broker_kind;
+  drawn_.ack_wait_ms = header_.config.broker_ack_wait_ms;
+  drawn_.inbox = header_.config.account_inbox;
   add_accounts(rng_, drawn_, header_);
 
   // Spread the fault actions over the batches in which the transfers are requested.

@@ -125,10 +125,15 @@ struct DrawnOptions {
   int64_t work_ms_min = 0;
   int64_t work_ms_max = 0;
   int64_t heartbeat_ms = 0;
+  // What the bank runs on, as the story's config holds it (drawn with --swarm, or pinned).
+  BrokerKind broker = BrokerKind::rabbitmq;
+  int64_t ack_wait_ms = 0;  // JetStream's
+  AccountInbox inbox = AccountInbox::masstransit;
 };
 
 // Returns "accounts=5 transfers=10 faults=7 batch=3 closed=20% overdraft=15% instances=2+1
-// work=0..10ms heartbeat=60000ms mix=crash:3,...".
+// work=0..10ms heartbeat=60000ms inbox=masstransit mix=crash:3,...", with "broker=jetstream
+// ack_wait=1000ms" in place of the heartbeat on JetStream.
 std::string describe_drawn(const DrawnOptions& drawn);
 
 struct Generated {
