@@ -1,11 +1,10 @@
 #include "domain/config.h"
 
-#include "domain/broker_keys.h"
-
 #include <array>
 #include <charconv>
 #include <span>
 
+#include "domain/broker_keys.h"
 #include "domain/participants.h"
 #include "kernel/assert.h"
 #include "kernel/text.h"

@@ -101,7 +101,8 @@ TEST_CASE("the swarm leaves alone the broker and inbox keys a campaign pins", "[
     }
     options.pinned_keys = {"account.keep_after_handling_ms"};
     std::set<AccountInbox> inboxes;
-    for (uint64_t seed = 1; seed <= 40; ++seed) inboxes.insert(drawn_config(seed, options).account_inbox);
+    for (uint64_t seed = 1; seed <= 40; ++seed)
+      inboxes.insert(drawn_config(seed, options).account_inbox);
     REQUIRE(inboxes == std::set<AccountInbox>{AccountInbox::marten, AccountInbox::wolverine});
   }
 }
@@ -174,14 +175,16 @@ TEST_CASE("a JetStream swarm seed's counterexample replays with inboxsim run", "
   run_options.keep_trace = false;
   const RunResult replay = run_scenario(*parsed.scenario, run_options);
   bool same = false;
-  for (const Violation& violation : replay.violations) same |= violation.invariant == found->invariant;
+  for (const Violation& violation : replay.violations)
+    same |= violation.invariant == found->invariant;
   REQUIRE(same);
 }
 
 // The shrinker puts the JetStream keys a swarm seed drew back to their defaults when the story
 // fails without them: here a late copy of a credit request that Wolverine's inbox has forgotten
 // (past KeepAfterMessageHandling) breaks a bank without the ledger key, whatever the timers.
-TEST_CASE("a shrunk JetStream story keeps only the drawn JetStream keys it needs", "[fuzz][swarm]") {
+TEST_CASE("a shrunk JetStream story keeps only the drawn JetStream keys it needs",
+          "[fuzz][swarm]") {
   const ParseResult parsed = parse_scenario_text(
       R"({"seed": 24, "config": {"account.inbox": "wolverine", "account.ledger_unique": false,
           "broker.kind": "jetstream", "broker.ack_wait_ms": 200, "consumer.in_progress": true,
