@@ -34,6 +34,7 @@ std::optional<int> load_generator(const std::string& workload, const std::vector
     if (key == "account.database") generator.draw_database = false;
     if (key == "account.isolation") generator.draw_isolation = false;
     if (key == "account.marten_append") generator.draw_marten_append = false;
+    generator.pinned_keys.push_back(key);
   }
   return apply_sets(sets, generator.config);
 }

@@ -158,6 +158,10 @@ bool JetStreamBroker::bound(const Queue& queue, std::string_view subject) const 
 // the prefetch, until a round gives nobody anything; the next pump starts with the client after
 // the last one served.
 void JetStreamBroker::pump(std::vector<Delivery>& out, int64_t now_ms) {
+  // The server's timers run whether or not a client pulls: with every client of a consumer
+  // gone (its instances crashed) or full, an AckWait still runs out and an id still leaves its
+  // window. Without this, the World's timer found the same instant due again and again.
+  js_.advance(now_ms);
   for (Queue& queue : queues_) {
     if (queue.error || queue.clients.empty()) continue;
     bool served = true;

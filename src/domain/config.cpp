@@ -4,6 +4,7 @@
 #include <charconv>
 #include <span>
 
+#include "domain/broker_keys.h"
 #include "domain/participants.h"
 #include "kernel/assert.h"
 #include "kernel/text.h"
@@ -461,6 +462,20 @@ struct BrokerKey {
 
 }  // namespace
 
+namespace {
+
+constexpr std::array<std::string_view, 5> kRabbitMqOnlyKeys = {
+    "broker.queue_type", "broker.delivery_limit", "broker.dead_letter",
+    "broker.consumer_timeout_ms", "broker.heartbeat_ms"};
+constexpr std::array<std::string_view, 6> kJetStreamOnlyKeys = {
+    "broker.ack_wait_ms",   "broker.max_deliver",    "broker.dedupe_window_ms",
+    "consumer.in_progress", "consumer.nak_delay_ms", "consumer.term_after"};
+
+}  // namespace
+
+std::span<const std::string_view> rabbitmq_only_keys() { return kRabbitMqOnlyKeys; }
+std::span<const std::string_view> jetstream_only_keys() { return kJetStreamOnlyKeys; }
+
 std::optional<KeyRefusal> broker_key_refusal(const Config& config) {
   const Config defaults;
   const bool jetstream = config.broker_kind == BrokerKind::jetstream;
@@ -497,6 +512,13 @@ std::optional<KeyRefusal> broker_key_refusal(const Config& config) {
        "the bank's RabbitMQ consumers give a message up through MassTransit's error queue or "
        "the quorum queue's broker.delivery_limit"},
   }};
+  // The lists the fuzzer reads name the same keys, in the same order.
+  for (size_t i = 0; i < rabbitmq_keys.size(); ++i) {
+    INBOXSIM_ASSERT(rabbitmq_keys[i].name == kRabbitMqOnlyKeys[i]);
+  }
+  for (size_t i = 0; i < jetstream_keys.size(); ++i) {
+    INBOXSIM_ASSERT(jetstream_keys[i].name == kJetStreamOnlyKeys[i]);
+  }
   for (const BrokerKey& key : jetstream ? std::span<const BrokerKey>(rabbitmq_keys)
                                         : std::span<const BrokerKey>(jetstream_keys)) {
     if (key.is_default) continue;

@@ -4,8 +4,8 @@
 #include <span>
 #include <vector>
 
+#include "fuzz/draw_platform.h"
 #include "kernel/assert.h"
-#include "kernel/rng.h"
 #include "world/limits.h"
 
 namespace inboxsim {
@@ -176,17 +176,6 @@ void draw_broker_limits(Rng& rng, const GeneratorOptions& options, Config& confi
   if (options.draw_consumer_timeout && rng.chance(1, 4)) config.broker_consumer_timeout_ms = 0;
 }
 
-// On JetStream RabbitMQ's keys have no meaning, and the parser refuses them set (scenario/
-// refusal.cpp): a seed keeps their defaults, so that its counterexample replays.
-void keep_rabbitmq_defaults(Config& config) {
-  const Config defaults;
-  config.broker_queue_type = defaults.broker_queue_type;
-  config.broker_delivery_limit = defaults.broker_delivery_limit;
-  config.broker_dead_letter = defaults.broker_dead_letter;
-  config.broker_consumer_timeout_ms = defaults.broker_consumer_timeout_ms;
-  config.broker_heartbeat_ms = defaults.broker_heartbeat_ms;
-}
-
 // With --swarm: Marten 8's rich append for a third of the seeds (Marten 9's quick by default).
 void draw_marten_append(Rng& rng, const GeneratorOptions& options, Config& config) {
   if (!options.swarm) return;
@@ -283,8 +272,9 @@ FaultSpec draw_crash(Rng& rng, const Config& config, const std::string& transfer
   return fault;
 }
 
-// A pause of one instance between two of its steps: short, or past the heartbeat, which turns
-// the paused instance into a zombie whose message another instance takes over.
+// A pause of one instance between two of its steps: short, or past the heartbeat (the ack wait
+// on JetStream), which turns the paused instance into a zombie whose message another instance
+// takes over.
 FaultSpec draw_pause(Rng& rng, const Config& config, const std::string& transfer) {
   FaultSpec fault;
   fault.kind = FaultKind::pause;
@@ -296,8 +286,11 @@ FaultSpec draw_pause(Rng& rng, const Config& config, const std::string& transfer
   fault.match = draw_match(rng, transfer, types[rng.below(types.size())]);
   const int64_t instances = config.instances(*fault.service == ServiceId::account);
   if (instances > 1) fault.instance = rng.between(1, instances);
-  const bool long_pause = config.broker_heartbeat_ms > 0 && rng.chance(1, 2);
-  fault.ms = long_pause ? config.broker_heartbeat_ms + rng.between(1, kLongPauseExtraMsMax)
+  // On JetStream the delivery's lease is its ack wait: a pause past it is redelivered to.
+  const int64_t lease_ms = config.broker_kind == BrokerKind::jetstream ? config.broker_ack_wait_ms
+                                                                       : config.broker_heartbeat_ms;
+  const bool long_pause = lease_ms > 0 && rng.chance(1, 2);
+  fault.ms = long_pause ? lease_ms + rng.between(1, kLongPauseExtraMsMax)
                         : rng.between(1, kShortPauseMsMax);
   return fault;
 }
@@ -376,7 +369,10 @@ std::string describe_drawn(const DrawnOptions& drawn) {
       "% instances=" + std::to_string(drawn.account_instances) + "+" +
       std::to_string(drawn.transfer_instances) + " work=" + std::to_string(drawn.work_ms_min) +
       ".." + std::to_string(drawn.work_ms_max) +
-      "ms heartbeat=" + std::to_string(drawn.heartbeat_ms) + "ms mix=";
+      (drawn.broker == BrokerKind::jetstream
+           ? "ms broker=jetstream ack_wait=" + std::to_string(drawn.ack_wait_ms)
+           : "ms heartbeat=" + std::to_string(drawn.heartbeat_ms)) +
+      "ms inbox=" + std::string(account_inbox_name(drawn.inbox)) + " mix=";
   bool first = true;
   for (size_t i = 0; i < kFaultActionCount; ++i) {
     if (drawn.weights[i] == 0) continue;
@@ -415,6 +411,7 @@ StoryGenerator::StoryGenerator(uint64_t seed, const GeneratorOptions& options)
     Rng marten(seed ^ 0x6d61'7274'656e'3239ULL);
     draw_marten_append(marten, options_, header_.config);
   }
+  draw_platform(seed, options_, header_.config);
   // After the draws, which happen all the same: every other draw of a seed is what it was.
   if (header_.config.broker_kind == BrokerKind::jetstream) keep_rabbitmq_defaults(header_.config);
   drawn_.account_instances = header_.config.account_instances;
@@ -422,6 +419,9 @@ StoryGenerator::StoryGenerator(uint64_t seed, const GeneratorOptions& options)
   drawn_.work_ms_min = header_.config.work_ms_min;
   drawn_.work_ms_max = header_.config.work_ms_max;
   drawn_.heartbeat_ms = header_.config.broker_heartbeat_ms;
+  drawn_.broker = header_.config.broker_kind;
+  drawn_.ack_wait_ms = header_.config.broker_ack_wait_ms;
+  drawn_.inbox = header_.config.account_inbox;
   add_accounts(rng_, drawn_, header_);
 
   // Spread the fault actions over the batches in which the transfers are requested.

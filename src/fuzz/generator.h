@@ -105,6 +105,9 @@ struct GeneratorOptions {
   // With --swarm unless pinned: account.marten_append (rich for a third of the seeds; it acts
   // only with account.inbox = marten).
   bool draw_marten_append = true;
+  // The keys the campaign set (--set): with --swarm, draw_platform() (fuzz/draw_platform.h)
+  // draws broker.kind, JetStream's keys and account.inbox, and leaves these alone.
+  std::vector<std::string> pinned_keys;
 };
 
 // The options one seed drew. Printed when the seed fails, and written into the counterexample.
@@ -122,10 +125,15 @@ struct DrawnOptions {
   int64_t work_ms_min = 0;
   int64_t work_ms_max = 0;
   int64_t heartbeat_ms = 0;
+  // What the bank runs on, as the story's config holds it (drawn with --swarm, or pinned).
+  BrokerKind broker = BrokerKind::rabbitmq;
+  int64_t ack_wait_ms = 0;  // JetStream's
+  AccountInbox inbox = AccountInbox::masstransit;
 };
 
 // Returns "accounts=5 transfers=10 faults=7 batch=3 closed=20% overdraft=15% instances=2+1
-// work=0..10ms heartbeat=60000ms mix=crash:3,...".
+// work=0..10ms heartbeat=60000ms inbox=masstransit mix=crash:3,...", with "broker=jetstream
+// ack_wait=1000ms" in place of the heartbeat on JetStream.
 std::string describe_drawn(const DrawnOptions& drawn);
 
 struct Generated {

@@ -66,6 +66,8 @@ std::vector<MatrixRow> run_matrix(const MatrixOptions& options, std::ostream* pr
     campaign.generator = options.generator;
     campaign.generator.config = row.config;
     campaign.generator.drop_indexes = false;
+    // A row without the inbox has none: the swarm draws an inbox only among the defences.
+    if (!row.defences[0]) campaign.generator.pinned_keys.emplace_back("account.inbox");
     campaign.out_dir = options.out_dir.empty() ? "" : options.out_dir + "/" + row_tag(row.defences);
     campaign.shrink_max = 1;
     if (line) {

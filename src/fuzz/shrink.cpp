@@ -85,8 +85,8 @@ std::vector<int64_t> lower_values(int64_t value, int64_t floor) {
   return out;
 }
 
-// Fewer instances, no work time, the default heartbeat: a counterexample that needs no
-// concurrency should not show any. An instance a fault names keeps its instance count.
+// Fewer instances, no work time, the default heartbeat and JetStream timers: a counterexample
+// that needs no concurrency should not show any. An instance a fault names keeps its instance count.
 void add_concurrency_edits(const Scenario& scenario, std::vector<Edit>& edits) {
   const Config& config = scenario.config;
   for (const bool account : {true, false}) {
@@ -108,6 +108,22 @@ void add_concurrency_edits(const Scenario& scenario, std::vector<Edit>& edits) {
   if (config.broker_heartbeat_ms != Config{}.broker_heartbeat_ms) {
     edits.push_back([](Scenario& s) {
       s.config.broker_heartbeat_ms = Config{}.broker_heartbeat_ms;
+      return true;
+    });
+  }
+  // JetStream's keys that the swarm draws, back to nats-server's defaults: a counterexample
+  // that needs no short ack wait, dedupe window or nak delay, and no +WPI, shows none.
+  for (int64_t Config::*key : {&Config::broker_ack_wait_ms, &Config::broker_dedupe_window_ms,
+                               &Config::consumer_nak_delay_ms}) {
+    if (config.*key == Config{}.*key) continue;
+    edits.push_back([key](Scenario& s) {
+      s.config.*key = Config{}.*key;
+      return true;
+    });
+  }
+  if (config.consumer_in_progress) {
+    edits.push_back([](Scenario& s) {
+      s.config.consumer_in_progress = false;
       return true;
     });
   }

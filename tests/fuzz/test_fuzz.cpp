@@ -302,6 +302,10 @@ TEST_CASE("a late copy of a debited transfer's request is not rejected against t
     options.generator.draw_masstransit = false;
     options.generator.draw_database = false;
     options.generator.draw_isolation = false;
+    // And before the swarm drew the broker and the inbox (the keys set are pinned, as --set
+    // pins them).
+    options.generator.pinned_keys = {"broker.delivery_limit", "broker.dead_letter",
+                                     "account.inbox"};
     options.shrink_max = 0;
     const CampaignResult result = run_campaign(options, nullptr);
     CAPTURE(seed);
@@ -353,6 +357,10 @@ TEST_CASE("every broken configuration is found within 500 seeds and shrunk small
       // the ledger key stops the second debit.
       {"the wolverine inbox without the ledger index",
        config_from({{"account.inbox", "wolverine"}, {"account.ledger_unique", "false"}})},
+      {"the wolverine inbox without the ledger index, on jetstream",
+       config_from({{"account.inbox", "wolverine"},
+                    {"account.ledger_unique", "false"},
+                    {"broker.kind", "jetstream"}})},
   };
   for (const auto& [name, config] : broken) {
     CampaignOptions options = campaign(1, 500, config);
@@ -412,6 +420,10 @@ TEST_CASE("every correct configuration passes thousands of seeds", "[.teeth]") {
        config_from({{"account.inbox", "marten"}, {"account.remember_rejections", "true"}})},
       {"wolverine",
        config_from({{"account.inbox", "wolverine"}, {"account.remember_rejections", "true"}})},
+      {"wolverine on jetstream",
+       config_from({{"account.inbox", "wolverine"},
+                    {"broker.kind", "jetstream"},
+                    {"account.remember_rejections", "true"}})},
       {"notifications keyed by message id and consumer",
        config_from({{"transfer.notifications", "true"},
                     {"transfer.dedupe_key", "message_id+consumer"},
@@ -421,6 +433,14 @@ TEST_CASE("every correct configuration passes thousands of seeds", "[.teeth]") {
     for (const bool swarm : {false, true}) {
       CampaignOptions options = campaign(1, 3000, config);
       options.generator.swarm = swarm;
+      // An inbox or broker under test is pinned, as --set pins it; the swarm draws the rest
+      // (on the default row, both).
+      if (config.account_inbox != default_account_inbox()) {
+        options.generator.pinned_keys.emplace_back("account.inbox");
+      }
+      if (config.broker_kind != Config{}.broker_kind) {
+        options.generator.pinned_keys.emplace_back("broker.kind");
+      }
       options.jobs = 2;
       const CampaignResult result = run_campaign(options, nullptr);
       INFO(name << (swarm ? " (swarm)" : ""));

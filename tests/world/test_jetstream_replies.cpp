@@ -178,3 +178,22 @@ TEST_CASE("jetstream: a handler terms a delivery made consumer.term_after times,
                          R"({"consumer.term_after": 2}, "steps": []})"),
              Catch::Contains("/config/consumer.term_after"));
 }
+
+// Fuzz seed 1249 of the swarm, shrunk: both services die before any ack and come back 1 s
+// later, when their deliveries' 1 s ack wait has just run out. The server's timer runs out
+// with no client to pull (both are down) and the messages wait for the restarted ones.
+TEST_CASE("an ack wait that runs out while every client is down redelivers after the restart",
+          "[jetstream]") {
+  const std::string steps =
+      R"({"transfer": {"id": "t1", "from": "alice", "to": "bob", "amount": 2500}}, )"
+      R"({"fault": {"kind": "crash", "service": "account-service", "at": "after_outbox_send", )"
+      R"("match": {"transfer": "t1"}}}, )"
+      R"({"fault": {"kind": "crash", "service": "transfer-service", "at": "after_effect", )"
+      R"("match": {"transfer": "t1", "type": "Account.Debited"}}}, )"
+      R"({"run": {"until": "quiescent"}})";
+  const RunResult result = run_traced(text_of(R"("broker.ack_wait_ms": 1000)", steps));
+  for (const Violation& violation : result.violations) INFO(violation.detail);
+  REQUIRE(result.violations.empty());
+  REQUIRE(result.stats.crashes == 2);
+  REQUIRE(result.transfers.at("t1") == SagaState::completed);
+}
