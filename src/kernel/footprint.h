@@ -80,36 +80,10 @@ constexpr std::string_view resource_class_name(ResourceClass kind) {
   return "?";
 }
 
-// The classes of the resources on which two sorted footprints meet (what orders two events).
-inline std::vector<ResourceClass> meeting_classes(const std::vector<uint64_t>& a,
-                                                  const std::vector<uint64_t>& b) {
-  std::vector<ResourceClass> classes;
-  auto x = a.begin();
-  auto y = b.begin();
-  while (x != a.end() && y != b.end()) {
-    const uint64_t left = *x >> 1;
-    const uint64_t right = *y >> 1;
-    if (left == right) {
-      if ((*x & *y & 1) == 0) {
-        const auto kind = static_cast<ResourceClass>(left >> 56);
-        if (std::find(classes.begin(), classes.end(), kind) == classes.end()) {
-          classes.push_back(kind);
-        }
-      }
-      ++x;
-      ++y;
-    } else if (left < right) {
-      ++x;
-    } else {
-      ++y;
-    }
-  }
-  std::sort(classes.begin(), classes.end());
-  return classes;
-}
-
-// Whether two sorted footprints share a resource that at least one of them changed.
-inline bool footprints_meet(const std::vector<uint64_t>& a, const std::vector<uint64_t>& b) {
+// Calls `met(entry)` for each resource two sorted footprints share and at least one of them
+// changed, until it returns true; returns whether it did.
+template <typename Met>
+bool for_each_meeting(const std::vector<uint64_t>& a, const std::vector<uint64_t>& b, Met&& met) {
   auto x = a.begin();
   auto y = b.begin();
   while (x != a.end() && y != b.end()) {
@@ -117,7 +91,7 @@ inline bool footprints_meet(const std::vector<uint64_t>& a, const std::vector<ui
     const uint64_t right = *y >> 1;
     if (left == right) {
       // A write sorts first: two reads here mean neither footprint writes the resource.
-      if ((*x & *y & 1) == 0) return true;
+      if ((*x & *y & 1) == 0 && met(left)) return true;
       ++x;
       ++y;
     } else if (left < right) {
@@ -127,6 +101,24 @@ inline bool footprints_meet(const std::vector<uint64_t>& a, const std::vector<ui
     }
   }
   return false;
+}
+
+// Whether two sorted footprints share a resource that at least one of them changed.
+inline bool footprints_meet(const std::vector<uint64_t>& a, const std::vector<uint64_t>& b) {
+  return for_each_meeting(a, b, [](uint64_t) { return true; });
+}
+
+// The classes of the resources on which two sorted footprints meet (what orders two events).
+inline std::vector<ResourceClass> meeting_classes(const std::vector<uint64_t>& a,
+                                                  const std::vector<uint64_t>& b) {
+  std::vector<ResourceClass> classes;
+  for_each_meeting(a, b, [&](uint64_t resource) {
+    const auto kind = static_cast<ResourceClass>(resource >> 56);
+    if (std::find(classes.begin(), classes.end(), kind) == classes.end()) classes.push_back(kind);
+    return false;
+  });
+  std::sort(classes.begin(), classes.end());
+  return classes;
 }
 
 }  // namespace inboxsim
