@@ -161,6 +161,8 @@ std::vector<NodeRun> run_node(const Scenario& scenario, const Choices& choices,
   options.hash_trace = false;  // a node is known by its fingerprint, not its trace
   options.explore.enabled = true;
   options.explore.stop_at_frontier = true;
+  // Only sleep sets read a node's footprint (a bounded search takes none).
+  options.explore.footprints_by_row = settings.sleep_sets && settings.preemptions < 0;
   options.explore.check_void_events = settings.check_void_events;
   options.explore.count_preemptions = settings.preemptions >= 0;
   options.explore.continue_alone = settings.persistent_sets && settings.continue_alone;

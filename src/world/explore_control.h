@@ -58,6 +58,10 @@ struct ExploreControl {
   // Stop past the schedule once this many choices were made (0: no bound): a playground
   // request is bounded in work and in the schedule it sends back.
   size_t choices_max = 0;
+  // With stop_at_frontier or log_events: footprints know a service database's rows
+  // (world/sql_footprint.h), which costs each statement a look; off, a search that reads no
+  // footprint (no sleep sets) pays nothing for them, and the database is one resource.
+  bool footprints_by_row = true;
   // Keep the event log (World::event_log): every event taken with its footprint and creator,
   // every choice with its options.
   bool log_events = false;

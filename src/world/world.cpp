@@ -92,7 +92,7 @@ World::World(const Scenario& scenario, const Config& config, const WorldOptions&
   if (options.record_rows) rows_ = std::make_unique<RowRecorder>(options.row_listener);
   // Rows as footprints where an explorer reads footprints; SQLite has one pre-update hook per
   // connection, so a run that also records rows for a view footprints whole databases.
-  const bool footprints = options.explore.enabled &&
+  const bool footprints = options.explore.enabled && options.explore.footprints_by_row &&
                           (options.explore.log_events || options.explore.stop_at_frontier);
   if (footprints && !rows_) sql_footprint_ = std::make_unique<SqlFootprint>(explorer_);
   INBOXSIM_ASSERT(config_.account_instances >= 1 && config_.account_instances <= kInstancesMax);

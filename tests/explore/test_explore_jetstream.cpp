@@ -102,7 +102,9 @@ TEST_CASE("a jetstream exploration is the same search with any number of jobs", 
   CHECK(one.leaf_states == two.leaf_states);
 }
 
-TEST_CASE("on jetstream, sleep sets lose no final state of every order", "[explore]") {
+// Three searches of one story, the one without reductions the longest: about 10 s of one core,
+// so it runs with the long explorer tests.
+TEST_CASE("on jetstream, sleep sets lose no final state of every order", "[.explore_long]") {
   const Scenario story = jetstream_story(1000);
   ExploreSettings every_event = expiries(1);
   every_event.sleep_sets = false;
