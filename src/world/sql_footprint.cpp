@@ -412,7 +412,13 @@ void SqlFootprint::read_whole(const Watched& watched, std::string_view table) {
 }
 
 void SqlFootprint::statement(const Watched& watched, sqlite3_stmt* statement) {
-  const StatementShape& shape = shape_of(sqlite3_sql(statement));
+  const char* sql = sqlite3_sql(statement);
+  if (sql == nullptr) {
+    // No text to read (not one of SQLite's prepare_v2/v3 statements): the database, whole.
+    touch(resource_id(ResourceClass::database, watched.scope), Access::write);
+    return;
+  }
+  const StatementShape& shape = shape_of(sql);
   const uint64_t schema = resource_id(ResourceClass::database, watched.scope);
   switch (shape.kind) {
     case StatementShape::Kind::none: return;
