@@ -10,7 +10,6 @@
 // consumer asks next. docs/architecture.md ("The broker seam") says who calls what.
 #pragma once
 
-#include "kernel/footprint.h"
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -23,6 +22,7 @@
 
 #include "domain/message.h"
 #include "kernel/fingerprint.h"
+#include "kernel/footprint.h"
 #include "kernel/trace.h"
 
 namespace inboxsim {
