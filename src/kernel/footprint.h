@@ -1,12 +1,12 @@
 // What an explored event read or changed: its footprint, a sorted list of entries, each a
-// resource and whether the event only read it. Two events commute unless their footprints meet:
-// they share a resource and at least one of the two changed it (a read and a read commute).
-// The explorer's sleep sets and its dynamic partial-order reduction (fuzz/dpor.h) decide from
-// this alone which orders of two events can differ (docs/model.md, "Exploration").
+// resource and how the event used it (its access). Two events commute unless their footprints
+// meet: they share a resource and at least one of them wrote it, or they used it in two
+// different shared ways. The explorer's sleep sets and its dynamic partial-order reduction
+// (fuzz/dpor.h) decide from this alone which orders of two events can differ (docs/model.md,
+// "Exploration").
 //
 // A resource is a class (the high byte) and a payload (56 bits: an index, or a hash of a key).
-// An entry is the resource shifted left by one, with the low bit set for a read: a resource's
-// write sorts just before its read, which footprints_meet relies on.
+// An entry is the resource shifted left by two, with its access in the low two bits.
 #pragma once
 
 #include <algorithm>
@@ -34,7 +34,14 @@ enum class ResourceClass : uint8_t {
   table_insert = 13  // where a table's next rowid comes from: inserts and deletes write it
 };
 
-enum class Access : uint8_t { write = 0, read = 1 };
+// How an event used a resource. A write meets every access. The three others are shared: two
+// uses of the same kind commute, two of different kinds meet.
+//  - read: looked at it (a process's liveness, a channel);
+//  - query: read the rows of a table that hold a value in a column, or the table whole (a keyed
+//    SELECT, an INSERT's unique-key check, a scan);
+//  - change: changed one row among those (its own row is a write of its rowid), so two changes
+//    of two rows that share a value commute, and each meets every query of that value.
+enum class Access : uint8_t { write = 0, read = 1, query = 2, change = 3 };
 
 // What a broker's event touched, by bits (index modulo 64): the queues whose contents or
 // consumers it changed, and the consumers' channels it only read or changed (open or closed).
@@ -58,7 +65,7 @@ inline uint64_t resource_of(ResourceClass kind, uint64_t scope, std::string_view
 }
 
 constexpr uint64_t footprint_entry(uint64_t resource, Access access) {
-  return resource << 1 | static_cast<uint64_t>(access);
+  return resource << 2 | static_cast<uint64_t>(access);
 }
 
 constexpr std::string_view resource_class_name(ResourceClass kind) {
@@ -80,30 +87,41 @@ constexpr std::string_view resource_class_name(ResourceClass kind) {
   return "?";
 }
 
-// Calls `met(entry)` for each resource two sorted footprints share and at least one of them
-// changed, until it returns true; returns whether it did.
+// Whether two sets of accesses to one resource (bit k: Access k used) meet: one writes, or they
+// hold two different shared kinds between them.
+constexpr bool accesses_meet(unsigned a, unsigned b) {
+  constexpr unsigned kWrite = 1U << static_cast<unsigned>(Access::write);
+  if (a == 0 || b == 0) return false;
+  if (((a | b) & kWrite) != 0) return true;
+  const unsigned both = a | b;
+  return (both & (both - 1)) != 0;  // more than one kind
+}
+
+// Calls `met(resource)` for each resource two sorted footprints share and use in ways that do
+// not commute, until it returns true; returns whether it did.
 template <typename Met>
 bool for_each_meeting(const std::vector<uint64_t>& a, const std::vector<uint64_t>& b, Met&& met) {
   auto x = a.begin();
   auto y = b.begin();
   while (x != a.end() && y != b.end()) {
-    const uint64_t left = *x >> 1;
-    const uint64_t right = *y >> 1;
-    if (left == right) {
-      // A write sorts first: two reads here mean neither footprint writes the resource.
-      if ((*x & *y & 1) == 0 && met(left)) return true;
+    const uint64_t left = *x >> 2;
+    const uint64_t right = *y >> 2;
+    if (left < right) {
       ++x;
+    } else if (right < left) {
       ++y;
-    } else if (left < right) {
-      ++x;
     } else {
-      ++y;
+      unsigned used_a = 0;
+      unsigned used_b = 0;
+      for (; x != a.end() && *x >> 2 == left; ++x) used_a |= 1U << (*x & 3);
+      for (; y != b.end() && *y >> 2 == left; ++y) used_b |= 1U << (*y & 3);
+      if (accesses_meet(used_a, used_b) && met(left)) return true;
     }
   }
   return false;
 }
 
-// Whether two sorted footprints share a resource that at least one of them changed.
+// Whether two sorted footprints share a resource they use in ways that do not commute.
 inline bool footprints_meet(const std::vector<uint64_t>& a, const std::vector<uint64_t>& b) {
   return for_each_meeting(a, b, [](uint64_t) { return true; });
 }

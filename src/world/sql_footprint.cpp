@@ -408,7 +408,7 @@ void SqlFootprint::read_whole(const Watched& watched, std::string_view table) {
     for (const auto& [name, known] : *watched.tables) read_whole(watched, name);
     return;
   }
-  touch(resource_of(ResourceClass::table_scan, watched.scope, table), Access::write);
+  touch(resource_of(ResourceClass::table_scan, watched.scope, table), Access::query);
 }
 
 void SqlFootprint::statement(const Watched& watched, sqlite3_stmt* statement) {
@@ -441,7 +441,7 @@ void SqlFootprint::statement(const Watched& watched, sqlite3_stmt* statement) {
         if (keyed_value(text, shape.key_column, value)) {
           touch(resource_of(ResourceClass::row_key, watched.scope, table,
                             shape.key_column + '\0' + value),
-                Access::write);
+                Access::query);
           read = true;
         }
       } else {
@@ -456,7 +456,7 @@ void SqlFootprint::statement(const Watched& watched, sqlite3_stmt* statement) {
             }
             touch(resource_of(ResourceClass::row_key, watched.scope, table,
                               name + '\0' + values[column]),
-                  Access::write);
+                  Access::query);
           }
           read = true;
         }
@@ -496,7 +496,7 @@ void SqlFootprint::touch_row(const Watched& watched, const Table& table, bool ol
     }
     touch(resource_of(ResourceClass::row_key, watched.scope, table.name,
                       table.columns[static_cast<size_t>(column)] + '\0' + value),
-          Access::read);
+          Access::change);
   }
 }
 
@@ -509,7 +509,7 @@ void SqlFootprint::row_change(const Watched& watched, int op, std::string_view t
     return;
   }
   const Table& table = found->second;
-  touch(resource_of(ResourceClass::table_scan, watched.scope, table.name), Access::read);
+  touch(resource_of(ResourceClass::table_scan, watched.scope, table.name), Access::change);
   if (op != SQLITE_UPDATE) {
     touch(resource_of(ResourceClass::table_insert, watched.scope, table.name), Access::write);
   }

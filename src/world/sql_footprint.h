@@ -10,13 +10,13 @@
 // column of each unique key (a unique index refuses it, or INSERT OR IGNORE skips, because of
 // such a row); any other statement reads its tables whole.
 //
-// As resources (ResourceClass::row_key): a row change writes the row itself (its rowid), and
-// only reads "the rows holding value v in column c" for each of its values before and after; a
-// keyed read writes that resource. Two changes of two rows that share a value (a consumer id, a
-// status) then commute, and a change still meets every read keyed on one of its values. Two
-// keyed reads of one value are ordered too, which costs orders, never one lost. In the same
-// way a read of a whole table writes ResourceClass::table_scan, which every row change reads;
-// an insert or a delete writes where the table's next rowid comes from
+// As resources (ResourceClass::row_key, kernel/footprint.h's accesses): a row change writes the
+// row itself (its rowid) and changes (Access::change) "the rows holding value v in column c" for
+// each of its values before and after; a keyed read queries (Access::query) that resource. Two
+// changes of two rows that share a value (a consumer id, a status) then commute, two keyed reads
+// of one value commute, and a change meets every read keyed on one of its values. In the same
+// way a read of a whole table queries ResourceClass::table_scan, which every row change
+// changes; an insert or a delete writes where the table's next rowid comes from
 // (ResourceClass::table_insert), which the state's rows show.
 //
 // Reading too much only costs the explorer orders; reading too little would lose some, so

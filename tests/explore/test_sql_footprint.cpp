@@ -2,9 +2,13 @@
 // reads are keyed only where its text says so plainly, and read whole otherwise, since reading
 // too little would lose orders. Every statement the services run is held to one of the two.
 #include <catch2/catch.hpp>
+#include <sqlite3.h>
+
 #include <string>
 #include <vector>
 
+#include "kernel/footprint.h"
+#include "world/explore_driver.h"
 #include "world/sql_footprint.h"
 
 namespace inboxsim {
@@ -81,6 +85,106 @@ TEST_CASE("transactions read nothing, and a schema change writes the database", 
   CHECK(statement_shape("DROP INDEX IF EXISTS ledger_transfer_type").kind ==
         StatementShape::Kind::ddl);
   CHECK(statement_shape("CREATE UNIQUE INDEX k ON t (a)").kind == StatementShape::Kind::ddl);
+}
+
+namespace {
+
+// The footprints of statements run as events of their own on one watched in-memory database.
+class Statements {
+ public:
+  Statements() {
+    REQUIRE(sqlite3_open(":memory:", &db_) == SQLITE_OK);
+    exec("CREATE TABLE inbox (id INTEGER PRIMARY KEY, message_id TEXT NOT NULL,"
+         " consumer TEXT NOT NULL, UNIQUE (message_id, consumer))");
+    exec("INSERT INTO inbox (message_id, consumer) VALUES ('m-1', 'c'), ('m-2', 'c')");
+    footprint_.watch(db_, 1, "test");
+  }
+  ~Statements() { sqlite3_close(db_); }
+  Statements(const Statements&) = delete;
+  Statements& operator=(const Statements&) = delete;
+
+  // Runs `sql` as one event and returns its footprint.
+  const std::vector<uint64_t>& event(const char* sql) {
+    LoggedEvent event;
+    event.kind = "test";
+    driver_.begin_event(event);
+    exec(sql);
+    driver_.end_event(BrokerTouches{});
+    return driver_.log().events.back().footprint;
+  }
+
+ private:
+  void exec(const char* sql) {
+    char* error = nullptr;
+    const int status = sqlite3_exec(db_, sql, nullptr, nullptr, &error);
+    INFO((error != nullptr ? error : ""));
+    sqlite3_free(error);
+    REQUIRE(status == SQLITE_OK);
+  }
+
+  sqlite3* db_ = nullptr;
+  ExploreDriver driver_{ExploreControl{}};
+  SqlFootprint footprint_{driver_};
+};
+
+}  // namespace
+
+TEST_CASE("two reads commute; a change meets the reads keyed on its values, not another change",
+          "[footprint]") {
+  Statements db;
+  const auto read = db.event("SELECT id FROM inbox WHERE message_id = 'm-1'");
+  const auto again = db.event("SELECT id, consumer FROM inbox WHERE message_id = 'm-1'");
+  const auto other = db.event("SELECT id FROM inbox WHERE message_id = 'm-2'");
+  const auto scan = db.event("SELECT COUNT(*) FROM inbox");
+  const auto scan_again = db.event("SELECT MAX(id) FROM inbox");
+  CHECK_FALSE(footprints_meet(read, again));
+  CHECK_FALSE(footprints_meet(read, other));
+  CHECK_FALSE(footprints_meet(scan, scan_again));
+  CHECK_FALSE(footprints_meet(scan, read));
+  // Two rows that share a consumer: changing one meets the reads of it, and not the other's.
+  const auto change = db.event("UPDATE inbox SET consumer = 'd' WHERE message_id = 'm-1'");
+  const auto change_other = db.event("UPDATE inbox SET consumer = 'e' WHERE message_id = 'm-2'");
+  CHECK(footprints_meet(change, read));
+  CHECK(footprints_meet(change, scan));
+  CHECK_FALSE(footprints_meet(change, other));
+  CHECK_FALSE(footprints_meet(change, change_other));
+  CHECK(footprints_meet(change_other, other));
+  // A read keyed on a value a change left (or gave) the row meets it too.
+  const auto by_consumer = db.event("SELECT id FROM inbox WHERE consumer = 'c'");
+  CHECK(footprints_meet(change, by_consumer));
+  CHECK(meeting_classes(change, by_consumer) == std::vector<ResourceClass>{ResourceClass::row_key});
+  // An insert meets the reads of its key, and every other insert (its rowid is the next one).
+  const auto insert = db.event("INSERT INTO inbox (message_id, consumer) VALUES ('m-3', 'c')");
+  const auto insert_other = db.event("INSERT INTO inbox (message_id, consumer) VALUES ('m-4', 'f')");
+  CHECK(footprints_meet(insert, db.event("SELECT id FROM inbox WHERE message_id = 'm-3'")));
+  CHECK_FALSE(footprints_meet(insert, read));
+  CHECK(footprints_meet(insert, scan));
+  CHECK(footprints_meet(insert, insert_other));
+  CHECK(meeting_classes(insert, insert_other) ==
+        std::vector<ResourceClass>{ResourceClass::table_insert});
+}
+
+TEST_CASE("a write meets every access; shared accesses meet only another kind", "[footprint]") {
+  const uint64_t resource = resource_id(ResourceClass::row_key, 7);
+  const auto one = [&](Access access) {
+    return std::vector<uint64_t>{footprint_entry(resource, access)};
+  };
+  for (const Access shared : {Access::read, Access::query, Access::change}) {
+    CHECK(footprints_meet(one(Access::write), one(shared)));
+    CHECK_FALSE(footprints_meet(one(shared), one(shared)));
+  }
+  CHECK(footprints_meet(one(Access::write), one(Access::write)));
+  CHECK(footprints_meet(one(Access::query), one(Access::change)));
+  // An event that both queries a value and changes a row holding it meets either alone.
+  std::vector<uint64_t> both{footprint_entry(resource, Access::query),
+                             footprint_entry(resource, Access::change)};
+  CHECK(footprints_meet(both, one(Access::query)));
+  CHECK(footprints_meet(both, one(Access::change)));
+  // Another resource of the same class is not met.
+  CHECK_FALSE(footprints_meet(
+      one(Access::write),
+      std::vector<uint64_t>{footprint_entry(resource_id(ResourceClass::row_key, 8),
+                                            Access::write)}));
 }
 
 }  // namespace inboxsim
