@@ -320,10 +320,14 @@ for key in ["states", "transitions", "max_depth", "complete", "violations", "cou
             "coverage", "wall_ms", "reduction"]:
     assert key in result, key
 assert result["complete"] is True and result["violations"] == []
-# Many interleavings, one end; the reductions used are named.
-assert result["states"] > 10 and result["leaves"] == 1 and result["transitions"] >= result["states"]
-assert result["reduction"] == {"sleep_sets": True, "persistent_sets": True,
-                               "persistent_sets_fallback": False}, result["reduction"]
+# Several interleavings, one end; the reductions used are named: by default dynamic
+# partial-order reduction with sleep sets and persistent sets, and what it reversed.
+assert result["states"] > 1 and result["leaves"] == 1 and result["transitions"] >= result["states"]
+reduction = result["reduction"]
+assert reduction["dpor"] is True and reduction["sleep_sets"] is True, reduction
+assert reduction["persistent_sets"] is True and reduction["persistent_sets_fallback"] is False
+for key in ["races", "cache_hits", "sleep_blocked", "full_expansions", "races_most_reversed"]:
+    assert key in reduction, key
 PY
 python3 - "$rejected" "$work/dup.json" <<'PY'
 import json, sys
@@ -359,6 +363,18 @@ assert full["reduction"] == {"sleep_sets": False, "persistent_sets": False,
                              "persistent_sets_fallback": False}, full["reduction"]
 assert [v["invariant"] for v in full["violations"]] == [v["invariant"] for v in reduced["violations"]]
 assert full["states"] >= reduced["states"] and full["transitions"] > reduced["transitions"]
+PY
+"$bin" explore "$rejected" --faults 0 --reduction sleep,persistent --json --out "" \
+  >"$work/explore-bfs.json"
+check "explore --reduction sleep,persistent is the breadth-first search, with the same end" \
+  python3 - "$work/explore-bfs.json" "$work/explore.json" <<'PY'
+import json, sys
+breadth = json.load(open(sys.argv[1]))
+default = json.load(open(sys.argv[2]))
+assert breadth["reduction"] == {"sleep_sets": True, "persistent_sets": True,
+                                "persistent_sets_fallback": False}, breadth["reduction"]
+assert breadth["complete"] and breadth["leaves"] == default["leaves"] == 1
+assert breadth["states"] > default["states"], (breadth["states"], default["states"])
 PY
 "$bin" explore "$rejected" --reduction sleep,fast >/dev/null 2>"$work/err"
 check "explore refuses an unknown reduction (exit 2)" test $? -eq 2

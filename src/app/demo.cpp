@@ -328,6 +328,7 @@ std::string run_live_explore(const Scenario& scenario, const ExploreRun& run,
   // The course's own flags: a set that does not apply is a bug in app/course.cpp.
   INBOXSIM_ASSERT(!apply_sets(sets, story.config).has_value());
   ExploreSettings settings;
+  settings.dpor = true;  // as `inboxsim explore` searches by default (dpor,persistent)
   settings.faults = run.faults;
   settings.goals = story.expect.goals;
   settings.fault_kinds = explorable_fault_kinds();

@@ -196,18 +196,20 @@ CLI::App* add_explore_verb(CLI::App& app, ExploreCommand& command) {
   verb->add_option("--max-states", command.max_states,
                    "Stop after this many distinct states (default 2000000)")
       ->check(CLI::Range(int64_t{1}, int64_t{1'000'000'000}));
-  verb->add_option("--jobs", command.jobs, "Worker threads")
+  verb->add_option("--jobs", command.jobs,
+                   "Worker threads of a breadth-first search (--reduction without dpor, or "
+                   "--preemptions); dynamic partial-order reduction is one depth-first walk")
       ->check(CLI::Range(int64_t{1}, int64_t{256}));
   verb->add_option("--set", command.sets, kSetOptionHelp);
   verb->add_flag("--continue", command.keep_going,
                  "Go on after the first violation: the shortest order for every invariant that "
                  "breaks");
   verb->add_option("--reduction", command.reduction,
-                   "Comma-separated reductions to use: sleep (sleep sets), persistent (an ack or "
-                   "a confirm nothing can race is taken alone), dpor (dynamic partial-order "
-                   "reduction, depth-first: source-DPOR with sleep sets; with persistent, "
-                   "persistent sets too), or none (every event of every state: slower, the same "
-                   "verdict; default sleep,persistent)");
+                   "Comma-separated reductions to use: dpor (dynamic partial-order reduction, "
+                   "depth-first: source-DPOR with sleep sets), sleep (sleep sets, breadth-first), "
+                   "persistent (an ack or a confirm nothing can race is taken alone), or none "
+                   "(every event of every state, breadth-first: slower, the same verdict; "
+                   "default dpor,persistent, or sleep,persistent with --preemptions)");
   verb->add_option("--operator", command.operator_mode,
                    "redrive: when faults are injected, end the story with rounds of 'run until "
                    "quiescent, redrive every error and dead-letter queue', as the fuzzer's "
@@ -237,7 +239,10 @@ std::optional<int> shared_settings(const ExploreCommand& command, ExploreSetting
                      ", or none (delay and pause need a clock, which an exploration has not)");
   }
   ExploreSettings reductions;
-  if (!parse_reduction(command.reduction, reductions)) {
+  const std::string reduction = !command.reduction.empty() ? command.reduction
+                                : command.preemptions >= 0 ? "sleep,persistent"
+                                                           : "dpor,persistent";
+  if (!parse_reduction(reduction, reductions)) {
     return bad_input("--reduction " + command.reduction +
                      ": expected a comma-separated list of sleep,persistent,dpor, or none");
   }
@@ -358,6 +363,7 @@ int exhaustive_matrix_command(const ExhaustiveMatrixCommand& command) {
   settings.ack_wait_expiries = command.ack_wait_expiries;
   settings.max_states = command.max_states;
   settings.jobs = command.jobs;
+  settings.dpor = true;  // explore's default reduction (dpor,persistent)
   settings.operator_redrives = command.operator_mode == "redrive";
   const bool tty = isatty(STDERR_FILENO) != 0;
   constexpr size_t kRows = size_t{1} << kDefenceCount;

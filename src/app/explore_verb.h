@@ -19,7 +19,9 @@ struct ExploreCommand {
   std::vector<std::string> sets;
   bool json = false;
   bool keep_going = false;
-  std::string reduction = "sleep,persistent";  // the reductions used, or none
+  // The reductions used, or none; empty: dpor,persistent (sleep,persistent with a preemption
+  // bound, which needs the breadth-first search).
+  std::string reduction;
   std::string operator_mode = "redrive";  // redrive (rounds appended when K > 0) or none
   std::string out_dir = "counterexamples";
   int64_t preemptions = -1;  // --preemptions P; -1: no bound

@@ -259,7 +259,7 @@ class Search {
     const std::vector<Bits> before = happens_before(log);
     summarise(log, before, first_new);
     analyse(log, before, first_new);
-    if (settings_.progress && result_.replays % 64 == 0) {
+    if (settings_.progress && (result_.replays == 1 || result_.replays % 64 == 0)) {
       settings_.progress(result_.states, result_.transitions, static_cast<int64_t>(stack_.size()),
                          static_cast<int64_t>(log.choices.size()),
                          static_cast<int64_t>(result_.counterexamples.size()));
@@ -366,6 +366,9 @@ class Search {
       entry.story = event.story;
       entry.pending_story = event.story && event.pending;
       std::vector<Fingerprint> roots;
+      std::vector<Fingerprint> interned_roots;
+      uint32_t id = 0;
+      bool fresh = true;    // the entry differs from the one interned as `id`
       size_t cone = index;  // events of the cone from here on are in entry.past and roots
       for (size_t at = nodes.size(); at-- > 0;) {
         const size_t start = starts[at];
@@ -380,6 +383,7 @@ class Search {
           std::set_union(entry.past.begin(), entry.past.end(), ancestor.footprint.begin(),
                          ancestor.footprint.end(), std::back_inserter(merged));
           entry.past = std::move(merged);
+          fresh = true;
         }
         // Its roots here: the cone's jobs (itself included) made before this state.
         roots.clear();
@@ -393,9 +397,16 @@ class Search {
         }
         std::sort(roots.begin(), roots.end());
         roots.erase(std::unique(roots.begin(), roots.end()), roots.end());
-        SummaryEntry here = entry;
-        here.roots = roots;
-        add_to_summary(*nodes[at], intern(std::move(here)));
+        // Most states of the stack see the same cone and roots as the one above them: the
+        // entry interned for that one is theirs too.
+        if (fresh || roots != interned_roots) {
+          SummaryEntry here = entry;
+          here.roots = roots;
+          id = intern(std::move(here));
+          interned_roots = roots;
+          fresh = false;
+        }
+        add_to_summary(*nodes[at], id);
       }
     }
   }
@@ -543,11 +554,14 @@ class Search {
       return 0;
     }
     if (!choice.event) {
-      // A fault strikes here or not: both are explored, whatever the races say.
+      // A fault strikes here or not: both are explored, whatever the races say. Striking first:
+      // the first orders place their faults as early as they can, which is where a defence
+      // that is missing shows, so the first counterexample found is a short one.
       node.every = true;
       node.logged = static_cast<int64_t>(log.events.size()) - 1;
+      node.taken = 1;
       stack_.push_back(std::move(node));
-      return 0;
+      return 1;
     }
     const Fingerprint state = world.fingerprint();
     if (states_.insert(state).second) {

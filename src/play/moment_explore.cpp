@@ -15,6 +15,30 @@ using json = nlohmann::json;
 
 std::string fault_kind_list(const FaultKinds& kinds) { return fault_kinds_text(kinds, ", "); }
 
+// The explorer's search of every order from the moment `here` of `story` (the story's own
+// schedule left out: the explorer takes the moment's as its root), within `budget`'s states
+// and seconds: dynamic partial-order reduction with persistent sets, explore's default, which
+// from a story's start with one fault anywhere proves in a tenth of the breadth-first search's
+// states (docs/playground.md, "Speed").
+ExploreResult search_from(const Scenario& story, const Replay& here, int64_t faults,
+                          const FaultKinds& fault_kinds, const ExploreFromHere& budget,
+                          bool stop_at_good_leaf) {
+  ExploreSettings search;
+  search.faults = faults;
+  search.fault_kinds = fault_kinds;
+  search.ack_wait_expiries = playground_ack_wait_expiries(story);
+  search.max_states = budget.max_states;
+  search.max_wall_ms = budget.seconds * 1000;
+  search.jobs = budget.jobs;
+  search.dpor = true;
+  search.from = here.canonical;
+  search.prefix_faults = static_cast<int64_t>(faults_taken(here));
+  search.stop_at_good_leaf = stop_at_good_leaf;
+  Scenario plain = story;
+  plain.schedule.reset();
+  return explore(plain, search);
+}
+
 // A branch's moves, and for the moment before any of them whether some order of the events,
 // with no fault beyond those already taken, still ends with every invariant holding.
 class NoReturnSearch {
@@ -22,13 +46,10 @@ class NoReturnSearch {
   NoReturnSearch(const Scenario& story, const Schedule& schedule, const ExploreFromHere& budget,
                  const MomentLimits& limits)
       : story_(story),
-        plain_(story),
         budget_(budget),
         limits_(limits),
         end_(replay(story, schedule, ReplayMode{}, limits)),
-        moves_(moves_of(end_, story.config)) {
-    plain_.schedule.reset();
-  }
+        moves_(moves_of(end_, story.config)) {}
 
   const std::vector<Move>& moves() const { return moves_; }
 
@@ -43,16 +64,7 @@ class NoReturnSearch {
   // ran out first.
   std::optional<bool> ends_well(size_t index) const {
     const Replay here = replay(story_, before(index), ReplayMode{}, limits_);
-    ExploreSettings search;
-    search.faults = 0;
-    search.ack_wait_expiries = playground_ack_wait_expiries(story_);
-    search.max_states = budget_.max_states;
-    search.max_wall_ms = budget_.seconds * 1000;
-    search.jobs = budget_.jobs;
-    search.from = here.canonical;
-    search.prefix_faults = static_cast<int64_t>(faults_taken(here));
-    search.stop_at_good_leaf = true;
-    const ExploreResult result = explore(plain_, search);
+    const ExploreResult result = search_from(story_, here, 0, FaultKinds{}, budget_, true);
     if (result.good_leaves > 0) return true;
     if (result.complete) return false;
     return std::nullopt;
@@ -60,7 +72,6 @@ class NoReturnSearch {
 
  private:
   const Scenario& story_;
-  Scenario plain_;  // the story without its schedule, as the explorer takes it
   const ExploreFromHere& budget_;
   const MomentLimits& limits_;
   Replay end_;
@@ -114,21 +125,8 @@ nlohmann::json explore_from_moment(const Scenario& story, const Schedule& schedu
   check_size(schedule, limits);
   if (playground_clocked(story)) throw PlayError{400, mode_note(story), "/name"};
   const Replay here = replay(story, schedule, ReplayMode{}, limits);
-  // The breadth-first search: from a story's start with one fault anywhere it proves in fewer
-  // states than dynamic partial-order reduction (docs/playground.md, "Speed"), and the point of
-  // no return below stays within its budget under the sanitizers with it.
-  ExploreSettings search;
-  search.faults = settings.faults;
-  search.fault_kinds = settings.fault_kinds;
-  search.ack_wait_expiries = playground_ack_wait_expiries(story);
-  search.max_states = settings.max_states;
-  search.max_wall_ms = settings.seconds * 1000;
-  search.jobs = settings.jobs;
-  search.from = here.canonical;
-  search.prefix_faults = static_cast<int64_t>(faults_taken(here));
-  Scenario plain = story;
-  plain.schedule.reset();
-  const ExploreResult result = explore(plain, search);
+  const ExploreResult result =
+      search_from(story, here, settings.faults, settings.fault_kinds, settings, false);
   json out;
   out["states"] = result.states;
   out["transitions"] = result.transitions;
@@ -148,6 +146,8 @@ nlohmann::json explore_from_moment(const Scenario& story, const Schedule& schedu
   if (!result.counterexamples.empty()) {
     const ExploreCounterexample& cx = result.counterexamples.front();
     out["verdict"] = "BROKEN";
+    Scenario plain = story;
+    plain.schedule.reset();
     const Schedule continuation = stepwise_schedule(plain, *cx.scenario.schedule, limits);
     out["counterexample"] = json{{"invariant", invariant_name(cx.invariant)},
                                  {"detail", cx.detail},

@@ -275,7 +275,7 @@ void print_exhaustive_matrix(std::ostream& out, const Scenario& story,
         << " round(s) of: run until quiescent, redrive every error and dead-letter queue)\n";
   }
   for (const std::string_view name : defence_names()) out << pad(std::string(name), 10);
-  out << pad("verdict", 12) << pad("states", 10) << "broken invariants / shortest counterexample\n";
+  out << pad("verdict", 12) << pad("states", 10) << "broken invariants / counterexample\n";
   int64_t proven = 0;
   int64_t broken = 0;
   int64_t unfinished = 0;

@@ -31,7 +31,7 @@ nlohmann::ordered_json exhaustive_matrix_json(const Scenario& story,
                                               const std::vector<ExhaustiveRow>& rows);
 
 // The table: one line per combination with its verdict, the states explored and the broken
-// invariants; under a broken row the command that replays its shortest counterexample.
+// invariants; under a broken row the command that replays its counterexample.
 void print_exhaustive_matrix(std::ostream& out, const Scenario& story, const ExploreSettings& settings,
                              const std::vector<ExhaustiveRow>& rows);
 

@@ -224,7 +224,7 @@ TEST_CASE("the 50-minute plan fits 50 minutes and shows the explorer live", "[co
   CHECK(fifty.explores[1].broken);
   const Lesson& fifty_two = *find_lesson("52");
   REQUIRE(fifty_two.explores.size() == 2);
-  CHECK(explore_flags_text(fifty_two.explores[0]) == "--faults 1 --fault-kinds duplicate");
+  CHECK(explore_flags_text(fifty_two.explores[0]) == "--faults 2 --fault-kinds duplicate");
   CHECK_FALSE(fifty_two.explores[0].broken);
   CHECK(explore_flags_text(fifty_two.explores[1]) ==
         "--faults 2 --fault-kinds duplicate --set account.ledger_unique=false");

@@ -129,8 +129,9 @@ class Statements {
 
 }  // namespace
 
-TEST_CASE("two reads commute; a change meets the reads keyed on its values, not another change",
-          "[footprint]") {
+TEST_CASE(
+    "two reads commute, and a change meets the reads keyed on its values, not another change",
+    "[footprint]") {
   Statements db;
   const auto read = db.event("SELECT id FROM inbox WHERE message_id = 'm-1'");
   const auto again = db.event("SELECT id, consumer FROM inbox WHERE message_id = 'm-1'");
@@ -155,7 +156,8 @@ TEST_CASE("two reads commute; a change meets the reads keyed on its values, not 
   CHECK(meeting_classes(change, by_consumer) == std::vector<ResourceClass>{ResourceClass::row_key});
   // An insert meets the reads of its key, and every other insert (its rowid is the next one).
   const auto insert = db.event("INSERT INTO inbox (message_id, consumer) VALUES ('m-3', 'c')");
-  const auto insert_other = db.event("INSERT INTO inbox (message_id, consumer) VALUES ('m-4', 'f')");
+  const auto insert_other =
+      db.event("INSERT INTO inbox (message_id, consumer) VALUES ('m-4', 'f')");
   CHECK(footprints_meet(insert, db.event("SELECT id FROM inbox WHERE message_id = 'm-3'")));
   CHECK_FALSE(footprints_meet(insert, read));
   CHECK(footprints_meet(insert, scan));
@@ -164,7 +166,8 @@ TEST_CASE("two reads commute; a change meets the reads keyed on its values, not 
         std::vector<ResourceClass>{ResourceClass::table_insert});
 }
 
-TEST_CASE("a write meets every access; shared accesses meet only another kind", "[footprint]") {
+TEST_CASE("a write meets every access, and a shared access meets only another kind",
+          "[footprint]") {
   const uint64_t resource = resource_id(ResourceClass::row_key, 7);
   const auto one = [&](Access access) {
     return std::vector<uint64_t>{footprint_entry(resource, access)};
