@@ -68,6 +68,21 @@ constexpr std::array<std::string_view, kFaultCauseCount> kFaultCauseNames = {
     "confirm_lost",   "publish_nacked",  "cancelled"};
 static_assert(names_every(kFaultCauseNames, FaultCause::cancelled));
 
+constexpr std::array<std::string_view, kDedupeStepCount> kDedupeStepNames = {
+    "none",
+    "inbox_consumed",
+    "inbox_resend",
+    "marten_document",
+    "marten_backstop",
+    "stream_key_taken",
+    "ledger_entry_exists",
+    "seen_marked",
+    "seen_set_refused",
+    "wolverine_incoming",
+    "processed_precheck",
+    "processed_duplicate_key"};
+static_assert(names_every(kDedupeStepNames, DedupeStep::processed_duplicate_key));
+
 }  // namespace
 
 std::string_view event_kind_name(EventKind kind) { return name_of(kEventKindNames, kind); }
@@ -75,6 +90,16 @@ std::string_view dedupe_record_name(DedupeRecord record) {
   return name_of(kDedupeRecordNames, record);
 }
 std::string_view fault_cause_name(FaultCause cause) { return name_of(kFaultCauseNames, cause); }
+std::string_view dedupe_step_name(DedupeStep step) { return name_of(kDedupeStepNames, step); }
+
+int64_t line_amount(const TraceEvent& event) {
+  switch (event.kind) {
+    case EventKind::advance:
+    case EventKind::paused: return event.duration_ms;
+    case EventKind::cleanup: return event.rows_deleted;
+    default: return event.amount;
+  }
+}
 std::optional<EventKind> parse_event_kind(std::string_view name) {
   return parse_name<EventKind>(kEventKindNames, name);
 }
@@ -188,7 +213,7 @@ void write_event(Sink& sink, const TraceEvent& event) {
     put_number(sink, "delivery_count", event.delivery_count);
   }
   put_field(sink, "account", event.account);
-  if (event.amount != 0) put_number(sink, "amount", event.amount);
+  if (const int64_t amount = line_amount(event); amount != 0) put_number(sink, "amount", amount);
   put_field(sink, "detail", event.detail);
   if (event.record != DedupeRecord::none) {
     put_field(sink, "record", dedupe_record_name(event.record));

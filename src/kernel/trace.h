@@ -104,6 +104,33 @@ enum class FaultCause : uint8_t {
 inline constexpr size_t kFaultCauseCount = 11;
 std::string_view fault_cause_name(FaultCause cause);
 
+// Which step of a dedupe mechanism found a delivery to be a duplicate (a dedupe_hit's step):
+// the views name the mechanism from it, where the sentence only tells it.
+enum class DedupeStep : uint8_t {
+  none,
+  inbox_consumed,           // MassTransit: the inbox row says consumed and delivered
+  inbox_resend,             // MassTransit: consumed, its outbox not yet delivered: send the rest
+  marten_document,          // Marten: the message's document exists (the pre-check)
+  marten_backstop,          // Marten: the document's primary key refused a concurrent copy
+  stream_key_taken,         // Marten: a stream conflict taken for a duplicate (ledger_conflict ack)
+  ledger_entry_exists,      // the ledger key: the entry is applied, the command taken as done
+  seen_marked,              // an external seen-set holds the message (check-then-add)
+  seen_set_refused,         // an external seen-set's SET NX replied nil (check and mark at once)
+  wolverine_incoming,       // Wolverine: the envelope is already in the incoming table
+  processed_precheck,       // processed_messages read before the business transaction
+  processed_duplicate_key,  // processed_messages' unique key refused the insert: rolled back
+};
+inline constexpr size_t kDedupeStepCount = 12;
+std::string_view dedupe_step_name(DedupeStep step);
+
+// Defined by the domain (domain/crash.h, domain/scenario.h): the trace carries their values
+// without knowing them, so the kernel stays below every bank's word.
+enum class CrashPoint : uint8_t;
+enum class EntryType : uint8_t;
+
+// An event's facts are typed fields, each meaning one thing; `detail` says the event in words
+// for people and is never parsed. Fields marked "not in the line" restate what `detail` already
+// says in the canonical line, so they leave the line (and trace_hash) as it was.
 struct TraceEvent {
   int64_t time_ms = 0;
   EventKind kind = EventKind::step;
@@ -116,14 +143,25 @@ struct TraceEvent {
   bool redelivered = false;
   int64_t delivery_count = 0;
   std::string account;
-  int64_t amount = 0;
-  std::string detail;  // the event in words, for people; the typed fields below are its data
+  int64_t amount = 0;        // request, effect: money, in minor units (signed on an effect)
+  int64_t duration_ms = 0;   // advance: the jump; paused: the pause's length
+  int64_t rows_deleted = 0;  // cleanup: the dedupe records retention deleted
+  std::string detail;        // the event in words, for people; the typed fields are its data
   DedupeRecord record = DedupeRecord::none;  // dedupe_record
   FaultCause cause = FaultCause::none;       // consumer_fault
   std::string_view saga_from;                // saga: the state left (empty: a new saga)
   std::string_view saga_to;                  // saga: the state entered
   std::string_view invariant;                // violation: the invariant broken (its name)
+  // Not in the line:
+  DedupeStep dedupe_step = DedupeStep::none;  // dedupe_hit: the step that caught the copy
+  std::optional<CrashPoint> crash_point;      // crash: where the process died
+  std::optional<EntryType> entry;             // effect: the ledger entry written
+  bool by_hand = false;  // publish: a new message an operator published (not a fault's copy)
 };
+
+// The number the canonical line writes under "amount": the money, or for an advance, a pause
+// or a cleanup the duration or the row count, under the key the trace format has always used.
+int64_t line_amount(const TraceEvent& event);
 
 // Writes the canonical JSON line of an event (no trailing newline). The same event always
 // gives the same bytes; empty optional fields are left out.

@@ -4,6 +4,7 @@
 #include <array>
 #include <string_view>
 
+#include "domain/dedupe_words.h"
 #include "domain/participants.h"
 #include "kernel/assert.h"
 #include "kernel/text.h"
@@ -78,7 +79,7 @@ std::string describe_publish(const TraceEvent& event) {
   if (!event.detail.empty()) text += "  → " + event.detail;
   // A duplicate fault's copy carries the routing key alone; a message published by hand (the
   // playground, a `publish` step) says so in its detail already, with its own message id.
-  if (event.service == participant::operator_ && event.detail.rfind("by hand", 0) != 0) {
+  if (event.service == participant::operator_ && !event.by_hand) {
     text += "  (a copy by hand, same message id)";
   }
   // A `duplicate` fault whose story says who made the copy is published under that name.
@@ -97,27 +98,20 @@ std::string describe_ack(const TraceEvent& event, std::string_view verb,
   return text + "  " + message_ref(event);
 }
 
-// "inbox: already consumed and delivered" becomes
-// "inbox: message m-3 already consumed and delivered, acked without effect".
-std::string describe_dedupe(const TraceEvent& event) {
-  std::string mechanism = "dedupe";
-  std::string reason = event.detail;
-  if (const size_t colon = event.detail.find(':'); colon != std::string::npos) {
-    mechanism = event.detail.substr(0, colon);
-    reason = event.detail.substr(std::min(colon + 2, event.detail.size()));
-  }
-  // Services write whole sentences ("message m-1 already consumed, acked without effect"):
-  // do not say the id or the verdict twice.
+constexpr std::string_view kAckedWithoutEffect = ", acked without effect";
+
+// The sentence of a dedupe hit, without the words its line says itself: the mechanism's name
+// (the line names it from the typed step), the message id and the verdict. What is left is
+// for people and is printed as it stands.
+std::string dedupe_reason(const TraceEvent& event) {
+  std::string_view reason = event.detail;
+  const std::string mechanism = std::string(dedupe_mechanism(event.dedupe_step)) + ": ";
+  if (reason.starts_with(mechanism)) reason.remove_prefix(mechanism.size());
   const std::string id_prefix = "message " + event.message_id + " ";
-  if (reason.rfind(id_prefix, 0) == 0) reason.erase(0, id_prefix.size());
-  const std::string verdict = ", acked without effect";
-  if (reason.size() >= verdict.size() &&
-      reason.compare(reason.size() - verdict.size(), verdict.size(), verdict) == 0) {
-    reason.erase(reason.size() - verdict.size());
-  }
-  if (reason.empty()) reason = "is a duplicate";
-  return std::string(event.service) + "  " + mechanism + ": message " + event.message_id + " " +
-         reason + ", acked without effect";
+  if (reason.starts_with(id_prefix)) reason.remove_prefix(id_prefix.size());
+  if (reason.ends_with(kAckedWithoutEffect)) reason.remove_suffix(kAckedWithoutEffect.size());
+  if (reason.empty()) return "is a duplicate";
+  return std::string(reason);
 }
 
 std::string describe_effect(const TraceEvent& event) {
@@ -197,7 +191,7 @@ std::string describe_concurrency_event(const TraceEvent& event, const DeliveryNa
 std::string describe_service_event(const TraceEvent& event, const DeliveryNaming& naming) {
   const std::string who(event.service);
   switch (event.kind) {
-    case EventKind::dedupe_hit: return describe_dedupe(event);
+    case EventKind::dedupe_hit: return describe_dedupe(event, dedupe_reason(event));
     case EventKind::dedupe_record: return who + "  " + event.detail;
     case EventKind::effect: return describe_effect(event);
     case EventKind::rejected:
@@ -220,10 +214,11 @@ std::string describe_service_event(const TraceEvent& event, const DeliveryNaming
     // The run goes on through the advance: what falls due inside it is printed after this line,
     // at its own moment.
     case EventKind::advance:
-      return "⇥ clock runs on " + human_duration(event.amount) + ", until " +
-             human_duration(event.time_ms + event.amount) + "; what falls due meanwhile follows";
+      return "⇥ clock runs on " + human_duration(event.duration_ms) + ", until " +
+             human_duration(event.time_ms + event.duration_ms) +
+             "; what falls due meanwhile follows";
     case EventKind::cleanup:
-      return who + "  cleanup deleted " + std::to_string(event.amount) + " row(s)" +
+      return who + "  cleanup deleted " + std::to_string(event.rows_deleted) + " row(s)" +
              (event.detail.empty() ? "" : ": " + event.detail);
     case EventKind::violation: return "‼ VIOLATION  " + event.detail;
     default: return describe_concurrency_event(event, naming);
@@ -241,6 +236,32 @@ std::string_view database_of(std::string_view participant) {
 }
 
 }  // namespace
+
+std::string_view dedupe_mechanism(DedupeStep step) {
+  switch (step) {
+    case DedupeStep::none: return "dedupe";
+    case DedupeStep::inbox_consumed:
+    case DedupeStep::inbox_resend: return "inbox";
+    case DedupeStep::marten_document:
+    case DedupeStep::marten_backstop: return "marten inbox";
+    case DedupeStep::stream_key_taken: return "any unique violation as a duplicate";
+    case DedupeStep::ledger_entry_exists: return "ledger key";
+    case DedupeStep::seen_marked:
+    case DedupeStep::seen_set_refused: return "external seen-set";
+    case DedupeStep::wolverine_incoming: return "wolverine inbox";
+    case DedupeStep::processed_precheck:
+    case DedupeStep::processed_duplicate_key: return kProcessedMessages;
+  }
+  INBOXSIM_ASSERT(false && "a dedupe step without a name");
+  return {};
+}
+
+// "account-service  inbox: message m-3 already consumed, acked without effect".
+std::string describe_dedupe(const TraceEvent& event, std::string_view reason) {
+  return std::string(event.service) + "  " + std::string(dedupe_mechanism(event.dedupe_step)) +
+         ": message " + event.message_id + " " + std::string(reason) +
+         std::string(kAckedWithoutEffect);
+}
 
 // Whether an event's line names a table of `source`: the tables its kind of line is about.
 bool names_table(const TraceEvent& event, std::string_view source, std::string_view table) {

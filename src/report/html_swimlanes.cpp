@@ -66,7 +66,10 @@ std::string event_tooltip(const TraceEvent& event, std::string_view envelope, bo
                                       : std::string("none (a first delivery, or a classic queue)"));
   }
   field("account", event.account);
-  if (event.amount != 0) text += "\namount: " + std::to_string(event.amount);
+  // The tooltip lists the trace line's fields, under the line's keys.
+  if (const int64_t amount = line_amount(event); amount != 0) {
+    text += "\namount: " + std::to_string(amount);
+  }
   field("detail", event.detail);
   if (!envelope.empty()) {
     text += "\n\nenvelope (message body):\n" + nlohmann::ordered_json::parse(envelope).dump(2);
@@ -233,7 +236,7 @@ MarkerStyle marker_style(const TraceEvent& event, bool jetstream) {
     case EventKind::index_restored: return {"m-note", "⟲", "index " + event.detail};
     case EventKind::recovered: return {"m-warn", "⟳", event.detail};
     case EventKind::cleanup:
-      return {"m-note", "⌫", "cleanup deleted " + std::to_string(event.amount) + " row(s)"};
+      return {"m-note", "⌫", "cleanup deleted " + std::to_string(event.rows_deleted) + " row(s)"};
     default: return {"m-note", "•", describe_event(event, jetstream)};
   }
 }
@@ -273,8 +276,8 @@ std::string render_band(const TraceEvent& event, const Lanes& lanes, int y, int 
   std::string label = "Step " + std::to_string(step_number) + " · " + event.detail;
   if (event.kind == EventKind::advance) {
     css_class = "b-advance";
-    label = "⇥ virtual clock runs on " + human_duration(event.amount) + ", until " +
-            human_duration(event.time_ms + event.amount);
+    label = "⇥ virtual clock runs on " + human_duration(event.duration_ms) + ", until " +
+            human_duration(event.time_ms + event.duration_ms);
   } else if (event.kind == EventKind::violation) {
     css_class = "b-violation";
     label = "‼ VIOLATION  " + event.detail;

@@ -6,6 +6,7 @@
 #include <ostream>
 #include <string_view>
 
+#include "domain/dedupe_words.h"
 #include "domain/participants.h"
 #include "kernel/assert.h"
 #include "kernel/text.h"
@@ -58,9 +59,6 @@ bool edge_sends_command(const TraceEvent& change) {
   const std::optional<SagaState> to = parse_saga_state(change.saga_to);
   return to && saga_sends_entering(*to).has_value();
 }
-
-constexpr std::string_view kSagaTransaction =
-    "in one transaction with the saga update and its outbox row";
 
 size_t widest_key(const std::map<std::string, int64_t>& map) {
   size_t width = 0;
@@ -161,27 +159,42 @@ std::string Narrator::minted_id_line(const TraceEvent& event) {
 }
 
 // processed_messages' key, spelt out where it decides the story: (id, consumer) when keyed per
-// consumer, and "the message id alone" when two consumers share it.
-std::string Narrator::with_context(const TraceEvent& event, std::string text) const {
-  if (!config_known_ || config_.transfer_dedupe != TransferDedupe::processed_messages) return text;
-  if (text.find("processed_messages: ") == std::string::npos) return text;
-  const std::string id = event.message_id;
+// consumer, and "the message id alone" when two consumers share it; elsewhere the message id.
+std::string Narrator::processed_key(const TraceEvent& event) const {
+  const std::string& id = event.message_id;
+  if (!config_known_ || config_.transfer_dedupe != TransferDedupe::processed_messages) return id;
   const bool saga = event.service.rfind(participant::notifications, 0) != 0;
-  std::string key = id;
   if (config_.transfer_dedupe_key == DedupeKey::message_id_and_consumer) {
-    key = "(" + id + ", " + std::string(saga ? "saga" : "notifications") + ")";
-  } else if (config_.transfer_notifications) {
-    key = id + " (the message id alone, shared by both consumers)";
+    return "(" + id + ", " + std::string(saga ? "saga" : "notifications") + ")";
   }
-  for (const std::string& before : {"duplicate key " + id, "processed_messages: " + id + " "}) {
-    const size_t at = text.find(before);
-    if (at == std::string::npos) continue;
-    const std::string after = before.rfind("duplicate", 0) == 0
-                                  ? "duplicate key " + key
-                                  : "processed_messages: " + key + " ";
-    text.replace(at, before.size(), after);
+  if (config_.transfer_notifications) {
+    return id + " (the message id alone, shared by both consumers)";
   }
-  return text;
+  return id;
+}
+
+// A line about processed_messages, written from the event's typed fields (its record or its
+// dedupe step) with the key spelt out; empty for any other line. `how` replaces how the record
+// was committed (see rewrite_held).
+std::string Narrator::processed_line(const TraceEvent& event, std::string_view how) const {
+  const bool record = event.kind == EventKind::dedupe_record &&
+                      (event.record == DedupeRecord::processed_with_saga ||
+                       event.record == DedupeRecord::processed_with_notification ||
+                       event.record == DedupeRecord::processed_alone);
+  if (record) {
+    if (how.empty()) how = processed_record_how(event.record);
+    return std::string(event.service) + "  " + processed_inserted_words(processed_key(event), how);
+  }
+  if (event.kind == EventKind::dedupe_hit &&
+      event.dedupe_step == DedupeStep::processed_duplicate_key) {
+    return describe_dedupe(event, processed_duplicate_words(processed_key(event)));
+  }
+  return {};
+}
+
+std::string Narrator::line_text(const TraceEvent& event, const DeliveryNaming& naming) const {
+  std::string text = processed_line(event, {});
+  return text.empty() ? describe_on_channel(event, naming) : text;
 }
 
 Narrator::Entry Narrator::make_entry(const TraceEvent& event) {
@@ -194,14 +207,14 @@ Narrator::Entry Narrator::make_entry(const TraceEvent& event) {
   }
   const DeliveryNaming naming{
       channel_of(event), config_known_ && config_.broker_kind == BrokerKind::jetstream};
-  std::string text = with_context(event, describe_on_channel(event, naming));
+  std::string text = line_text(event, naming);
   // Two repeats are identical when they differ only in when they happen, their tag and the
   // broker's delivery count.
   TraceEvent shape = event;
   shape.time_ms = 0;
   shape.delivery_tag = 0;
   shape.delivery_count = 0;
-  std::string signature = with_context(shape, describe_on_channel(shape, naming));
+  std::string signature = line_text(shape, naming);
   // With the opening balances known, an effect line also shows where the balance ends up,
   // which is what makes a double debit visible at a glance (and a repeated one not identical).
   if (event.kind == EventKind::effect && balances_known_) {
@@ -223,24 +236,21 @@ Narrator::Entry Narrator::make_entry(const TraceEvent& event) {
   return entry;
 }
 
-// The service writes "inserted, in one transaction with the saga update and its outbox row"
+// The service records "inserted, in one transaction with the saga update and its outbox row"
 // before it knows whether the state machine takes the event. When the next line is the state
 // machine's refusal, only the row was written, and the line says so instead.
 void Narrator::rewrite_held(Entry& held, const TraceEvent& next) {
   held.held = false;
   if (next.message_id != held.event.message_id) return;
-  // The words to replace are the service's (transfer_service.cpp's claim_message); a line
-  // that says it otherwise is left as it is.
-  const size_t at = held.text.find(kSagaTransaction);
-  if (at == std::string::npos) return;
+  std::string_view how;
   if (next.kind == EventKind::illegal_transition) {
-    held.text.replace(at, kSagaTransaction.size(),
-                      "committed alone: the state machine refuses the event (next line), so the "
-                      "saga and the outbox stay as they were");
+    how =
+        ", committed alone: the state machine refuses the event (next line), so the saga and the "
+        "outbox stay as they were";
   } else if (next.kind == EventKind::saga && !edge_sends_command(next)) {
-    held.text.replace(at, kSagaTransaction.size(),
-                      "in one transaction with the saga update (this edge sends no command)");
+    how = ", in one transaction with the saga update (this edge sends no command)";
   }
+  held.text = processed_line(held.event, how);
   held.signature = std::string(event_kind_name(held.event.kind)) + "|" + held.text;
 }
 

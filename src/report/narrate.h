@@ -31,6 +31,8 @@
 
 namespace inboxsim {
 
+struct DeliveryNaming;
+
 struct NarratorOptions {
   bool color = false;    // ANSI colours; the CLI decides from --color, NO_COLOR and isatty
   bool quiet = false;    // print nothing but the verdict line
@@ -107,7 +109,9 @@ class Narrator {
   void track_delivery(const TraceEvent& event);
   std::string deciding_line(const TraceEvent& event);
   std::string minted_id_line(const TraceEvent& event);
-  std::string with_context(const TraceEvent& event, std::string text) const;
+  std::string processed_key(const TraceEvent& event) const;
+  std::string processed_line(const TraceEvent& event, std::string_view how) const;
+  std::string line_text(const TraceEvent& event, const DeliveryNaming& naming) const;
   void print_balances(const RunResult& result);
   void print_transfers(const RunResult& result);
   void print_invariants(const RunResult& result);

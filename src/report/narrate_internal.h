@@ -41,6 +41,10 @@ struct DeliveryNaming {
 
 // The sentence of an event, its delivery named as `naming` says.
 std::string describe_on_channel(const TraceEvent& event, const DeliveryNaming& naming);
+// How a dedupe hit's line names the mechanism that caught the copy, by the step that did.
+std::string_view dedupe_mechanism(DedupeStep step);
+// A dedupe hit's line: who, the mechanism, the message and `reason`, then the verdict.
+std::string describe_dedupe(const TraceEvent& event, std::string_view reason);
 // Whether an event's line names a table of `source`: the tables its kind of line is about.
 bool names_table(const TraceEvent& event, std::string_view source, std::string_view table);
 

@@ -1,5 +1,6 @@
 #include "report/why_lines.h"
 
+#include "domain/scenario.h"
 #include "report/narrate.h"
 
 namespace inboxsim {
@@ -27,7 +28,7 @@ std::string WhyLines::line(const TraceEvent& event, int64_t number,
     case EventKind::deliver: why = waited_line(event); break;
     case EventKind::lock_wait: why = lock_wait_line(event); break;
     case EventKind::effect:
-      if (event.detail == "DEBIT" && !event.transfer.empty()) {
+      if (event.entry == EntryType::debit && !event.transfer.empty()) {
         debits_.emplace(event.transfer, Debit{event.account, -event.amount, number});
       }
       break;

@@ -168,12 +168,14 @@ class ServiceCore {
   // A delivery acked without running the business change: traced at once. The event names the
   // service, not which of its mechanisms caught the duplicate (Marten has two), so the caller
   // names it for the coverage probes.
-  // REQUIRES: caught_by is a dedupe probe.
-  void dedupe_hit(Probe caught_by, std::string_view participant, const Message& message,
-                  std::string detail) {
+  // REQUIRES: caught_by is a dedupe probe; step is not none.
+  void dedupe_hit(Probe caught_by, DedupeStep step, std::string_view participant,
+                  const Message& message, std::string detail) {
     INBOXSIM_ASSERT(is_dedupe_probe(caught_by));
+    INBOXSIM_ASSERT(step != DedupeStep::none);
     host_.reached(caught_by);
     TraceEvent event = event_about(EventKind::dedupe_hit, host_.now_ms(), participant, message);
+    event.dedupe_step = step;
     event.detail = std::move(detail);
     host_.record(std::move(event));
   }

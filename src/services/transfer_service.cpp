@@ -2,6 +2,7 @@
 
 #include <optional>
 
+#include "domain/dedupe_words.h"
 #include "domain/participants.h"
 #include "kernel/assert.h"
 #include "services/sql.h"
@@ -206,8 +207,7 @@ Task<Outcome> TransferService::handle(TransferConsumer consumer, MessagePtr mess
 void TransferService::record_processed_after(const Message& message, std::string_view consumer) {
   UnitOfWork work(*this);
   try {
-    insert_processed(message, consumer, DedupeRecord::processed_alone,
-                     " in a transaction of its own, after the business commit");
+    insert_processed(message, consumer, DedupeRecord::processed_alone);
   } catch (const SQLite::Exception& error) {
     if (!is_unique_violation(error)) throw;
     return;
@@ -216,9 +216,10 @@ void TransferService::record_processed_after(const Message& message, std::string
 }
 
 // Inserts the processed_messages row in the open transaction and traces it on commit: "… m-3
-// inserted" followed by `how`. Throws SQLite's unique violation when the index already holds it.
+// inserted" followed by how `record` was committed. Throws SQLite's unique violation when the
+// index already holds it.
 void TransferService::insert_processed(const Message& message, std::string_view consumer,
-                                       DedupeRecord record, std::string_view how) {
+                                       DedupeRecord record) {
   StatementUse insert(statements_->processed_insert);
   insert->bind(1, message.message_id);
   insert->bind(2, std::string(consumer));
@@ -226,7 +227,7 @@ void TransferService::insert_processed(const Message& message, std::string_view 
   insert->exec();
   TraceEvent event =
       event_about(EventKind::dedupe_record, host_.now_ms(), participant_of(consumer), message);
-  event.detail = "processed_messages: " + message.message_id + " inserted" + std::string(how);
+  event.detail = processed_inserted_words(message.message_id, processed_record_how(record));
   event.record = record;
   pending_.events.push_back(std::move(event));
 }
@@ -243,7 +244,8 @@ bool TransferService::already_seen(const Message& message, std::string_view cons
       find->bind(2, std::string(consumer));
     }
     if (!find->executeStep()) return false;
-    dedupe_hit(Probe::dedupe_processed_messages, participant_of(consumer), message,
+    dedupe_hit(Probe::dedupe_processed_messages, DedupeStep::processed_precheck,
+               participant_of(consumer), message,
                "processed_messages: " + message.message_id +
                    " found by the pre-check, acked without effect");
     return true;
@@ -254,7 +256,7 @@ bool TransferService::already_seen(const Message& message, std::string_view cons
   dedupe_hit(config_.transfer_dedupe == TransferDedupe::external_before
                  ? Probe::dedupe_transfer_external_before
                  : Probe::dedupe_transfer_external_after,
-             participant_of(consumer), message,
+             DedupeStep::seen_marked, participant_of(consumer), message,
              "external seen-set: message " + message.message_id + " already marked");
   return true;
 }
@@ -312,18 +314,17 @@ void TransferService::write_notification(const Message& message) {
 bool TransferService::claim_message(const Message& message, std::string_view consumer) {
   try {
     const bool saga = consumer == kSagaConsumer;
-    insert_processed(message, consumer,
-                     saga ? DedupeRecord::processed_with_saga
-                          : DedupeRecord::processed_with_notification,
-                     saga ? ", in one transaction with the saga update and its outbox row"
-                          : ", in one transaction with the notification");
+    insert_processed(
+        message, consumer,
+        saga ? DedupeRecord::processed_with_saga : DedupeRecord::processed_with_notification);
     return true;
   } catch (const SQLite::Exception& error) {
     if (!is_unique_violation(error)) throw;
   }
-  dedupe_hit(Probe::dedupe_processed_messages, participant_of(consumer), message,
-             "processed_messages: duplicate key " + message.message_id +
-                 ", transaction rolled back, acked without effect");
+  dedupe_hit(Probe::dedupe_processed_messages, DedupeStep::processed_duplicate_key,
+             participant_of(consumer), message,
+             std::string(kProcessedMessages) + ": " +
+                 processed_duplicate_words(message.message_id) + ", acked without effect");
   return false;
 }
 

@@ -94,8 +94,7 @@ class TransferService : private ServiceCore {
 
  private:
   void record_processed_after(const Message& message, std::string_view consumer);
-  void insert_processed(const Message& message, std::string_view consumer, DedupeRecord record,
-                        std::string_view how);
+  void insert_processed(const Message& message, std::string_view consumer, DedupeRecord record);
   bool already_seen(const Message& message, std::string_view consumer, const std::string& key);
   bool commit_event(TransferConsumer consumer, const Message& message);
   bool claim_message(const Message& message, std::string_view consumer);

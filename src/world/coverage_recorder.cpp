@@ -40,13 +40,13 @@ void CoverageRecorder::count_commit(const CommitRecord& record) {
   }
 }
 
-// A crash event's detail is its crash point's name. after_commit and after_outbox_send come
-// after the consumer's commit in every mode; after_mark does only where the seen-set is marked
-// after the commit.
+// after_commit and after_outbox_send come after the consumer's commit in every mode; after_mark
+// does only where the seen-set is marked after the commit.
+// REQUIRES: crash is a crash event, with its crash point.
 bool CoverageRecorder::past_commit(const TraceEvent& crash) const {
-  const std::optional<CrashPoint> point = parse_crash_point(crash.detail);
-  INBOXSIM_ASSERT(point.has_value());
-  switch (*point) {
+  INBOXSIM_ASSERT(crash.kind == EventKind::crash);
+  INBOXSIM_ASSERT(crash.crash_point.has_value());
+  switch (*crash.crash_point) {
     case CrashPoint::after_commit:
     case CrashPoint::after_outbox_send: return true;
     case CrashPoint::after_mark:

@@ -381,7 +381,7 @@ void World::run_for(int64_t ms) {
 void World::advance(int64_t ms) {
   TraceEvent event = instance_event(EventKind::advance, now_ms(), {},
                                     "virtual time jumps " + std::to_string(ms) + " ms");
-  event.amount = ms;
+  event.duration_ms = ms;
   record(std::move(event));
   if (clockless()) {
     // No clock decides the order here: the clock jumps, and every pending event may still

@@ -68,6 +68,7 @@ void World::publish_by_hand(const Step& step) {
   auto message = std::make_shared<Message>(step.message);
   TraceEvent event = event_about(EventKind::publish, now_ms(), participant::operator_, *message);
   event.target = participant::broker;
+  event.by_hand = true;
   event.detail = "by hand to " +
                  (step.exchange.empty() ? std::string("the default exchange") : step.exchange) +
                  ", routing key " + step.routing_key;

@@ -120,7 +120,7 @@ void World::pause(size_t index, int64_t ms, CrashPoint point, const Message& mes
   instance.pause_started_ms = now_ms();
   instance.paused_until_ms = now_ms() + ms;
   TraceEvent event = event_about(EventKind::paused, now_ms(), instance.names.service, message);
-  event.amount = ms;
+  event.duration_ms = ms;
   event.detail = "paused for " + std::to_string(ms) + " ms at " +
                  std::string(crash_point_name(point)) + " (a GC pause, a stalled disk)";
   record(std::move(event));
@@ -148,6 +148,7 @@ void World::crash_point(size_t index, CrashPoint point, const Message* message) 
   event.time_ms = now_ms();
   event.kind = EventKind::crash;
   event.service = instance.names.service;
+  event.crash_point = point;
   event.detail = std::string(crash_point_name(point));
   record(std::move(event));
   throw ServiceCrash{instance.service, point};

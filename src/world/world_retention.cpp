@@ -66,7 +66,7 @@ std::string World::retention_words(const std::string& window) const {
 void World::record_cleanup(std::string_view service, int64_t deleted, std::string detail) {
   if (deleted == 0) return;
   TraceEvent event = instance_event(EventKind::cleanup, now_ms(), service, std::move(detail));
-  event.amount = deleted;
+  event.rows_deleted = deleted;
   record(std::move(event));
 }
 

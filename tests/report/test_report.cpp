@@ -8,6 +8,7 @@
 #include <regex>
 #include <sstream>
 
+#include "domain/crash.h"
 #include "domain/participants.h"
 #include "report/glossary.h"
 #include "report/html.h"
@@ -63,6 +64,7 @@ TraceEvent effect(int64_t t, std::string account, int64_t amount, std::string en
   TraceEvent e = inside(t, EventKind::effect, p::account_service, std::move(entry));
   e.account = std::move(account);
   e.amount = amount;
+  e.entry = parse_entry_type(e.detail);
   return e;
 }
 
@@ -94,6 +96,7 @@ std::vector<TraceEvent> sample_events() {
   events.push_back(message(8, K::confirm, p::broker, p::account_service, "m-2", debited));
   TraceEvent crash = message(9, K::crash, p::account_service, "", "m-1", requested);
   crash.detail = "after_commit";
+  crash.crash_point = CrashPoint::after_commit;
   events.push_back(crash);
   TraceEvent closed = inside(9, K::connection_closed, p::account_service, "crash");
   closed.target = p::broker;
@@ -109,6 +112,7 @@ std::vector<TraceEvent> sample_events() {
       message(1010, K::deliver, p::broker, p::account_service, "m-1", requested, 1, true));
   TraceEvent hit = message(1011, K::dedupe_hit, p::account_service, "", "m-1", requested);
   hit.detail = "inbox: already consumed and delivered";
+  hit.dedupe_step = DedupeStep::inbox_consumed;
   events.push_back(hit);
   events.push_back(message(1011, K::ack, p::account_service, p::broker, "m-1", requested, 1));
   events.push_back(message(1012, K::deliver, p::broker, p::transfer_service, "m-2", debited, 1));
@@ -137,7 +141,9 @@ std::vector<TraceEvent> sample_events() {
   events.push_back(copy);
   events.push_back(message(1021, K::deliver, p::broker, p::transfer_service, "m-2", debited, 3));
   TraceEvent duplicate = message(1022, K::dedupe_hit, p::transfer_service, "", "m-2", debited);
-  duplicate.detail = "processed_messages: duplicate key";
+  duplicate.detail =
+      "processed_messages: duplicate key m-2, transaction rolled back, acked without effect";
+  duplicate.dedupe_step = DedupeStep::processed_duplicate_key;
   events.push_back(duplicate);
   events.push_back(message(1022, K::ack, p::transfer_service, p::broker, "m-2", debited, 3));
   return events;
@@ -206,7 +212,9 @@ size_t occurrences(const std::string& text, std::string_view part) {
 TEST_CASE("narration tells the story line by line, grouped under steps", "[report][narrate]") {
   const std::string text = narrate(sample_run(), NarratorOptions{});
   CHECK(contains(text, "inbox: message m-1 already consumed and delivered, acked without effect"));
-  CHECK(contains(text, "processed_messages: message m-2 duplicate key, acked without effect"));
+  CHECK(contains(text,
+                 "processed_messages: message m-2 duplicate key m-2, transaction rolled "
+                 "back, acked without effect"));
   CHECK(contains(text, "broker → account-service  deliver Transfer.Requested t1 (m-1, tag 1 on "
                        "account-service's channel)"));
   CHECK(contains(text, "REDELIVERED (x-delivery-count 2)"));

@@ -2,10 +2,10 @@
 // Every event of a kind that has one carries it, in every story of the library, and the views
 // read it: a sentence reworded cannot change what they show.
 #include <catch2/catch.hpp>
-
 #include <sstream>
 #include <string>
 
+#include "domain/crash.h"
 #include "domain/saga.h"
 #include "domain/scenario.h"
 #include "kernel/trace.h"
@@ -20,7 +20,8 @@ using inboxsim::testing::library_scenario;
 TEST_CASE("every dedupe record, consumer fault and saga change of the library has its typed "
           "field",
           "[trace][typed]") {
-  size_t records = 0, faults = 0, sagas = 0, violations = 0;
+  size_t records = 0, faults = 0, sagas = 0, violations = 0, hits = 0, crashes = 0, effects = 0,
+         timed = 0;
   for (const std::string& file : library_files()) {
     CAPTURE(file);
     RunOptions options;
@@ -50,11 +51,38 @@ TEST_CASE("every dedupe record, consumer fault and saga change of the library ha
           CHECK(parse_saga_state(event.saga_to).has_value());
           CHECK((event.saga_from.empty() || parse_saga_state(event.saga_from).has_value()));
           break;
+        case EventKind::dedupe_hit:
+          ++hits;
+          CHECK(event.dedupe_step != DedupeStep::none);
+          break;
+        case EventKind::crash:
+          ++crashes;
+          REQUIRE(event.crash_point.has_value());
+          CHECK(event.detail == crash_point_name(*event.crash_point));
+          break;
+        case EventKind::effect:
+          ++effects;
+          REQUIRE(event.entry.has_value());
+          CHECK(event.detail == entry_type_name(*event.entry));
+          break;
+        case EventKind::advance:
+        case EventKind::paused:
+          ++timed;
+          CHECK(event.duration_ms > 0);
+          CHECK(event.amount == 0);
+          break;
+        case EventKind::cleanup: CHECK(event.amount == 0); break;
         default:
           CHECK(event.record == DedupeRecord::none);
           CHECK(event.cause == FaultCause::none);
           CHECK(event.saga_to.empty());
           CHECK(event.invariant.empty());
+          CHECK(event.dedupe_step == DedupeStep::none);
+          CHECK_FALSE(event.crash_point.has_value());
+          CHECK_FALSE(event.entry.has_value());
+          CHECK(event.duration_ms == 0);
+          CHECK(event.rows_deleted == 0);
+          CHECK((!event.by_hand || event.kind == EventKind::publish));
       }
     }
   }
@@ -62,6 +90,10 @@ TEST_CASE("every dedupe record, consumer fault and saga change of the library ha
   CHECK(faults > 10);
   CHECK(sagas > 100);
   CHECK(violations > 10);
+  CHECK(hits > 40);
+  CHECK(crashes > 10);
+  CHECK(effects > 100);
+  CHECK(timed > 10);
 }
 
 TEST_CASE("the views read the typed fields, not the sentence", "[trace][typed]") {
@@ -94,7 +126,9 @@ TEST_CASE("the views read the typed fields, not the sentence", "[trace][typed]")
   const std::string plain = narrate(result);
   RunResult reworded = result;
   for (TraceEvent& event : reworded.events) {
-    if (event.kind == EventKind::dedupe_record || event.kind == EventKind::consumer_fault) {
+    if (event.kind == EventKind::dedupe_record || event.kind == EventKind::consumer_fault ||
+        event.kind == EventKind::dedupe_hit || event.kind == EventKind::effect ||
+        event.kind == EventKind::crash) {
       event.detail = "(reworded)";
     }
   }
@@ -111,4 +145,83 @@ TEST_CASE("the views read the typed fields, not the sentence", "[trace][typed]")
   };
   CHECK(why_lines(plain).find("found, consumed null: the consumer never ran") != std::string::npos);
   CHECK(why_lines(plain) == why_lines(again));
+}
+
+namespace {
+
+// The lines of `text` that contain `part`.
+std::string lines_with(const std::string& text, std::string_view part) {
+  std::istringstream in(text);
+  std::string out;
+  for (std::string line; std::getline(in, line);) {
+    if (line.find(part) != std::string::npos) out += line + "\n";
+  }
+  return out;
+}
+
+std::string narrated(const Scenario& scenario, const RunResult& run) {
+  std::ostringstream out;
+  Narrator narrator(out, NarratorOptions{});
+  narrator.set_config(scenario.config);
+  for (const TraceEvent& event : run.events) narrator.on_event(event);
+  narrator.flush();
+  return out.str();
+}
+
+}  // namespace
+
+TEST_CASE("processed_messages' lines are written from the typed fields, with the key spelt out",
+          "[trace][typed]") {
+  // 21: the key is (message id, consumer); 29: a row the state machine refuses is committed
+  // alone. Neither line may follow a reworded sentence.
+  for (const std::string file :
+       {"21-dedupe-key-per-consumer.json", "29-late-duplicate-after-rejection.json"}) {
+    CAPTURE(file);
+    const Scenario scenario = library_scenario(file);
+    RunOptions options;
+    options.keep_trace = true;
+    const RunResult result = run_scenario(scenario, options);
+    RunResult reworded = result;
+    for (TraceEvent& event : reworded.events) {
+      if (event.kind == EventKind::dedupe_record || event.kind == EventKind::dedupe_hit) {
+        event.detail = "(reworded)";
+      }
+    }
+    const std::string plain = lines_with(narrated(scenario, result), "processed_messages: ");
+    CHECK_FALSE(plain.empty());
+    CHECK(plain == lines_with(narrated(scenario, reworded), "processed_messages: "));
+  }
+  const std::string keyed =
+      narrated(library_scenario("21-dedupe-key-per-consumer.json"),
+               run_scenario(library_scenario("21-dedupe-key-per-consumer.json"), [] {
+                 RunOptions options;
+                 options.keep_trace = true;
+                 return options;
+               }()));
+  CHECK(keyed.find(", saga) inserted") != std::string::npos);
+  CHECK(keyed.find(", notifications) inserted") != std::string::npos);
+  const std::string refused =
+      narrated(library_scenario("29-late-duplicate-after-rejection.json"),
+               run_scenario(library_scenario("29-late-duplicate-after-rejection.json"), [] {
+                 RunOptions options;
+                 options.keep_trace = true;
+                 return options;
+               }()));
+  CHECK(refused.find("inserted, committed alone: the state machine refuses the event") !=
+        std::string::npos);
+}
+
+TEST_CASE("a publish by hand and a fault's copy are told apart by the typed flag",
+          "[trace][typed]") {
+  TraceEvent copy;
+  copy.kind = EventKind::publish;
+  copy.service = "operator";
+  copy.target = "broker";
+  copy.type = "Account.Debited";
+  copy.message_id = "m-2";
+  copy.detail = "by hand, reworded";
+  CHECK(describe_event(copy).find("(a copy by hand, same message id)") != std::string::npos);
+  copy.by_hand = true;
+  copy.detail = "reworded";
+  CHECK(describe_event(copy).find("(a copy by hand") == std::string::npos);
 }

@@ -334,14 +334,18 @@ TEST_CASE("the HTML report shows each message's envelope on hover", "[runner][re
 
 TEST_CASE("the trace shows each dedupe record, committed with the effect it guards", "[runner]") {
   const RunResult result = run(one_transfer());
-  std::vector<std::string> account_records;
+  std::vector<DedupeRecord> account_records;
   int64_t processed_records = 0;
   for (size_t i = 0; i < result.events.size(); ++i) {
     const TraceEvent& event = result.events[i];
     if (event.kind != EventKind::dedupe_record) continue;
-    if (event.service == "account-service") account_records.push_back(event.detail);
-    if (event.detail.rfind("processed_messages:", 0) == 0) ++processed_records;
-    if (event.detail.find("marked consumed") != std::string::npos) {
+    if (event.service == "account-service") account_records.push_back(event.record);
+    if (event.record == DedupeRecord::processed_with_saga ||
+        event.record == DedupeRecord::processed_with_notification ||
+        event.record == DedupeRecord::processed_alone) {
+      ++processed_records;
+    }
+    if (event.record == DedupeRecord::inbox_consumed) {
       // The same commit: the effect is the event just before, at the same instant.
       REQUIRE(i > 0);
       REQUIRE(result.events[i - 1].kind == EventKind::effect);
@@ -351,11 +355,12 @@ TEST_CASE("the trace shows each dedupe record, committed with the effect it guar
   }
   // MassTransit's four inbox transactions that write a record, for each of the two commands:
   // insert, consumed, the send pass (one outbox message per pass), delivered in a pass of its own.
-  REQUIRE(account_records.size() == 8);
-  REQUIRE(account_records[0].find("inserted and committed, consumed still null") !=
-          std::string::npos);
-  REQUIRE(account_records[2].find("sent, last_sequence_number saved") != std::string::npos);
-  REQUIRE(account_records[3].find("marked delivered") != std::string::npos);
+  const std::vector<DedupeRecord> one_command = {
+      DedupeRecord::inbox_row_inserted, DedupeRecord::inbox_consumed,
+      DedupeRecord::inbox_outbox_sent, DedupeRecord::inbox_delivered};
+  std::vector<DedupeRecord> both_commands = one_command;
+  both_commands.insert(both_commands.end(), one_command.begin(), one_command.end());
+  REQUIRE(account_records == both_commands);
   REQUIRE(processed_records == 2);  // Account.Debited and Account.Credited
 }
 
@@ -371,7 +376,8 @@ TEST_CASE("the external seen-set is marked outside any transaction, before or af
       return e.kind == EventKind::dedupe_record && e.type == "Transfer.Requested";
     });
     REQUIRE(check != result.events.end());
-    REQUIRE(check->detail.find("checked m-1, not marked") != std::string::npos);
+    REQUIRE(check->record == DedupeRecord::seen_checked);
+    REQUIRE(check->message_id == "m-1");
     const auto mark = std::find_if(check + 1, result.events.end(), [](auto& e) {
       return e.kind == EventKind::dedupe_record && e.type == "Transfer.Requested";
     });
@@ -381,6 +387,6 @@ TEST_CASE("the external seen-set is marked outside any transaction, before or af
     REQUIRE(debit != result.events.end());
     REQUIRE(check < debit);
     REQUIRE((mark < debit) == (mode == AccountInbox::external_before));
-    REQUIRE(mark->detail.find("outside its transaction") != std::string::npos);
+    REQUIRE(mark->record == DedupeRecord::seen_marked);
   }
 }

@@ -15,8 +15,9 @@
 
 using namespace inboxsim;
 using inboxsim::testing::debits_of;
-using inboxsim::testing::events_with;
+using inboxsim::testing::hits_of;
 using inboxsim::testing::library_scenario;
+using inboxsim::testing::records_of;
 
 TEST_CASE("every inbox of the registry is a config value, and the value names it back", "[inbox]") {
   for (const AccountInboxKind& kind : account_inbox_kinds()) {
@@ -95,14 +96,14 @@ TEST_CASE("69: SET NX tells one of two instances 'new': Alice is debited once", 
   CHECK(result.violations.empty());
   CHECK(debits_of(result, "t1") == 1);
   CHECK(result.balances.at("alice") == 7500);
-  CHECK(events_with(result, EventKind::dedupe_record, "SET NX m-1 replied OK") == 1);
-  CHECK(events_with(result, EventKind::dedupe_hit, "m-1 already marked (SET NX replied nil)") == 1);
+  CHECK(records_of(result, DedupeRecord::seen_marked, "m-1") == 1);
+  CHECK(hits_of(result, DedupeStep::seen_set_refused, "m-1") == 1);
   CHECK(result.coverage[Probe::dedupe_account_external_atomic] == 1);
   // The same story with check-then-add is scenario 36's race: both instances debit.
   Scenario check_then_add = scenario;
   check_then_add.config.account_inbox = AccountInbox::external_before;
   const RunResult raced = run_scenario(check_then_add, RunOptions{});
-  CHECK(events_with(raced, EventKind::dedupe_record, "checked m-1, not marked") == 2);
+  CHECK(records_of(raced, DedupeRecord::seen_checked, "m-1") == 2);
   CHECK(debits_of(raced, "t1") == 2);
   CHECK_FALSE(raced.violations.empty());
 }
@@ -118,7 +119,7 @@ TEST_CASE("70: the SET NX mark of a rolled-back debit stays, and the redelivery 
   CHECK(result.balances.at("alice") == 10000);
   CHECK(result.transfers.at("t1") == SagaState::requested);
   CHECK(result.stats.crashes == 1);
-  CHECK(events_with(result, EventKind::dedupe_hit, "m-1 already marked (SET NX replied nil)") == 1);
+  CHECK(hits_of(result, DedupeStep::seen_set_refused, "m-1") == 1);
   // With the mark in the debit's transaction (MassTransit's inbox) the same crash loses nothing.
   Scenario inbox_row = scenario;
   inbox_row.config.account_inbox = AccountInbox::masstransit;

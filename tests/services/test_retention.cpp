@@ -48,7 +48,7 @@ std::string story(const std::string& inbox, int64_t advance_ms) {
 bool has_cleanup(const RunResult& result, const std::string& service, const std::string& what) {
   return std::any_of(result.events.begin(), result.events.end(), [&](const TraceEvent& e) {
     return e.kind == EventKind::cleanup && e.service == service &&
-           e.detail.find(what) != std::string::npos && e.amount > 0;
+           e.detail.find(what) != std::string::npos && e.rows_deleted > 0;
   });
 }
 

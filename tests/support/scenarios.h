@@ -77,6 +77,22 @@ inline int64_t events_with(const RunResult& result, EventKind kind, const std::s
   });
 }
 
+// The dedupe records of message `id` that are `record` (the trace's typed field).
+inline int64_t records_of(const RunResult& result, DedupeRecord record, const std::string& id) {
+  return std::count_if(result.events.begin(), result.events.end(), [&](const TraceEvent& event) {
+    return event.kind == EventKind::dedupe_record && event.record == record &&
+           event.message_id == id;
+  });
+}
+
+// The dedupe hits on message `id` that `step` caught (the trace's typed field).
+inline int64_t hits_of(const RunResult& result, DedupeStep step, const std::string& id) {
+  return std::count_if(result.events.begin(), result.events.end(), [&](const TraceEvent& event) {
+    return event.kind == EventKind::dedupe_hit && event.dedupe_step == step &&
+           event.message_id == id;
+  });
+}
+
 // The DEBIT entries of `transfer` in the ledger `result` ends with.
 inline int64_t debits_of(const RunResult& result, const std::string& transfer) {
   return std::count_if(result.ledger.begin(), result.ledger.end(), [&](const LedgerEntry& entry) {

@@ -374,7 +374,7 @@ TEST_CASE("a MassTransit handler paused past the heartbeat is cancelled, not a z
       result,
       [&](const TraceEvent& e) {
         return e.kind == EventKind::consumer_fault && e.service == "account-service#1" &&
-               e.message_id == id && e.detail.find("cancelled") != std::string::npos;
+               e.message_id == id && e.cause == FaultCause::cancelled;
       },
       resumed);
   REQUIRE(cancelled < result.events.size());

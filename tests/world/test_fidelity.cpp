@@ -184,7 +184,7 @@ std::string lock_wait_story(const std::string& config) {
 
 bool has_serialization_failure(const RunResult& result) {
   return std::any_of(result.events.begin(), result.events.end(), [](const TraceEvent& e) {
-    return e.kind == EventKind::consumer_fault && e.detail.find("40001") != std::string::npos;
+    return e.kind == EventKind::consumer_fault && e.cause == FaultCause::serialization;
   });
 }
 
@@ -410,8 +410,7 @@ std::string marten_race_story(const std::string& extra_config) {
 
 int64_t stream_conflicts(const RunResult& result) {
   return std::count_if(result.events.begin(), result.events.end(), [](const TraceEvent& e) {
-    return e.kind == EventKind::consumer_fault &&
-           e.detail.find("EventStreamUnexpectedMaxEventIdException") != std::string::npos;
+    return e.kind == EventKind::consumer_fault && e.cause == FaultCause::stream_conflict;
   });
 }
 

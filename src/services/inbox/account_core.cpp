@@ -237,6 +237,7 @@ bool AccountCore::apply_entry(const Message& message, EntryType type, const std:
   TraceEvent event = event_about(EventKind::effect, host_.now_ms(), me(), message);
   event.account = account;
   event.amount = delta;
+  event.entry = type;
   event.detail = std::string(entry_type_name(type));
   pending_.events.push_back(std::move(event));
   return true;
@@ -249,6 +250,7 @@ bool AccountCore::apply_entry(const Message& message, EntryType type, const std:
 void AccountCore::note_entry_already_applied(const Message& message, EntryType type) {
   host_.reached(Probe::dedupe_ledger_key_ack);
   TraceEvent event = event_about(EventKind::dedupe_hit, host_.now_ms(), me(), message);
+  event.dedupe_step = DedupeStep::ledger_entry_exists;
   event.detail = "ledger key: (" + message.transfer + ", " + std::string(entry_type_name(type)) +
                  ") already applied: the consumer treats the command as done, no change, no "
                  "reply, acked without effect";

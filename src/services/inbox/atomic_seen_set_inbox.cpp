@@ -67,7 +67,8 @@ bool AtomicSeenSetInbox::claimed(const Message& message) {
     host.record(std::move(event));
     return true;
   }
-  core_.dedupe_hit(Probe::dedupe_account_external_atomic, core_.me(), message,
+  core_.dedupe_hit(Probe::dedupe_account_external_atomic, DedupeStep::seen_set_refused, core_.me(),
+                   message,
                    "external seen-set: message " + message.message_id +
                        " already marked (SET NX replied nil), acked without effect");
   return false;

@@ -87,7 +87,7 @@ bool MartenInbox::already_seen(const Message& message) {
   find->bind(1, message.message_id);
   if (!find->executeStep()) return false;
   core_.dedupe_hit(
-      Probe::dedupe_marten_precheck, me(), message,
+      Probe::dedupe_marten_precheck, DedupeStep::marten_document, me(), message,
       "marten inbox: document " + message.message_id + " exists, acked without effect");
   return true;
 }
@@ -105,7 +105,7 @@ bool MartenInbox::commit_business(const Message& message, std::optional<int64_t>
     insert_document(message);
   } catch (const SQLite::Exception& error) {
     if (!is_unique_violation(error)) throw;
-    core_.dedupe_hit(Probe::dedupe_marten_backstop, me(), message,
+    core_.dedupe_hit(Probe::dedupe_marten_backstop, DedupeStep::marten_backstop, me(), message,
                      "marten inbox: message " + message.message_id +
                          " was stored meanwhile by a concurrent delivery: the document's primary "
                          "key rejected it (the backstop), rolled back, acked without effect");
@@ -168,7 +168,7 @@ bool MartenInbox::stream_conflict(const Message& message, int64_t read_version) 
         "its version was read, and the event's (stream_id, version) key rejected the write",
         FaultCause::stream_conflict};
   }
-  core_.dedupe_hit(Probe::dedupe_ledger_key_ack, me(), message,
+  core_.dedupe_hit(Probe::dedupe_ledger_key_ack, DedupeStep::stream_key_taken, me(), message,
                    "any unique violation as a duplicate: message " + message.message_id +
                        " taken for one, but stream " + stream + " was at version " +
                        std::to_string(read_version) + " when read and is at " +

@@ -318,7 +318,7 @@ ConsumerFault MassTransitInbox::delivery_timeout_fault() {
 // that sends what is left of the outbox (or nothing, when the last send pass already ran).
 void MassTransitInbox::report_resend(const Message& message, bool nothing_unsent) {
   core_.dedupe_hit(
-      Probe::dedupe_masstransit_resend, me(), message,
+      Probe::dedupe_masstransit_resend, DedupeStep::inbox_resend, me(), message,
       "inbox: message " + message.message_id +
           (nothing_unsent ? " already consumed and its outbox message sent, not yet marked "
                             "delivered: sending nothing, setting delivered"
@@ -328,7 +328,7 @@ void MassTransitInbox::report_resend(const Message& message, bool nothing_unsent
 
 void MassTransitInbox::report_duplicate(const Message& message) {
   core_.dedupe_hit(
-      Probe::dedupe_masstransit, me(), message,
+      Probe::dedupe_masstransit, DedupeStep::inbox_consumed, me(), message,
       "inbox: message " + message.message_id + " already consumed, acked without effect");
 }
 

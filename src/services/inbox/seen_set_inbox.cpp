@@ -82,7 +82,7 @@ bool SeenSetInbox::already_seen(const Message& message) {
   core_.dedupe_hit(
       mark_before_commit_ ? Probe::dedupe_account_external_before
                           : Probe::dedupe_account_external_after,
-      core_.me(), message,
+      DedupeStep::seen_marked, core_.me(), message,
       "external seen-set: message " + message.message_id + " already marked, acked without effect");
   return true;
 }

@@ -139,7 +139,8 @@ bool WolverineInbox::store(const Message& message) {
     insert->exec();
   } catch (const SQLite::Exception& error) {
     if (!is_unique_violation(error)) throw;
-    core_.dedupe_hit(Probe::dedupe_wolverine_incoming, me(), message,
+    core_.dedupe_hit(Probe::dedupe_wolverine_incoming, DedupeStep::wolverine_incoming, me(),
+                     message,
                      "wolverine inbox: message " + message.message_id +
                          " is already in wolverine_incoming_envelopes (Incoming or Handled: the "
                          "id is the key): dropped, acked without effect");
