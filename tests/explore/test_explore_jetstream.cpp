@@ -92,7 +92,10 @@ TEST_CASE("a jetstream exploration says its bound of ack wait expiries", "[explo
   CHECK(explore_json(one)["ack_wait_expiries"] == 1);
 }
 
-TEST_CASE("a jetstream exploration is the same search with any number of jobs", "[explore]") {
+// Two searches of about 4,000 states (5 s of one core, more under load): with the long explorer
+// tests.
+TEST_CASE("a jetstream exploration is the same search with any number of jobs",
+          "[.explore_long]") {
   const Scenario story = jetstream_story(1000);
   const ExploreResult one = explore(story, expiries(1, 1));
   const ExploreResult two = explore(story, expiries(1, 2));
