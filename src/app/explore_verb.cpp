@@ -367,9 +367,16 @@ int exhaustive_matrix_command(const ExhaustiveMatrixCommand& command) {
   settings.operator_redrives = command.operator_mode == "redrive";
   const bool tty = isatty(STDERR_FILENO) != 0;
   constexpr size_t kRows = size_t{1} << kDefenceCount;
-  // The progress line names the row being explored; it is made again for each row.
+  // One row at a time (--jobs 1): the progress line names the row being explored, and is made
+  // again for each row. Rows side by side: one line counts the rows settled.
+  const bool side_by_side = settings.jobs > 1;
   std::optional<Progress> progress;
-  if (tty) {
+  std::optional<ProgressLine> rows_line;
+  size_t settled = 0;
+  if (tty && side_by_side) {
+    rows_line.emplace(std::cerr, "matrix --exhaustive " + printable(story.name));
+    rows_line->update("0/" + std::to_string(kRows) + " rows settled", 0.0);
+  } else if (tty) {
     settings.progress = [&](int64_t states, int64_t transitions, int64_t frontier, int64_t depth,
                             int64_t violations) {
       if (progress) progress->update(states, transitions, frontier, depth, violations);
@@ -381,6 +388,7 @@ int exhaustive_matrix_command(const ExhaustiveMatrixCommand& command) {
       run_exhaustive_matrix(story, settings, [&](size_t index, ExhaustiveRow& row) {
         if (!command.out_dir.empty()) written &= write_counterexamples(command.out_dir, row.result);
         progress.reset();
+        if (rows_line) rows_line->clear();
         // A row can take many minutes with faults injected: each is reported on stderr as it
         // ends, so a long run shows what it has settled, and an interrupted one keeps it.
         std::cerr << "matrix row " << index + 1 << "/" << kRows << " ("
@@ -388,13 +396,19 @@ int exhaustive_matrix_command(const ExhaustiveMatrixCommand& command) {
                   << ", " << row.result.states << " states, " << row.result.wall_ms / 1000
                   << " s\n"
                   << std::flush;
-        if (tty && index + 1 < kRows) {
+        ++settled;
+        if (rows_line) {
+          rows_line->update(std::to_string(settled) + "/" + std::to_string(kRows) +
+                                " rows settled",
+                            static_cast<double>(settled) / static_cast<double>(kRows));
+        } else if (tty && index + 1 < kRows) {
           progress.emplace(story.name + " row " + std::to_string(index + 2) + "/" +
                                std::to_string(kRows),
                            settings.max_states);
         }
       });
   progress.reset();
+  rows_line.reset();
   if (command.json) {
     std::cout << exhaustive_matrix_json(story, settings, rows).dump(2) << "\n";
   } else {

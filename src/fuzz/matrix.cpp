@@ -1,11 +1,13 @@
 #include "fuzz/matrix.h"
 
 #include <algorithm>
+#include <mutex>
 #include <optional>
 #include <ostream>
 
 #include "kernel/assert.h"
 #include "scenario/parse.h"
+#include "fuzz/parallel.h"
 #include "fuzz/progress.h"
 
 namespace inboxsim {
@@ -127,18 +129,32 @@ std::string defences_off_tag(const std::array<bool, kDefenceCount>& defences) {
 std::vector<ExhaustiveRow> run_exhaustive_matrix(
     const Scenario& story, const ExploreSettings& settings,
     const std::function<void(size_t index, ExhaustiveRow& row)>& row_done) {
-  std::vector<ExhaustiveRow> rows;
   constexpr unsigned kCombinations = 1U << kDefenceCount;
+  std::vector<ExhaustiveRow> rows(kCombinations);
   for (unsigned off_mask = 0; off_mask < kCombinations; ++off_mask) {
-    ExhaustiveRow row;
+    ExhaustiveRow& row = rows[off_mask];
     for (size_t i = 0; i < kDefenceCount; ++i) row.defences[i] = ((off_mask >> i) & 1U) == 0;
     row.story = story;
     row.story.config = config_with_defences(story.config, row.defences);
     row.story.name = story.name + "-" + defences_off_tag(row.defences);
-    row.result = explore(row.story, settings);
-    if (row_done) row_done(rows.size(), row);
-    rows.push_back(std::move(row));
   }
+  ExploreSettings each = settings;
+  int64_t row_jobs = 1;
+  if (settings.dpor) {
+    row_jobs = settings.jobs;
+    each.jobs = 1;
+  }
+  std::mutex done;
+  parallel_for(
+      rows.size(), row_jobs,
+      [&](size_t index) {
+        rows[index].result = explore(rows[index].story, each);
+        if (row_done) {
+          const std::lock_guard<std::mutex> lock(done);
+          row_done(index, rows[index]);
+        }
+      },
+      [](size_t) { return false; });
   return rows;
 }
 

@@ -64,7 +64,11 @@ Scenario exhaustive_matrix_story();
 std::string defences_off_tag(const std::array<bool, kDefenceCount>& defences);
 
 // Explores `story` once per combination, every defence on first, every defence off last;
-// `row_done` is called after each row (progress, writing counterexamples).
+// `row_done` is called after each row (progress, writing counterexamples), one call at a time.
+// With dynamic partial-order reduction (one depth-first walk a row), the rows are spread over
+// `settings.jobs` threads: they end, and `row_done` is called, in any order, and the rows come
+// back in combination order, each the same search as alone. Otherwise they run one by one, each
+// over the jobs.
 // REQUIRES: !clockless_refusal(story), !story.schedule.
 std::vector<ExhaustiveRow> run_exhaustive_matrix(
     const Scenario& story, const ExploreSettings& settings,

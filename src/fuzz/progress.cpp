@@ -45,6 +45,13 @@ ProgressLine::~ProgressLine() {
   if (shown_) stream_ << "\r\033[K" << std::flush;
 }
 
+void ProgressLine::clear() {
+  std::lock_guard lock(mutex_);
+  if (shown_) stream_ << "\r\033[K" << std::flush;
+  shown_ = false;
+  last_ = {};
+}
+
 double ProgressLine::elapsed_seconds() const {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
 }

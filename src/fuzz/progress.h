@@ -34,6 +34,10 @@ class ProgressLine {
   // thread.
   void update(const std::string& counters, double fraction_done);
 
+  // Erases the line, if drawn, so that a line of output can be written in its place; the next
+  // update draws it again at once.
+  void clear();
+
   // Seconds since the line was made.
   double elapsed_seconds() const;
 
