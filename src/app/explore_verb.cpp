@@ -342,6 +342,24 @@ void add_exhaustive_matrix_options(CLI::App& matrix, ExhaustiveMatrixCommand& co
       ->check(CLI::IsMember({"redrive", "none"}));
 }
 
+namespace {
+
+// Each row's search, from the command's flags: explore's default reduction (dpor,persistent).
+ExploreSettings exhaustive_settings(const ExhaustiveMatrixCommand& command,
+                                    const std::array<bool, kFaultKindCount>& kinds) {
+  ExploreSettings settings;
+  settings.faults = command.faults;
+  settings.fault_kinds = kinds;
+  settings.ack_wait_expiries = command.ack_wait_expiries;
+  settings.max_states = command.max_states;
+  settings.jobs = command.jobs;
+  settings.dpor = true;
+  settings.operator_redrives = command.operator_mode == "redrive";
+  return settings;
+}
+
+}  // namespace
+
 int exhaustive_matrix_command(const ExhaustiveMatrixCommand& command) {
   const std::string kinds_text =
       command.fault_kinds.empty() ? std::string(kExhaustiveMatrixKinds) : command.fault_kinds;
@@ -357,18 +375,10 @@ int exhaustive_matrix_command(const ExhaustiveMatrixCommand& command) {
   if (!command.out_dir.empty()) {
     if (auto failed = prepare_output_dir("--out", command.out_dir)) return *failed;
   }
-  ExploreSettings settings;
-  settings.faults = command.faults;
-  settings.fault_kinds = *kinds;
-  settings.ack_wait_expiries = command.ack_wait_expiries;
-  settings.max_states = command.max_states;
-  settings.jobs = command.jobs;
-  settings.dpor = true;  // explore's default reduction (dpor,persistent)
-  settings.operator_redrives = command.operator_mode == "redrive";
+  ExploreSettings settings = exhaustive_settings(command, *kinds);
   const bool tty = isatty(STDERR_FILENO) != 0;
   constexpr size_t kRows = size_t{1} << kDefenceCount;
-  // One row at a time (--jobs 1): the progress line names the row being explored, and is made
-  // again for each row. Rows side by side: one line counts the rows settled.
+  // One row at a time: a progress line per row, naming it. Side by side: one counts the rows.
   const bool side_by_side = settings.jobs > 1;
   std::optional<Progress> progress;
   std::optional<ProgressLine> rows_line;
