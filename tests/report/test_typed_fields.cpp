@@ -1,6 +1,7 @@
 // The trace's typed fields (kernel/trace.h): what the views act on is data, never a sentence.
 // Every event of a kind that has one carries it, in every story of the library, and the views
 // read it: a sentence reworded cannot change what they show.
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <sstream>
 #include <string>
@@ -17,6 +18,47 @@ using namespace inboxsim;
 using inboxsim::testing::library_files;
 using inboxsim::testing::library_scenario;
 
+namespace {
+
+// A story's run with its trace kept.
+RunResult traced(const Scenario& scenario) {
+  RunOptions options;
+  options.keep_trace = true;
+  return run_scenario(scenario, options);
+}
+
+// The narration of `run`, a run of `scenario`.
+std::string narrated(const Scenario& scenario, const RunResult& run) {
+  std::ostringstream out;
+  Narrator narrator(out, NarratorOptions{});
+  narrator.set_config(scenario.config);
+  for (const TraceEvent& event : run.events) narrator.on_event(event);
+  narrator.flush();
+  return out.str();
+}
+
+// `run` with the sentence of every event of `kinds` reworded.
+RunResult reworded(RunResult run, std::initializer_list<EventKind> kinds) {
+  for (TraceEvent& event : run.events) {
+    if (std::find(kinds.begin(), kinds.end(), event.kind) != kinds.end()) {
+      event.detail = "(reworded)";
+    }
+  }
+  return run;
+}
+
+// The lines of `text` that contain `part`.
+std::string lines_with(const std::string& text, std::string_view part) {
+  std::istringstream in(text);
+  std::string out;
+  for (std::string line; std::getline(in, line);) {
+    if (line.find(part) != std::string::npos) out += line + "\n";
+  }
+  return out;
+}
+
+}  // namespace
+
 TEST_CASE("every dedupe record, consumer fault and saga change of the library has its typed "
           "field",
           "[trace][typed]") {
@@ -24,9 +66,7 @@ TEST_CASE("every dedupe record, consumer fault and saga change of the library ha
          timed = 0;
   for (const std::string& file : library_files()) {
     CAPTURE(file);
-    RunOptions options;
-    options.keep_trace = true;
-    const RunResult result = run_scenario(library_scenario(file), options);
+    const RunResult result = traced(library_scenario(file));
     for (const TraceEvent& event : result.events) {
       CAPTURE(event.detail);
       switch (event.kind) {
@@ -112,63 +152,15 @@ TEST_CASE("the views read the typed fields, not the sentence", "[trace][typed]")
   // The ↳ line under an account-service crash after its inbox row: it reads the record, so a
   // reworded sentence changes nothing.
   const Scenario scenario = library_scenario("10-crash-between-inbox-steps.json");
-  RunOptions options;
-  options.keep_trace = true;
-  const RunResult result = run_scenario(scenario, options);
-  const auto narrate = [&](const RunResult& run) {
-    std::ostringstream out;
-    Narrator narrator(out, NarratorOptions{});
-    narrator.set_config(scenario.config);
-    for (const TraceEvent& event : run.events) narrator.on_event(event);
-    narrator.flush();
-    return out.str();
-  };
-  const std::string plain = narrate(result);
-  RunResult reworded = result;
-  for (TraceEvent& event : reworded.events) {
-    if (event.kind == EventKind::dedupe_record || event.kind == EventKind::consumer_fault ||
-        event.kind == EventKind::dedupe_hit || event.kind == EventKind::effect ||
-        event.kind == EventKind::crash) {
-      event.detail = "(reworded)";
-    }
-  }
-  const std::string again = narrate(reworded);
-  const auto why_lines = [](const std::string& text) {
-    std::string out;
-    size_t at = 0;
-    while ((at = text.find("↳", at)) != std::string::npos) {
-      const size_t end = text.find('\n', at);
-      out += text.substr(at, end - at) + "\n";
-      at = end;
-    }
-    return out;
-  };
-  CHECK(why_lines(plain).find("found, consumed null: the consumer never ran") != std::string::npos);
-  CHECK(why_lines(plain) == why_lines(again));
+  const RunResult result = traced(scenario);
+  const std::string plain = narrated(scenario, result);
+  const std::string again = narrated(
+      scenario, reworded(result, {EventKind::dedupe_record, EventKind::consumer_fault,
+                                  EventKind::dedupe_hit, EventKind::effect, EventKind::crash}));
+  const std::string why = lines_with(plain, "↳");
+  CHECK(why.find("found, consumed null: the consumer never ran") != std::string::npos);
+  CHECK(why == lines_with(again, "↳"));
 }
-
-namespace {
-
-// The lines of `text` that contain `part`.
-std::string lines_with(const std::string& text, std::string_view part) {
-  std::istringstream in(text);
-  std::string out;
-  for (std::string line; std::getline(in, line);) {
-    if (line.find(part) != std::string::npos) out += line + "\n";
-  }
-  return out;
-}
-
-std::string narrated(const Scenario& scenario, const RunResult& run) {
-  std::ostringstream out;
-  Narrator narrator(out, NarratorOptions{});
-  narrator.set_config(scenario.config);
-  for (const TraceEvent& event : run.events) narrator.on_event(event);
-  narrator.flush();
-  return out.str();
-}
-
-}  // namespace
 
 TEST_CASE("processed_messages' lines are written from the typed fields, with the key spelt out",
           "[trace][typed]") {
@@ -178,35 +170,20 @@ TEST_CASE("processed_messages' lines are written from the typed fields, with the
        {"21-dedupe-key-per-consumer.json", "29-late-duplicate-after-rejection.json"}) {
     CAPTURE(file);
     const Scenario scenario = library_scenario(file);
-    RunOptions options;
-    options.keep_trace = true;
-    const RunResult result = run_scenario(scenario, options);
-    RunResult reworded = result;
-    for (TraceEvent& event : reworded.events) {
-      if (event.kind == EventKind::dedupe_record || event.kind == EventKind::dedupe_hit) {
-        event.detail = "(reworded)";
-      }
-    }
+    const RunResult result = traced(scenario);
     const std::string plain = lines_with(narrated(scenario, result), "processed_messages: ");
     CHECK_FALSE(plain.empty());
-    CHECK(plain == lines_with(narrated(scenario, reworded), "processed_messages: "));
+    CHECK(plain ==
+          lines_with(narrated(scenario, reworded(result, {EventKind::dedupe_record,
+                                                          EventKind::dedupe_hit})),
+                     "processed_messages: "));
   }
-  const std::string keyed =
-      narrated(library_scenario("21-dedupe-key-per-consumer.json"),
-               run_scenario(library_scenario("21-dedupe-key-per-consumer.json"), [] {
-                 RunOptions options;
-                 options.keep_trace = true;
-                 return options;
-               }()));
+  const Scenario per_consumer = library_scenario("21-dedupe-key-per-consumer.json");
+  const std::string keyed = narrated(per_consumer, traced(per_consumer));
   CHECK(keyed.find(", saga) inserted") != std::string::npos);
   CHECK(keyed.find(", notifications) inserted") != std::string::npos);
-  const std::string refused =
-      narrated(library_scenario("29-late-duplicate-after-rejection.json"),
-               run_scenario(library_scenario("29-late-duplicate-after-rejection.json"), [] {
-                 RunOptions options;
-                 options.keep_trace = true;
-                 return options;
-               }()));
+  const Scenario late = library_scenario("29-late-duplicate-after-rejection.json");
+  const std::string refused = narrated(late, traced(late));
   CHECK(refused.find("inserted, committed alone: the state machine refuses the event") !=
         std::string::npos);
 }
