@@ -42,7 +42,10 @@ struct ExploreSettings {
   bool persistent_sets = true;
   // Dynamic partial-order reduction (fuzz/dpor.h) instead of the breadth-first search with
   // sleep sets and persistent sets: depth-first, one order per equivalence class of orders
-  // that differ only in independent events. It ignores sleep_sets, persistent_sets and jobs.
+  // that differ only in independent events. It keeps sleep sets of its own (sleep_sets is not
+  // read), takes persistent sets with persistent_sets, and runs on one thread (jobs is not
+  // read). explore, matrix --exhaustive and the playground set it (their default); the struct's
+  // default stays the breadth-first search, which the tests compare it with.
   bool dpor = false;
   // A preemption bound (CHESS's): only orders with at most this many preemptions, a preemption
   // being a step of a handler of one instance taken while a handler another instance started

@@ -306,9 +306,7 @@ std::string needs_its_clock(const Scenario& story) {
   quiet.hash_trace = false;
   const RunResult without = run_scenario(free, quiet);
   if (without.passed) return {};
-  Scenario plain = story;
-  plain.schedule.reset();
-  const RunResult with = run_scenario(plain, quiet);
+  const RunResult with = run_scenario(without_schedule(story), quiet);
   if (!with.passed) return {};
   for (const ExpectationResult& expectation : without.expectations) {
     if (!expectation.ok) return expectation.what + " (" + expectation.detail + ")";

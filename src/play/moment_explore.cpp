@@ -34,9 +34,7 @@ ExploreResult search_from(const Scenario& story, const Replay& here, int64_t fau
   search.from = here.canonical;
   search.prefix_faults = static_cast<int64_t>(faults_taken(here));
   search.stop_at_good_leaf = stop_at_good_leaf;
-  Scenario plain = story;
-  plain.schedule.reset();
-  return explore(plain, search);
+  return explore(without_schedule(story), search);
 }
 
 // A branch's moves, and for the moment before any of them whether some order of the events,
@@ -146,9 +144,8 @@ nlohmann::json explore_from_moment(const Scenario& story, const Schedule& schedu
   if (!result.counterexamples.empty()) {
     const ExploreCounterexample& cx = result.counterexamples.front();
     out["verdict"] = "BROKEN";
-    Scenario plain = story;
-    plain.schedule.reset();
-    const Schedule continuation = stepwise_schedule(plain, *cx.scenario.schedule, limits);
+    const Schedule continuation =
+        stepwise_schedule(without_schedule(story), *cx.scenario.schedule, limits);
     out["counterexample"] = json{{"invariant", invariant_name(cx.invariant)},
                                  {"detail", cx.detail},
                                  {"schedule", schedule_json(continuation)}};

@@ -30,6 +30,14 @@ struct ReplayMode {
 Replay replay(const Scenario& story, const Schedule& schedule, const ReplayMode& mode,
               const MomentLimits& limits);
 
+// `story` without a schedule: the story as `inboxsim run` plays it by default, and as the
+// explorer takes it (the moment it starts from is its own setting).
+inline Scenario without_schedule(const Scenario& story) {
+  Scenario plain = story;
+  plain.schedule.reset();
+  return plain;
+}
+
 // The schedule of the moment at `position` choices with the first `actions` hand actions.
 Schedule prefix_of(const Schedule& schedule, size_t position, size_t actions);
 
