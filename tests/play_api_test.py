@@ -96,8 +96,10 @@ def part_walk(server):
         moment = replay(server, "01-happy-path", moment["enabled"][0]["schedule"])
         taken += 1
     # A handler's next step is offered under the real system's name for it.
+    # Its consume pass is one event, the lock's grant with the work (docs/model.md).
     check("MassTransit's consume pass is a choice of its own",
-          any(label.endswith("MassTransit pass 2: consume (the consumer runs), commit")
+          any(label.endswith("MassTransit pass 2: find the inbox row (SELECT ... FOR UPDATE), "
+                             "then consume (the consumer runs), commit")
               for label in labels), labels[:20])
     steps = [label for label in labels if ", handling " in label]
     check("every handler step says what it does next",

@@ -211,6 +211,7 @@ class Search {
     options.explore.enabled = true;
     options.explore.log_events = true;
     options.explore.check_void_events = settings_.check_void_events;
+    options.explore.fuse_lock_steps = settings_.fuse_lock_steps;
     options.explore.schedule = explore_schedule(prefix, settings_);
     options.explore.chooser = [this](World& world) { return choose(world); };
     World world(scenario_, scenario_.config, options);

@@ -164,6 +164,7 @@ std::vector<NodeRun> run_node(const Scenario& scenario, const Choices& choices,
   // Only sleep sets read a node's footprint (a bounded search takes none).
   options.explore.footprints_by_row = settings.sleep_sets && settings.preemptions < 0;
   options.explore.check_void_events = settings.check_void_events;
+  options.explore.fuse_lock_steps = settings.fuse_lock_steps;
   options.explore.count_preemptions = settings.preemptions >= 0;
   options.explore.continue_alone = settings.persistent_sets && settings.continue_alone;
   options.explore.explored = explored;

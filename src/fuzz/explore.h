@@ -61,6 +61,10 @@ struct ExploreSettings {
   bool operator_redrives = true;
   // Tests: check that every event taken as void changes nothing (ExploreControl).
   bool check_void_events = false;
+  // Tests: off, the step after a row lock's grant is an event of its own, to compare the
+  // search with the one that fuses them (ExploreControl::fuse_lock_steps). Its counterexamples
+  // replay only with it off.
+  bool fuse_lock_steps = true;
   // With persistent sets: a replay goes on through each state where one event is taken
   // alone, and the runs it makes on the way stand in for the replays of those states' one
   // child (ExploreControl::continue_alone). The same search with fewer replays; the tests

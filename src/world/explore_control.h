@@ -67,6 +67,10 @@ struct ExploreControl {
   bool log_events = false;
   // Fill ExploreOutcome::preempts at each frontier (a preemption-bounded search).
   bool count_preemptions = false;
+  // Without a clock, the step right after a row lock's grant is no event of its own
+  // (World::between_steps, docs/model.md "a row lock's grant and the step after it are one
+  // event"). Tests turn it off to compare; a run made so replays only with it off.
+  bool fuse_lock_steps = true;
   // With log_events, past the schedule: the explorer picks each option itself, reading the
   // log (whose last choice is the one being made, its `enabled` filled for an event). A
   // negative answer stops the run there.

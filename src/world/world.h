@@ -240,6 +240,9 @@ class World {
     size_t attempt = 0;   // 0 for the first, then one per retry
     uint64_t resume = 0;  // where it waits and what it still needs (ServiceHost::between_steps)
     std::string next_step;  // what it does when it goes on (ServiceHost::between_steps)
+    // It took (or waits for) a row lock since its last step boundary: in an exploration without
+    // a clock, the boundary that follows is no event of its own (World::between_steps).
+    bool right_after_lock = false;
     // The wolverine inbox: the envelope is in the incoming table and the broker was acked (by
     // this handler's ack_now, or long ago: the durability agent recovered it); the handler's end
     // acks nothing, and its next attempt runs from the table.

@@ -104,6 +104,10 @@ TEST_CASE("account-service: each step of a MassTransit delivery is named by its 
   // The first delivery inserts the row, consumes in a pass of its own, then sends.
   REQUIRE(has("MassTransit pass 1: insert the inbox row (consumed null), commit"));
   REQUIRE(has("MassTransit pass 2: consume (the consumer runs), commit"));
+  // The step before a pass names the pass's plan for the row as the handler left it: in an
+  // exploration it is one event with the pass's work (World::between_steps).
+  REQUIRE(has("MassTransit pass 2: find the inbox row (SELECT ... FOR UPDATE), then consume (the "
+              "consumer runs), commit"));
   REQUIRE(std::any_of(host.steps.begin(), host.steps.end(), [](const std::string& step) {
     return step.find(": send the next outbox message") != std::string::npos;
   }));

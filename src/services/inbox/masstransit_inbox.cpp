@@ -30,8 +30,12 @@ constexpr int64_t kMessageDeliveryTimeoutMs = 30000;
 // InboxCleanupServiceOptions.QueryMessageLimit: the inbox rows one cleanup DELETE removes at
 // most (MassTransit v8.5.3, Configuration/DependencyInjection/InboxCleanupServiceOptions.cs).
 constexpr int64_t kCleanupQueryMessageLimit = 100;
-// The step that starts every pass.
+// The step that starts every pass, and what a pass does with the row its locking select returns.
 constexpr std::string_view kFindRow = "find the inbox row (SELECT ... FOR UPDATE)";
+constexpr std::string_view kConsumePlan = "consume (the consumer runs), commit";
+constexpr std::string_view kSendPlan =
+    "send the next outbox message (none left: set delivered, commit)";
+constexpr std::string_view kRemovePlan = "remove the outbox rows, commit, ack";
 
 std::string inbox_lock_key(const Message& message) {
   return "inbox_state (" + message.message_id + ", " + std::string(kAccountConsumerId) + ")";
@@ -137,6 +141,7 @@ class MassTransitInbox final : public AccountInboxMechanism {
                                int64_t sequence = 0);
   bool snapshot_isolation() const;
   static std::string pass_label(int64_t pass, std::string_view what);
+  static std::string find_row_label(int64_t pass, std::string_view plan);
   static std::string_view locked_pass_plan(const std::optional<InboxRow>& inbox);
   static ConsumerFault serialization_fault();
   static ConsumerFault delivery_timeout_fault();
@@ -209,7 +214,8 @@ Task<Outcome> MassTransitInbox::handle(MessagePtr message_ptr) {
       co_await core_.step(pass_label(pass, "insert the inbox row (consumed null), commit"),
                           CrashPointSet(CrashPoint::after_precheck), message, frame());
       inbox_insert(message);
-      co_await core_.step(pass_label(pass + 1, kFindRow), CrashPointSet(CrashPoint::after_dedupe),
+      co_await core_.step(find_row_label(pass + 1, kConsumePlan),
+                          CrashPointSet(CrashPoint::after_dedupe),
                           message, frame());
       continue;
     }
@@ -228,7 +234,8 @@ Task<Outcome> MassTransitInbox::handle(MessagePtr message_ptr) {
       inbox_consume(message, *inbox);
       host_.unlock_row(lock_key);
       reported = true;
-      co_await core_.step(pass_label(pass + 1, kFindRow), CrashPointSet(CrashPoint::after_commit),
+      co_await core_.step(find_row_label(pass + 1, kSendPlan),
+                          CrashPointSet(CrashPoint::after_commit),
                           message, frame());
       continue;
     }
@@ -239,7 +246,7 @@ Task<Outcome> MassTransitInbox::handle(MessagePtr message_ptr) {
       if (unsent.empty()) {
         inbox_delivered(message, *inbox);
         host_.unlock_row(lock_key);
-        co_await core_.step(pass_label(pass + 1, kFindRow), message, frame());
+        co_await core_.step(find_row_label(pass + 1, kRemovePlan), message, frame());
         continue;
       }
       const auto& [seq, outgoing] = unsent.front();  // the send pass's one message
@@ -255,7 +262,7 @@ Task<Outcome> MassTransitInbox::handle(MessagePtr message_ptr) {
                           CrashPointSet(CrashPoint::after_outbox_send), message, frame(seq));
       inbox_sent(message, *inbox, seq);
       host_.unlock_row(lock_key);
-      co_await core_.step(pass_label(pass + 1, kFindRow), message, frame());
+      co_await core_.step(find_row_label(pass + 1, kSendPlan), message, frame());
       continue;
     }
     inbox_remove_outbox(message, *inbox);
@@ -289,14 +296,20 @@ std::string MassTransitInbox::pass_label(int64_t pass, std::string_view what) {
   return "MassTransit pass " + std::to_string(pass) + ": " + std::string(what);
 }
 
+// The next pass's label: its locking select, then what the row as this handler left it calls
+// for. In an exploration without a clock the select's lock and the pass's work are one event
+// (World::between_steps), so this names what that event does, unless another copy has
+// changed the row in between (the trace then says what the pass did).
+std::string MassTransitInbox::find_row_label(int64_t pass, std::string_view plan) {
+  return pass_label(pass, std::string(kFindRow) + ", then " + std::string(plan));
+}
+
 // What a pass does with the row its locking select returned.
 std::string_view MassTransitInbox::locked_pass_plan(const std::optional<InboxRow>& inbox) {
   if (!inbox) return "the row is gone: start over";
-  if (!inbox->consumed) return "consume (the consumer runs), commit";
-  if (!inbox->delivered) {
-    return "send the next outbox message (none left: set delivered, commit)";
-  }
-  return "remove the outbox rows, commit, ack";
+  if (!inbox->consumed) return kConsumePlan;
+  if (!inbox->delivered) return kSendPlan;
+  return kRemovePlan;
 }
 
 ConsumerFault MassTransitInbox::serialization_fault() {
