@@ -41,6 +41,17 @@ std::string inbox_lock_key(const Message& message) {
   return "inbox_state (" + message.message_id + ", " + std::string(kAccountConsumerId) + ")";
 }
 
+// What the handler does next, by its pass: the playground's label for the step; then the label
+// of the pass after `pass`: its locking select, then what the row as this handler left it calls
+// for (without a clock, one event: World::between_steps; another copy may have changed the row
+// since, and the trace says what the pass did).
+std::string pass_label(int64_t pass, std::string_view what) {
+  return "MassTransit pass " + std::to_string(pass) + ": " + std::string(what);
+}
+std::string next_pass(int64_t pass, std::string_view plan) {
+  return pass_label(pass + 1, std::string(kFindRow) + ", then " + std::string(plan));
+}
+
 // Counts the outbox rows not yet sent. A MassTransit outbox row is written with its inbox row's
 // `consumed` and sent by a send pass, which saves its sequence number as the inbox row's
 // `last_sequence_number` (the outbox row itself is not marked); a pass of its own then sets
@@ -140,8 +151,6 @@ class MassTransitInbox final : public AccountInboxMechanism {
   static uint64_t frame_digest(bool reported, const std::optional<InboxRow>& row, int64_t pass,
                                int64_t sequence = 0);
   bool snapshot_isolation() const;
-  static std::string pass_label(int64_t pass, std::string_view what);
-  static std::string find_row_label(int64_t pass, std::string_view plan);
   static std::string_view locked_pass_plan(const std::optional<InboxRow>& inbox);
   static ConsumerFault serialization_fault();
   static ConsumerFault delivery_timeout_fault();
@@ -214,8 +223,7 @@ Task<Outcome> MassTransitInbox::handle(MessagePtr message_ptr) {
       co_await core_.step(pass_label(pass, "insert the inbox row (consumed null), commit"),
                           CrashPointSet(CrashPoint::after_precheck), message, frame());
       inbox_insert(message);
-      co_await core_.step(find_row_label(pass + 1, kConsumePlan),
-                          CrashPointSet(CrashPoint::after_dedupe),
+      co_await core_.step(next_pass(pass, kConsumePlan), CrashPointSet(CrashPoint::after_dedupe),
                           message, frame());
       continue;
     }
@@ -234,8 +242,7 @@ Task<Outcome> MassTransitInbox::handle(MessagePtr message_ptr) {
       inbox_consume(message, *inbox);
       host_.unlock_row(lock_key);
       reported = true;
-      co_await core_.step(find_row_label(pass + 1, kSendPlan),
-                          CrashPointSet(CrashPoint::after_commit),
+      co_await core_.step(next_pass(pass, kSendPlan), CrashPointSet(CrashPoint::after_commit),
                           message, frame());
       continue;
     }
@@ -246,7 +253,7 @@ Task<Outcome> MassTransitInbox::handle(MessagePtr message_ptr) {
       if (unsent.empty()) {
         inbox_delivered(message, *inbox);
         host_.unlock_row(lock_key);
-        co_await core_.step(find_row_label(pass + 1, kRemovePlan), message, frame());
+        co_await core_.step(next_pass(pass, kRemovePlan), message, frame());
         continue;
       }
       const auto& [seq, outgoing] = unsent.front();  // the send pass's one message
@@ -262,7 +269,7 @@ Task<Outcome> MassTransitInbox::handle(MessagePtr message_ptr) {
                           CrashPointSet(CrashPoint::after_outbox_send), message, frame(seq));
       inbox_sent(message, *inbox, seq);
       host_.unlock_row(lock_key);
-      co_await core_.step(find_row_label(pass + 1, kSendPlan), message, frame());
+      co_await core_.step(next_pass(pass, kSendPlan), message, frame());
       continue;
     }
     inbox_remove_outbox(message, *inbox);
@@ -289,19 +296,6 @@ uint64_t MassTransitInbox::frame_digest(bool reported, const std::optional<Inbox
 bool MassTransitInbox::snapshot_isolation() const {
   return config_.account_database == AccountDatabase::postgres &&
          config_.account_isolation == Isolation::repeatable_read;
-}
-
-// What the handler does next, by its pass: the playground's label for the step.
-std::string MassTransitInbox::pass_label(int64_t pass, std::string_view what) {
-  return "MassTransit pass " + std::to_string(pass) + ": " + std::string(what);
-}
-
-// The next pass's label: its locking select, then what the row as this handler left it calls
-// for. In an exploration without a clock the select's lock and the pass's work are one event
-// (World::between_steps), so this names what that event does, unless another copy has
-// changed the row in between (the trace then says what the pass did).
-std::string MassTransitInbox::find_row_label(int64_t pass, std::string_view plan) {
-  return pass_label(pass, std::string(kFindRow) + ", then " + std::string(plan));
 }
 
 // What a pass does with the row its locking select returned.
