@@ -326,6 +326,12 @@ class World {
   bool explored_step();
   bool at_frontier(size_t enabled);
   PendingEvent describe_job(const Job& job) const;
+  // describe_job's words for the jobs about a message, by kind: each sets the event's kind,
+  // and its participant, message and label as far as the job knows them.
+  void describe_delivery(const Job& job, PendingEvent& event) const;
+  void describe_ack(const Job& job, PendingEvent& event) const;
+  void describe_confirm(const Job& job, PendingEvent& event) const;
+  void describe_handler_step(const Job& job, PendingEvent& event) const;
   static std::string message_words(const Message* message);
   void log_fault_point(FaultKind kind, ServiceId service, int64_t instance,
                        std::optional<CrashPoint> point, const Message* message);

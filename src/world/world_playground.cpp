@@ -144,57 +144,14 @@ PendingEvent World::describe_job(const Job& job) const {
   const Instance& instance = instances_[job.instance];
   PendingEvent event;
   event.participant = instance.names.service;
-  const auto about = [](const MessagePtr& message) { return message_words(message.get()); };
   switch (job.kind) {
-    case JobKind::deliver: {
-      event.kind = "deliver";
-      const Delivery& delivery = wire_.at(job.delivery_id);
-      event.message = delivery.message;
-      event.participant = consumers_[delivery.consumer].participant;
-      event.label = std::string(delivery.redelivered ? "redelivery" : "delivery") + " of " +
-                    about(delivery.message) + " reaches " + event.participant;
-      break;
-    }
+    case JobKind::deliver: describe_delivery(job, event); break;
     case JobKind::ack:
-    case JobKind::nack: {
-      event.kind = job.kind == JobKind::ack ? "ack" : "nack";
-      event.participant = consumers_[job.consumer].participant;
-      event.message = unacked_message(broker_->contents(), event.participant, job.delivery_tag);
-      event.label = "the " + (job.term ? std::string("term (+TERM)") : event.kind) + " of " +
-                    (event.message ? about(event.message)
-                                   : "delivery tag " + std::to_string(job.delivery_tag)) +
-                    " from " + event.participant + " reaches the broker";
-      break;
-    }
+    case JobKind::nack: describe_ack(job, event); break;
     case JobKind::confirm:
-    case JobKind::publish_nack: {
-      event.kind = job.kind == JobKind::confirm ? "confirm" : "publish_nack";
-      event.participant =
-          instance.names.relay.empty() ? instance.names.service : instance.names.relay;
-      const auto found = awaiting_confirm_.find({job.instance, job.outbox_seq});
-      if (found != awaiting_confirm_.end()) event.message = found->second;
-      event.label =
-          std::string(job.kind == JobKind::confirm ? "the publisher confirm"
-                                                   : "the broker's nack") +
-          " of " +
-          (event.message ? about(event.message) : "outbox row " + std::to_string(job.outbox_seq)) +
-          " reaches " + event.participant;
-      break;
-    }
+    case JobKind::publish_nack: describe_confirm(job, event); break;
     case JobKind::resume:
-    case JobKind::retry: {
-      event.kind = job.kind == JobKind::resume ? "step" : "retry";
-      const auto found = handlers_.find(job.handler);
-      if (found != handlers_.end()) {
-        event.message = found->second.delivery.message;
-        event.participant = consumers_[found->second.delivery.consumer].participant;
-      }
-      event.label = job.kind == JobKind::resume && found != handlers_.end()
-                        ? event.participant + ", handling " + about(event.message) + ": " +
-                              found->second.next_step
-                        : event.participant + " retries its handler of " + about(event.message);
-      break;
-    }
+    case JobKind::retry: describe_handler_step(job, event); break;
     case JobKind::relay_poll:
       event.kind = "relay_poll";
       event.participant = instance.names.relay;
@@ -220,6 +177,58 @@ PendingEvent World::describe_job(const Job& job) const {
   if (event.label.empty()) event.label = label_of_loop(event.kind, event.participant);
   if (void_forever(job)) event.label += " (void: its target is gone, it changes nothing)";
   return event;
+}
+
+// A delivery on its way to its consumer.
+void World::describe_delivery(const Job& job, PendingEvent& event) const {
+  event.kind = "deliver";
+  const Delivery& delivery = wire_.at(job.delivery_id);
+  event.message = delivery.message;
+  event.participant = consumers_[delivery.consumer].participant;
+  event.label = std::string(delivery.redelivered ? "redelivery" : "delivery") + " of " +
+                message_words(delivery.message.get()) + " reaches " + event.participant;
+}
+
+// A consumer's ack or nack (or term) on its way to the broker.
+void World::describe_ack(const Job& job, PendingEvent& event) const {
+  event.kind = job.kind == JobKind::ack ? "ack" : "nack";
+  event.participant = consumers_[job.consumer].participant;
+  event.message = unacked_message(broker_->contents(), event.participant, job.delivery_tag);
+  event.label = "the " + (job.term ? std::string("term (+TERM)") : event.kind) + " of " +
+                (event.message ? message_words(event.message.get())
+                               : "delivery tag " + std::to_string(job.delivery_tag)) +
+                " from " + event.participant + " reaches the broker";
+}
+
+// The broker's publisher confirm (or nack) of an outbox row on its way to the instance's relay,
+// or to its service when it has none.
+void World::describe_confirm(const Job& job, PendingEvent& event) const {
+  const Instance& instance = instances_[job.instance];
+  event.kind = job.kind == JobKind::confirm ? "confirm" : "publish_nack";
+  event.participant = instance.names.relay.empty() ? instance.names.service : instance.names.relay;
+  const auto found = awaiting_confirm_.find({job.instance, job.outbox_seq});
+  if (found != awaiting_confirm_.end()) event.message = found->second;
+  event.label =
+      std::string(job.kind == JobKind::confirm ? "the publisher confirm" : "the broker's nack") +
+      " of " +
+      (event.message ? message_words(event.message.get())
+                     : "outbox row " + std::to_string(job.outbox_seq)) +
+      " reaches " + event.participant;
+}
+
+// A handler's next step, or its next attempt after a failure.
+void World::describe_handler_step(const Job& job, PendingEvent& event) const {
+  event.kind = job.kind == JobKind::resume ? "step" : "retry";
+  const auto found = handlers_.find(job.handler);
+  if (found != handlers_.end()) {
+    event.message = found->second.delivery.message;
+    event.participant = consumers_[found->second.delivery.consumer].participant;
+  }
+  event.label = job.kind == JobKind::resume && found != handlers_.end()
+                    ? event.participant + ", handling " + message_words(event.message.get()) +
+                          ": " + found->second.next_step
+                    : event.participant + " retries its handler of " +
+                          message_words(event.message.get());
 }
 
 }  // namespace inboxsim

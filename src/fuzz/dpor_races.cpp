@@ -1,0 +1,393 @@
+// The DPOR search's race analysis (fuzz/dpor_state.h): happens-before over a run's events, the
+// summaries of the states' subtrees, source-DPOR's races in each execution, and the races of a
+// cached subtree with the order that reached it again.
+#include <algorithm>
+#include <iterator>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "fuzz/dpor_state.h"
+#include "kernel/assert.h"
+#include "kernel/fingerprint.h"
+#include "kernel/footprint.h"
+
+namespace inboxsim::dpor {
+
+namespace {
+
+// Two events of a run that do not commute (the dependence relation): they share a resource,
+// or one of them is ordered with every event.
+bool dependent(const LoggedEvent& a, const LoggedEvent& b) {
+  return everything(a) || everything(b) || footprints_meet(a.footprint, b.footprint);
+}
+
+// A race in words, for the report of what the search spends its states on: the two events and
+// what they meet on ("resume account-service / resume account-service on row, next rowid").
+std::string race_words(const LoggedEvent& first, const LoggedEvent& second) {
+  std::string words = std::string(first.kind) + " " + std::string(first.who) + " / " +
+                      std::string(second.kind) + " " + std::string(second.who) + " on ";
+  if (everything(first) || everything(second)) return words + "everything";
+  const char* separator = "";
+  for (const ResourceClass kind : meeting_classes(first.footprint, second.footprint)) {
+    words += separator;
+    words += resource_class_name(kind);
+    separator = ", ";
+  }
+  return words;
+}
+
+}  // namespace
+
+uint32_t Search::intern(SummaryEntry entry) {
+  Hasher hasher;
+  hasher.add(entry.job).add(entry.everything).add(entry.pending_story).add(entry.story);
+  hasher.add(entry.past_everything);
+  hasher.add(static_cast<uint64_t>(entry.footprint.size()));
+  for (const uint64_t resource : entry.footprint) hasher.add(resource);
+  hasher.add(static_cast<uint64_t>(entry.past.size()));
+  for (const uint64_t resource : entry.past) hasher.add(resource);
+  for (const Fingerprint& root : entry.roots) hasher.add(root);
+  const auto [at, fresh] =
+      entry_ids_.try_emplace(hasher.finish(), static_cast<uint32_t>(entries_.size()));
+  if (fresh) {
+    entries_.push_back(std::move(entry));
+  }
+  return at->second;
+}
+
+// The summary entries of the events from `first_new` on, for every state of the stack before
+// each of them.
+void Search::summarise(const EventLog& log, const std::vector<Bits>& before, size_t first_new) {
+  std::vector<size_t> starts;  // the stack's event states, by where their event is
+  for (const Node& node : stack_) {
+    if (node.event && !node.frozen) starts.push_back(static_cast<size_t>(node.logged));
+  }
+  std::vector<Node*> nodes;
+  for (Node& node : stack_) {
+    if (node.event && !node.frozen) nodes.push_back(&node);
+  }
+  for (size_t index = first_new; index < log.events.size(); ++index) {
+    const LoggedEvent& event = log.events[index];
+    SummaryEntry entry;
+    entry.job = event.job;
+    entry.footprint = event.footprint;
+    entry.everything = event.violated;
+    entry.story = event.story;
+    entry.pending_story = event.story && event.pending;
+    std::vector<Fingerprint> roots;
+    std::vector<Fingerprint> interned_roots;
+    uint32_t id = 0;
+    bool fresh = true;    // the entry differs from the one interned as `id`
+    size_t cone = index;  // events of the cone from here on are in entry.past and roots
+    for (size_t at = nodes.size(); at-- > 0;) {
+      const size_t start = starts[at];
+      if (start > index) continue;
+      // Widen the cone down to this state's event.
+      while (cone > start) {
+        --cone;
+        if (!before[index].test(cone)) continue;
+        const LoggedEvent& ancestor = log.events[cone];
+        if (everything(ancestor)) entry.past_everything = true;
+        std::vector<uint64_t> merged;
+        std::set_union(entry.past.begin(), entry.past.end(), ancestor.footprint.begin(),
+                       ancestor.footprint.end(), std::back_inserter(merged));
+        entry.past = std::move(merged);
+        fresh = true;
+      }
+      // Its roots here: the cone's jobs (itself included) made before this state.
+      roots.clear();
+      if (!event.story && event.creator < static_cast<int64_t>(start)) roots.push_back(event.job);
+      for (size_t member = start; member < index; ++member) {
+        const LoggedEvent& ancestor = log.events[member];
+        if (before[index].test(member) && !ancestor.story &&
+            ancestor.creator < static_cast<int64_t>(start)) {
+          roots.push_back(ancestor.job);
+        }
+      }
+      std::sort(roots.begin(), roots.end());
+      roots.erase(std::unique(roots.begin(), roots.end()), roots.end());
+      // Most states of the stack see the same cone and roots as the one above them: the
+      // entry interned for that one is theirs too.
+      if (fresh || roots != interned_roots) {
+        SummaryEntry here = entry;
+        here.roots = roots;
+        id = intern(std::move(here));
+        interned_roots = roots;
+        fresh = false;
+      }
+      add_to_summary(*nodes[at], id);
+    }
+  }
+}
+
+namespace {
+
+// What follows an event e of this order, as replay_races reads it: the resources of what
+// follows it, and whether anything after it does not.
+struct WhatFollows {
+  std::vector<uint64_t> after_with;     // resources of e and what follows it
+  std::vector<uint64_t> after_without;  // of what strictly follows it
+  bool barrier = false;          // e, or a story step that follows it, is ordered with every event
+  bool unordered_after = false;  // some event after e does not follow it
+};
+
+// What follows event `earlier` (e) of `log`. `after_with` holds e's own resources only:
+// replay_races adds `after_without` to it unless a barrier orders all that follows e.
+WhatFollows what_follows(const EventLog& log, const std::vector<Bits>& before,
+                         const std::vector<bool>& free, size_t earlier) {
+  const LoggedEvent& taken = log.events[earlier];
+  WhatFollows after;
+  after.barrier = everything(taken);
+  after.after_with = taken.footprint;
+  for (size_t event = earlier + 1; event < log.events.size(); ++event) {
+    if (!before[event].test(earlier)) {
+      after.unordered_after = true;
+      continue;
+    }
+    const LoggedEvent& follower = log.events[event];
+    if (follower.story) after.barrier = true;
+    if (free[event]) continue;  // taken alone: it orders nothing after it
+    std::vector<uint64_t> merged;
+    std::set_union(after.after_without.begin(), after.after_without.end(),
+                   follower.footprint.begin(), follower.footprint.end(),
+                   std::back_inserter(merged));
+    after.after_without = std::move(merged);
+  }
+  return after;
+}
+
+// The jobs waiting now (at `here`) that something following event `earlier` made, sorted.
+std::vector<Fingerprint> made_by_followers(const LoggedChoice& here,
+                                           const std::vector<Bits>& before, size_t earlier) {
+  std::vector<Fingerprint> made_after;
+  for (size_t option = 0; option < here.enabled.size(); ++option) {
+    const int64_t born = option < here.born.size() ? here.born[option] : -1;
+    if (born >= 0 && (static_cast<size_t>(born) == earlier ||
+                      before[static_cast<size_t>(born)].test(earlier))) {
+      made_after.push_back(here.enabled[option]);
+    }
+  }
+  std::sort(made_after.begin(), made_after.end());
+  return made_after;
+}
+
+// Whether an event of a cached subtree (`entry`) races with this order's event `taken` (see
+// replay_races): they do not commute, and nothing orders them through the subtree, through
+// what follows `taken` (`after`), or through the entry's roots (none is in `made_after`).
+bool races(const SummaryEntry& entry, const LoggedEvent& taken, const WhatFollows& after,
+           const std::vector<Fingerprint>& made_after) {
+  if (entry.story) return false;
+  if (!entry.everything && !everything(taken) &&
+      !footprints_meet(entry.footprint, taken.footprint)) {
+    return false;  // they commute
+  }
+  if (entry.past_everything || footprints_meet(after.after_with, entry.past) ||
+      footprints_meet(after.after_without, entry.footprint)) {
+    return false;  // ordered through the subtree or through this order
+  }
+  if (std::any_of(entry.roots.begin(), entry.roots.end(), [&](const Fingerprint& root) {
+        return std::binary_search(made_after.begin(), made_after.end(), root);
+      })) {
+    return false;  // made, or its cone made, by what follows e
+  }
+  return true;
+}
+
+// Asks `node` (the state before e) for the initials of a race with `entry` when everything
+// after e follows it: those of the entry's job and roots that are enabled there, or, if none
+// is, every job enabled there that still waits now (at `here`), e's left out.
+void ask_for_roots(Node& node, const SummaryEntry& entry, const LoggedChoice& here) {
+  bool found = false;
+  const auto ask = [&](const Fingerprint& job) {
+    const auto named = std::find(node.enabled.begin(), node.enabled.end(), job);
+    if (named == node.enabled.end()) return;
+    found = true;
+    const auto option = static_cast<uint32_t>(named - node.enabled.begin());
+    if (!contains(node.backtrack, option)) node.backtrack.push_back(option);
+  };
+  ask(entry.job);
+  for (const Fingerprint& root : entry.roots) ask(root);
+  if (!found) {
+    // Its roots are another state's (handed up from a hit below): the initials are among
+    // the jobs waiting before e that still wait now (one taken since follows e).
+    for (const Fingerprint& job : here.enabled) {
+      if (job != node.current.job) ask(job);
+    }
+  }
+}
+
+}  // namespace
+
+// A state explored before, reached again by another order: its subtree is not explored
+// again, but each event taken in it may race with an event of this order before it. It races
+// with event e when they do not commute and nothing else orders them: nothing that follows e
+// here (e included) meets the resources of its cone in the subtree, nothing that strictly
+// follows e meets it, and none of its roots was made by something that follows e. For each
+// race it asks what source-DPOR asks for, as if the event were taken next.
+void Search::replay_races(const EventLog& log, const LoggedChoice& here,
+                          const std::vector<uint32_t>& summary) {
+  const std::vector<Bits> before = happens_before(log);
+  for (const uint32_t id : summary) {
+    if (entries_[id].pending_story) {
+      for (Node& node : stack_) every(node);
+    }
+  }
+  const size_t count = log.events.size();
+  const std::vector<bool> free = taken_alone(count);
+  for (Node& node : stack_) {
+    if (!node.event || node.every || node.alone || node.frozen) continue;
+    const auto earlier = static_cast<size_t>(node.logged);
+    const LoggedEvent& taken = log.events[earlier];
+    // What follows the node's event in this order, and whether anything after it does not.
+    WhatFollows after = what_follows(log, before, free, earlier);
+    // A story step after it orders all that follows.
+    if (after.barrier && !taken.violated) continue;
+    {
+      std::vector<uint64_t> merged;
+      std::set_union(after.after_with.begin(), after.after_with.end(), after.after_without.begin(),
+                     after.after_without.end(), std::back_inserter(merged));
+      after.after_with = std::move(merged);
+    }
+    // The jobs waiting now that something following e made.
+    const std::vector<Fingerprint> made_after = made_by_followers(here, before, earlier);
+    bool asked = false;
+    for (const uint32_t id : summary) {
+      const SummaryEntry& entry = entries_[id];
+      if (!races(entry, taken, after, made_after)) continue;
+      ++result_.races;
+      if (after.unordered_after) {
+        // An initial of the events after e that do not follow it starts the other order,
+        // whatever the later event is: asked once.
+        if (!asked) ask_for_initial(node, log, before, earlier, std::nullopt);
+        asked = true;
+        continue;
+      }
+      // Everything after e follows it: the initials are among the event's roots (the jobs of
+      // its cone waiting before e), or the event itself.
+      ask_for_roots(node, entry, here);
+    }
+  }
+}
+
+Node* Search::node_of(const LoggedEvent& event) {
+  if (event.choice < 0 || static_cast<size_t>(event.choice) < root_.size()) return nullptr;
+  const size_t index = static_cast<size_t>(event.choice) - root_.size();
+  INBOXSIM_ASSERT(index < stack_.size() && stack_[index].event);
+  if (stack_[index].frozen) return nullptr;
+  return &stack_[index];
+}
+
+// The events taken alone (persistent sets of one): each commutes with every event that can
+// still happen after it, so nothing later is ordered after it by what it touched (only by
+// what it made). Left in, the order it seems to impose would hide the races of the events
+// around it.
+std::vector<bool> Search::taken_alone(size_t count) const {
+  std::vector<bool> free(count, false);
+  for (const Node& node : stack_) {
+    if (node.alone && node.logged < static_cast<int64_t>(count)) {
+      free[static_cast<size_t>(node.logged)] = true;
+    }
+  }
+  return free;
+}
+
+// For each event of the run, the events it follows: a creator, or an earlier event it does
+// not commute with, and what those follow (happens-before).
+std::vector<Bits> Search::happens_before(const EventLog& log) const {
+  const size_t count = log.events.size();
+  const std::vector<bool> free = taken_alone(count);
+  std::vector<Bits> before;
+  before.reserve(count);
+  for (size_t event = 0; event < count; ++event) before.emplace_back(count);
+  for (size_t later = 0; later < count; ++later) {
+    const LoggedEvent& event = log.events[later];
+    Bits& follows = before[later];
+    if (event.creator >= 0) {
+      const auto creator = static_cast<size_t>(event.creator);
+      follows.merge(before[creator]);
+      follows.set(creator);
+    }
+    for (size_t earlier = 0; earlier < later; ++earlier) {
+      if (!follows.test(earlier) && !free[earlier] &&
+          dependent(log.events[earlier], event)) {
+        follows.merge(before[earlier]);
+        follows.set(earlier);
+      }
+    }
+  }
+  return before;
+}
+
+// Source-DPOR's race detection over the events from `first_new` on: for each race of an
+// earlier event e with a later one e' (they do not commute and nothing orders them but
+// themselves), the state before e must also try an event that starts the order where e'
+// comes first: an initial of the events after e that do not follow it, then e'.
+void Search::analyse(const EventLog& log, const std::vector<Bits>& before, size_t first_new) {
+  const size_t count = log.events.size();
+  const std::vector<bool> free = taken_alone(count);
+  std::vector<size_t> direct;
+  for (size_t later = first_new; later < count; ++later) {
+    const LoggedEvent& event = log.events[later];
+    if (event.story) {
+      if (event.pending) {
+        // A story step with events pending across it comes where the run is, not after a
+        // quiescent moment: every order before it is explored in full.
+        for (Node& node : stack_) {
+          if (node.logged < static_cast<int64_t>(later)) every(node);
+        }
+      }
+      continue;
+    }
+    // The direct predecessors of `later`, and whether something else orders each of them
+    // before it (then the pair is no race).
+    direct.clear();
+    for (size_t earlier = 0; earlier < later; ++earlier) {
+      if (!free[earlier] && dependent(log.events[earlier], event)) direct.push_back(earlier);
+    }
+    Bits through(count);
+    if (event.creator >= 0) {
+      through.merge(before[static_cast<size_t>(event.creator)]);
+      through.set(static_cast<size_t>(event.creator));
+    }
+    for (const size_t earlier : direct) through.merge(before[earlier]);
+    for (const size_t earlier : direct) {
+      if (through.test(earlier) || log.events[earlier].story) continue;
+      Node* node = node_of(log.events[earlier]);
+      if (node == nullptr || node->every || node->alone) continue;
+      ++result_.races;
+      const LoggedEvent& first = log.events[earlier];
+      ++result_.races_by_pair[race_words(first, event)];
+      ask_for_initial(*node, log, before, earlier, later);
+    }
+  }
+}
+
+// Makes sure the state before event `earlier` tries an initial of the events after it that do
+// not follow it (then `later`, if given): one that starts an order where those come first.
+void Search::ask_for_initial(Node& node, const EventLog& log, const std::vector<Bits>& before,
+                             size_t earlier, std::optional<size_t> later) {
+  const size_t end = later ? *later + 1 : log.events.size();
+  Bits reordered(log.events.size());
+  std::optional<uint32_t> pick;
+  for (size_t event = earlier + 1; event < end; ++event) {
+    if (event != later && before[event].test(earlier)) continue;
+    const bool initial = !before[event].meets(reordered);
+    reordered.set(event);
+    if (!initial) continue;
+    const auto named =
+        std::find(node.enabled.begin(), node.enabled.end(), log.events[event].job);
+    if (named == node.enabled.end()) continue;
+    const auto option = static_cast<uint32_t>(named - node.enabled.begin());
+    if (contains(node.backtrack, option)) return;
+    if (!pick) pick = option;
+  }
+  if (pick) {
+    node.backtrack.push_back(*pick);
+  } else {
+    // No initial is among the events enabled there: every one of them, to be safe.
+    every(node);
+  }
+}
+
+}  // namespace inboxsim::dpor

@@ -1,0 +1,218 @@
+// The DPOR search's parts (fuzz/dpor.h), shared by the files that make it up: dpor.cpp (the
+// search: its executions, the explorer's choices, backtracking and the visited-state cache) and
+// dpor_races.cpp (happens-before, the states' summaries and the races). Not an interface: only
+// those files include it; the search's interface is fuzz/dpor.h.
+#pragma once
+
+#include <algorithm>
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <iterator>
+#include <optional>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
+
+#include "domain/result.h"
+#include "fuzz/explore.h"
+#include "fuzz/goals.h"
+#include "kernel/fingerprint.h"
+#include "kernel/footprint.h"
+#include "world/explore_control.h"
+
+namespace inboxsim {
+
+class World;
+
+namespace dpor {
+
+using Clock = std::chrono::steady_clock;
+
+inline bool everything(const LoggedEvent& event) { return event.story || event.violated; }
+
+// An event explored at a state, which sleeps in the states after it until an event it does
+// not commute with is taken (Godefroid's sleep sets).
+struct Sleeper {
+  Fingerprint job;
+  std::vector<uint64_t> footprint;  // merged over every execution that took it there
+  bool everything = false;
+};
+
+inline bool wakes(const Sleeper& sleeper, const LoggedEvent& event) {
+  return sleeper.everything || everything(event) ||
+         footprints_meet(sleeper.footprint, event.footprint);
+}
+
+inline void merge_into(Sleeper& sleeper, const LoggedEvent& event) {
+  if (everything(event)) sleeper.everything = true;
+  std::vector<uint64_t> merged;
+  std::set_union(sleeper.footprint.begin(), sleeper.footprint.end(), event.footprint.begin(),
+                 event.footprint.end(), std::back_inserter(merged));
+  sleeper.footprint = std::move(merged);
+}
+
+// A set of event indexes of one run.
+class Bits {
+ public:
+  explicit Bits(size_t size) : words_((size + 63) / 64, 0) {}
+  void set(size_t index) { words_[index >> 6] |= uint64_t{1} << (index & 63); }
+  bool test(size_t index) const { return (words_[index >> 6] >> (index & 63) & 1) != 0; }
+  void merge(const Bits& other) {
+    for (size_t word = 0; word < words_.size(); ++word) words_[word] |= other.words_[word];
+  }
+  bool meets(const Bits& other) const {
+    for (size_t word = 0; word < words_.size(); ++word) {
+      if ((words_[word] & other.words_[word]) != 0) return true;
+    }
+    return false;
+  }
+
+ private:
+  std::vector<uint64_t> words_;
+};
+
+// One choice of the execution being explored, past the search's root: an event choice (a
+// state of the search) or a fault's yes or no inside an event.
+struct Node {
+  bool event = false;
+  uint32_t options = 0;
+  std::vector<Fingerprint> enabled;  // an event choice: each option's job
+  // An event choice: the index in the event log of the event its option takes. A fault: the
+  // event it strikes in (run again with the other answer, that event is new).
+  int64_t logged = -1;
+  std::vector<uint32_t> backtrack;  // the options the races found so far ask for
+  std::vector<uint32_t> done;       // the options explored before `taken`
+  uint32_t taken = 0;
+  bool every = false;               // every option (a fault's; or where the search fell back)
+  // A persistent set of one (ExploreSettings::persistent_sets): only this option is taken,
+  // whatever the races ask for.
+  bool alone = false;
+  // Past a violation: the run goes on only so that the races of the events before it with
+  // those after it are seen; nothing is explored from here.
+  bool frozen = false;
+  std::vector<Sleeper> sleep;       // asleep on arrival
+  std::vector<Sleeper> explored;    // the events explored here before `taken`'s
+  Sleeper current;                  // `taken`'s event
+  // An event choice: its state, and every event taken from it on in its subtree so far (as
+  // Search::entries_ ids), which a later visit of the state replays the races of.
+  Fingerprint state;
+  std::vector<uint32_t> summary;
+  size_t summary_sorted = 0;
+};
+
+// What a state's subtree did, kept once it is explored (the visited-state cache): what slept
+// there, and every event taken in it.
+struct Visited {
+  std::vector<Fingerprint> sleep;  // sorted jobs
+  std::vector<uint32_t> summary;   // sorted, unique
+};
+
+// An event of some state's subtree, as the state's summary holds it: the event, and what in
+// the subtree (from the state on) ordered it: the resources of its happens-before cone there,
+// and its roots, the jobs of that cone (itself included) that were already pending at the
+// state. A later order that reaches the state finds through these whether one of its own events
+// is ordered before this one by something other than their own conflict.
+struct SummaryEntry {
+  Fingerprint job;
+  std::vector<uint64_t> footprint;
+  std::vector<uint64_t> past;   // sorted resources of its cone in the subtree, itself left out
+  // Sorted. Handed up from a cache hit to the states above it, they are the hit state's: a
+  // job made between the two is not waiting at the upper one, so no order is read into it.
+  std::vector<Fingerprint> roots;
+  bool everything = false;      // it broke an invariant: ordered with every event
+  bool past_everything = false;  // its cone holds a story step or a violation
+  bool pending_story = false;   // a story step with events pending across it
+  bool story = false;
+};
+
+inline void tidy(std::vector<uint32_t>& ids) {
+  std::sort(ids.begin(), ids.end());
+  ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
+}
+
+inline bool contains(const std::vector<uint32_t>& options, uint32_t option) {
+  return std::find(options.begin(), options.end(), option) != options.end();
+}
+
+struct FingerprintHash {
+  size_t operator()(const Fingerprint& print) const { return static_cast<size_t>(print.low); }
+};
+
+// The depth-first search: one execution (a replay) at a time, its stack of choices, and what
+// it keeps across executions. Its methods are defined in dpor.cpp and dpor_races.cpp, as
+// marked below.
+class Search {
+ public:
+  Search(const Scenario& scenario, const ExploreSettings& settings);
+
+  ExploreResult run();
+
+  bool persistent_unsound() const { return persistent_unsound_; }
+
+ private:
+  // dpor.cpp: the executions, the explorer's choices, backtracking and the visited-state cache.
+  bool late() const;
+  void count_coverage(const Coverage& coverage);
+  void execute(size_t first_new);
+  static std::vector<Violation> first_broken(const std::vector<Violation>& violations,
+                                             const EventLog& log);
+  std::vector<uint16_t> order_of(const EventLog& log, size_t made) const;
+  void note_goals(const World& world, const EventLog& log,
+                  const std::optional<RunResult>& finished);
+  void record_counterexamples(const std::vector<Violation>& violations, const EventLog& log);
+  int64_t choose(World& world);
+  int64_t choose_past_violation(const World& world, Node node);
+  std::vector<Sleeper> asleep_on_arrival(const EventLog& log) const;
+  bool covered_by_cache(const EventLog& log, const LoggedChoice& choice, const Node& node);
+  int64_t take(Node node, uint32_t option);
+  static bool asleep(const Node& node, const Fingerprint& job);
+  bool next_execution(size_t& first_new);
+  void remember(Node& node);
+
+  void every(Node& node) {
+    if (!node.event || node.every || node.alone || node.frozen) return;
+    node.every = true;
+    ++result_.full_expansions;
+  }
+
+  static void add_to_summary(Node& node, uint32_t id) {
+    node.summary.push_back(id);
+    if (node.summary.size() > 2 * node.summary_sorted + 64) {
+      tidy(node.summary);
+      node.summary_sorted = node.summary.size();
+    }
+  }
+
+  // dpor_races.cpp: happens-before, the states' summaries and the races.
+  uint32_t intern(SummaryEntry entry);
+  void summarise(const EventLog& log, const std::vector<Bits>& before, size_t first_new);
+  void replay_races(const EventLog& log, const LoggedChoice& here,
+                    const std::vector<uint32_t>& summary);
+  Node* node_of(const LoggedEvent& event);
+  std::vector<bool> taken_alone(size_t count) const;
+  std::vector<Bits> happens_before(const EventLog& log) const;
+  void analyse(const EventLog& log, const std::vector<Bits>& before, size_t first_new);
+  void ask_for_initial(Node& node, const EventLog& log, const std::vector<Bits>& before,
+                       size_t earlier, std::optional<size_t> later);
+
+  const Scenario& scenario_;
+  const ExploreSettings& settings_;
+  Clock::time_point start_;
+  std::vector<uint16_t> root_;
+  std::vector<Node> stack_;
+  std::unordered_set<Fingerprint, FingerprintHash> states_;
+  std::unordered_set<Fingerprint, FingerprintHash> leaves_;
+  std::unordered_map<Fingerprint, Visited, FingerprintHash> visited_;
+  std::unordered_map<Fingerprint, int64_t, FingerprintHash> on_stack_;
+  std::unordered_map<Fingerprint, uint32_t, FingerprintHash> entry_ids_;
+  std::vector<SummaryEntry> entries_;
+  GoalTracker goals_;
+  ExploreResult result_;
+  bool stopped_ = false;
+  bool persistent_unsound_ = false;
+};
+
+}  // namespace dpor
+
+}  // namespace inboxsim
