@@ -8,6 +8,7 @@
 #include <set>
 #include <string>
 
+#include "support/explore.h"
 #include "support/scenarios.h"
 #include "fuzz/explore.h"
 #include "scenario/parse.h"
@@ -17,6 +18,7 @@
 
 namespace inboxsim {
 
+using testing::broken_invariants;
 using testing::library_scenario;
 namespace {
 
@@ -31,12 +33,6 @@ ExploreSettings dpor(ExploreSettings settings, bool persistent) {
   settings.dpor = true;
   settings.persistent_sets = persistent;
   return settings;
-}
-
-std::set<Invariant> broken(const ExploreResult& result) {
-  std::set<Invariant> out;
-  for (const ExploreCounterexample& cx : result.counterexamples) out.insert(cx.invariant);
-  return out;
 }
 
 // The counterexample as a user meets it: written, parsed back, run.
@@ -66,7 +62,7 @@ ExploreResult check_dpor_loses_nothing(const Scenario& scenario, ExploreSettings
     REQUIRE(reduced.complete);
     CHECK(reduced.dpor);
     CHECK(reduced.leaf_states == full.leaf_states);
-    CHECK(broken(reduced) == broken(full));
+    CHECK(broken_invariants(reduced) == broken_invariants(full));
     CHECK(reduced.states <= full.states);
     for (const ExploreCounterexample& cx : reduced.counterexamples) {
       const RunResult run = replay(cx);
@@ -157,8 +153,8 @@ TEST_CASE("dpor finds a defenceless bank's double debit, and run replays it", "[
   const ExploreResult reduced = explore(scenario, dpor(settings, true));
   REQUIRE(breadth.complete);
   REQUIRE(reduced.complete);
-  CHECK(broken(reduced) == broken(breadth));
-  CHECK(broken(reduced).count(Invariant::single_effect) == 1);
+  CHECK(broken_invariants(reduced) == broken_invariants(breadth));
+  CHECK(broken_invariants(reduced).count(Invariant::single_effect) == 1);
   CHECK(reduced.leaf_states == breadth.leaf_states);
   for (const ExploreCounterexample& cx : reduced.counterexamples) {
     const RunResult run = replay(cx);
@@ -255,8 +251,8 @@ TEST_CASE("dpor loses nothing where two instances race two copies on one row (le
     const ExploreResult reduced = explore(scenario, dpor(settings, true));
     REQUIRE(reduced.complete);
     CHECK(reduced.leaf_states == breadth.leaf_states);
-    CHECK(broken(reduced) == broken(breadth));
-    CHECK(broken(reduced).count(Invariant::single_effect) == (key ? 0 : 1));
+    CHECK(broken_invariants(reduced) == broken_invariants(breadth));
+    CHECK(broken_invariants(reduced).count(Invariant::single_effect) == (key ? 0 : 1));
     for (const ExploreCounterexample& cx : reduced.counterexamples) {
       const RunResult run = replay(cx);
       CHECK(std::any_of(run.violations.begin(), run.violations.end(),

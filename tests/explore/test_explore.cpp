@@ -6,6 +6,7 @@
 #include <set>
 #include <string>
 
+#include "support/explore.h"
 #include "support/scenarios.h"
 #include "fuzz/explore.h"
 #include "fuzz/matrix.h"
@@ -15,6 +16,7 @@
 
 namespace inboxsim {
 
+using testing::broken_invariants;
 using testing::library_scenario;
 namespace {
 
@@ -127,12 +129,6 @@ void check_sleep_sets_lose_no_state(const std::string& file, int64_t jobs) {
 
 TEST_CASE("sleep sets explore fewer transitions and lose no state", "[explore]") {
   check_sleep_sets_lose_no_state("02-insufficient-funds.json", 1);
-}
-
-std::set<Invariant> broken_invariants(const ExploreResult& result) {
-  std::set<Invariant> out;
-  for (const ExploreCounterexample& cx : result.counterexamples) out.insert(cx.invariant);
-  return out;
 }
 
 // The same search with the settings' persistent sets and without them.

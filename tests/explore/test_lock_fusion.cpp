@@ -4,23 +4,18 @@
 // one message race MassTransit's per-pass row lock, in two instances and in one.
 #include <catch2/catch.hpp>
 #include <cstdint>
-#include <set>
 #include <string>
 
+#include "support/explore.h"
 #include "support/scenarios.h"
 #include "fuzz/explore.h"
 
 namespace inboxsim {
 
+using testing::broken_invariants;
 using testing::library_scenario;
 using testing::parse_ok;
 namespace {
-
-std::set<Invariant> broken(const ExploreResult& result) {
-  std::set<Invariant> out;
-  for (const ExploreCounterexample& cx : result.counterexamples) out.insert(cx.invariant);
-  return out;
-}
 
 // The search with and without the fused steps, going on past violations: the same final states
 // by fingerprint and the same broken invariants, and the fused one smaller. Returns the fused.
@@ -33,7 +28,7 @@ ExploreResult check_fusion_loses_nothing(const Scenario& scenario, ExploreSettin
   REQUIRE(whole.complete);
   REQUIRE(fused.complete);
   CHECK(fused.leaf_states == whole.leaf_states);
-  CHECK(broken(fused) == broken(whole));
+  CHECK(broken_invariants(fused) == broken_invariants(whole));
   CHECK(fused.states < whole.states);
   return fused;
 }
@@ -64,7 +59,7 @@ TEST_CASE("a lock's grant and the step after it as one event lose nothing: two i
   settings.faults = 0;
   settings.dpor = true;
   const ExploreResult fused = check_fusion_loses_nothing(scenario, settings);
-  CHECK(broken(fused).empty());
+  CHECK(broken_invariants(fused).empty());
   CHECK(fused.leaf_states.size() == 4);
 }
 
