@@ -48,12 +48,10 @@ uint32_t Search::intern(SummaryEntry entry) {
   hasher.add(static_cast<uint64_t>(entry.past.size()));
   for (const uint64_t resource : entry.past) hasher.add(resource);
   for (const Fingerprint& root : entry.roots) hasher.add(root);
-  const auto [at, fresh] =
+  const auto [id, fresh] =
       entry_ids_.try_emplace(hasher.finish(), static_cast<uint32_t>(entries_.size()));
-  if (fresh) {
-    entries_.push_back(std::move(entry));
-  }
-  return at->second;
+  if (fresh) entries_.push_back(std::move(entry));
+  return id;
 }
 
 // The summary entries of the events from `first_new` on, for every state of the stack before

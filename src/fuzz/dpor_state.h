@@ -12,6 +12,7 @@
 #include <optional>
 #include <unordered_map>
 #include <unordered_set>
+#include <utility>
 #include <vector>
 
 #include "domain/result.h"
@@ -139,6 +140,44 @@ struct FingerprintHash {
   size_t operator()(const Fingerprint& print) const { return static_cast<size_t>(print.low); }
 };
 
+// Fingerprint -> dense id, open addressing with linear probing: one probe is one cache line,
+// where std::unordered_map follows a bucket and then a node (the summaries' table is looked up
+// for every event of every replay, and is too large for the cache).
+class FingerprintIds {
+ public:
+  // The id of `print`, or `next` stored as its id when it has none; `.second` says which.
+  std::pair<uint32_t, bool> try_emplace(const Fingerprint& print, uint32_t next) {
+    if ((count_ + 1) * 4 > slots_.size() * 3) grow();
+    const size_t mask = slots_.size() - 1;
+    for (size_t at = static_cast<size_t>(print.low) & mask;; at = (at + 1) & mask) {
+      Slot& slot = slots_[at];
+      if (slot.id == kEmpty) {
+        slot = Slot{print, next};
+        ++count_;
+        return {next, true};
+      }
+      if (slot.print == print) return {slot.id, false};
+    }
+  }
+
+ private:
+  static constexpr uint32_t kEmpty = UINT32_MAX;
+  struct Slot {
+    Fingerprint print;
+    uint32_t id = kEmpty;
+  };
+  void grow() {
+    std::vector<Slot> old = std::exchange(slots_, std::vector<Slot>(std::max<size_t>(
+                                                      1024, slots_.size() * 2)));
+    count_ = 0;
+    for (const Slot& slot : old) {
+      if (slot.id != kEmpty) try_emplace(slot.print, slot.id);
+    }
+  }
+  std::vector<Slot> slots_;
+  size_t count_ = 0;
+};
+
 // The depth-first search: one execution (a replay) at a time, its stack of choices, and what
 // it keeps across executions. Its methods are defined in dpor.cpp and dpor_races.cpp, as
 // marked below.
@@ -205,7 +244,7 @@ class Search {
   std::unordered_set<Fingerprint, FingerprintHash> leaves_;
   std::unordered_map<Fingerprint, Visited, FingerprintHash> visited_;
   std::unordered_map<Fingerprint, int64_t, FingerprintHash> on_stack_;
-  std::unordered_map<Fingerprint, uint32_t, FingerprintHash> entry_ids_;
+  FingerprintIds entry_ids_;
   std::vector<SummaryEntry> entries_;
   GoalTracker goals_;
   ExploreResult result_;

@@ -6,7 +6,6 @@
 #include "world/sql_footprint.h"
 
 #include <algorithm>
-#include <cctype>
 #include <map>
 #include <unordered_map>
 #include <utility>
@@ -23,83 +22,102 @@ namespace {
 struct Token {
   enum class Kind : uint8_t { word, string, number, parameter, symbol };
   Kind kind = Kind::symbol;
-  std::string text;  // a word upper-cased; a string's content; a symbol's characters
-  std::string raw;   // a word as written
+  // A view into the statement's text: a word as written (a quoted one without its quotes), a
+  // string's content with its quotes doubled, a number, a parameter or a symbol.
+  std::string_view text;
 };
 
-bool word_char(char c) { return std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '_'; }
+// ASCII only, as SQL's keywords and the services' names are: the C library's classes would
+// consult the locale on every character of every statement.
+bool space_char(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v'; }
+bool digit_char(char c) { return c >= '0' && c <= '9'; }
+bool word_char(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || digit_char(c) || c == '_';
+}
+char upper(char c) { return c >= 'a' && c <= 'z' ? static_cast<char>(c - 'a' + 'A') : c; }
 
-std::vector<Token> tokenize(std::string_view sql) {
-  std::vector<Token> tokens;
+// `text` equals `word` (upper case) ignoring case.
+bool same_word(std::string_view text, std::string_view word) {
+  if (text.size() != word.size()) return false;
+  for (size_t at = 0; at < text.size(); ++at) {
+    if (upper(text[at]) != word[at]) return false;
+  }
+  return true;
+}
+
+// Splits `sql` into `tokens` (cleared first). The tokens view `sql`, which must outlive them.
+void tokenize(std::string_view sql, std::vector<Token>& tokens) {
+  tokens.clear();
   size_t at = 0;
+  const auto span = [&](size_t from) { return sql.substr(from, at - from); };
   while (at < sql.size()) {
     const char c = sql[at];
-    if (std::isspace(static_cast<unsigned char>(c)) != 0) {
+    if (space_char(c)) {
       ++at;
       continue;
     }
     Token token;
-    if (c == '\'') {
-      token.kind = Token::Kind::string;
-      ++at;
-      while (at < sql.size()) {
-        if (sql[at] == '\'') {
-          if (at + 1 < sql.size() && sql[at + 1] == '\'') {
-            token.text += '\'';
-            at += 2;
-            continue;
-          }
-          ++at;
-          break;
-        }
-        token.text += sql[at++];
+    if (c == '\'' || c == '"') {
+      // A string, or a quoted name: a doubled quote stands for one.
+      token.kind = c == '\'' ? Token::Kind::string : Token::Kind::word;
+      const size_t from = ++at;
+      while (at < sql.size() && !(sql[at] == c && (at + 1 >= sql.size() || sql[at + 1] != c))) {
+        at += sql[at] == c ? size_t{2} : size_t{1};
       }
-    } else if (c == '"') {
-      token.kind = Token::Kind::word;
-      ++at;
-      while (at < sql.size() && sql[at] != '"') token.raw += sql[at++];
-      ++at;
-      token.text = token.raw;
-      std::transform(token.text.begin(), token.text.end(), token.text.begin(), ::toupper);
-    } else if (std::isdigit(static_cast<unsigned char>(c)) != 0) {
+      token.text = span(from);
+      if (at < sql.size()) ++at;
+    } else if (digit_char(c)) {
       token.kind = Token::Kind::number;
-      while (at < sql.size() && (word_char(sql[at]) || sql[at] == '.')) token.text += sql[at++];
+      const size_t from = at;
+      while (at < sql.size() && (word_char(sql[at]) || sql[at] == '.')) ++at;
+      token.text = span(from);
     } else if (word_char(c)) {
       token.kind = Token::Kind::word;
-      while (at < sql.size() && word_char(sql[at])) token.raw += sql[at++];
-      token.text = token.raw;
-      std::transform(token.text.begin(), token.text.end(), token.text.begin(), ::toupper);
+      const size_t from = at;
+      while (at < sql.size() && word_char(sql[at])) ++at;
+      token.text = span(from);
     } else if (c == '?' || c == ':' || c == '@' || c == '$') {
       token.kind = Token::Kind::parameter;
-      token.text += sql[at++];
-      while (at < sql.size() && word_char(sql[at])) token.text += sql[at++];
+      const size_t from = at++;
+      while (at < sql.size() && word_char(sql[at])) ++at;
+      token.text = span(from);
     } else {
       token.kind = Token::Kind::symbol;
-      token.text += sql[at++];
+      const size_t from = at++;
       if (at < sql.size() && (c == '<' || c == '>' || c == '!' || c == '|') &&
           (sql[at] == '=' || sql[at] == '>' || sql[at] == '|')) {
-        token.text += sql[at++];
+        ++at;
       }
+      token.text = span(from);
     }
-    tokens.push_back(std::move(token));
+    tokens.push_back(token);
   }
-  return tokens;
+}
+
+// A string token's value: its doubled quotes made single.
+std::string unquoted(std::string_view text) {
+  std::string value;
+  value.reserve(text.size());
+  for (size_t at = 0; at < text.size(); ++at) {
+    value += text[at];
+    if (text[at] == '\'' && at + 1 < text.size() && text[at + 1] == '\'') ++at;
+  }
+  return value;
 }
 
 bool is_word(const Token& token, std::string_view word) {
-  return token.kind == Token::Kind::word && token.text == word;
+  return token.kind == Token::Kind::word && same_word(token.text, word);
 }
 
 // The parenthesis depth before each token.
-std::vector<int> depths(const std::vector<Token>& tokens) {
-  std::vector<int> depth(tokens.size(), 0);
+void depths(const std::vector<Token>& tokens, std::vector<int>& depth) {
+  depth.assign(tokens.size(), 0);
   int level = 0;
   for (size_t index = 0; index < tokens.size(); ++index) {
     if (tokens[index].kind == Token::Kind::symbol && tokens[index].text == ")") --level;
     depth[index] = level;
     if (tokens[index].kind == Token::Kind::symbol && tokens[index].text == "(") ++level;
   }
-  return depth;
 }
 
 // A literal value at `at` (a string, a number, a signed number), as SqlFootprint keys it: its
@@ -107,13 +125,18 @@ std::vector<int> depths(const std::vector<Token>& tokens) {
 size_t literal_at(const std::vector<Token>& tokens, size_t at, std::string& value) {
   if (at >= tokens.size()) return 0;
   const Token& token = tokens[at];
-  if (token.kind == Token::Kind::string || token.kind == Token::Kind::number) {
+  if (token.kind == Token::Kind::string) {
+    value = unquoted(token.text);
+    return at + 1;
+  }
+  if (token.kind == Token::Kind::number) {
     value = token.text;
     return at + 1;
   }
   if (token.kind == Token::Kind::symbol && token.text == "-" && at + 1 < tokens.size() &&
       tokens[at + 1].kind == Token::Kind::number) {
-    value = "-" + tokens[at + 1].text;
+    value = "-";
+    value += tokens[at + 1].text;
     return at + 2;
   }
   return 0;
@@ -168,7 +191,7 @@ void equality_conjuncts(const std::vector<Token>& tokens, const std::vector<int>
     size_t after = value + 1;
     if (value < last && tokens[value].text == "-") ++after;
     if (after < last && !is_word(tokens[after], "AND")) continue;
-    found(tokens[column].raw, value);
+    found(tokens[column].text, value);
   }
 }
 
@@ -262,9 +285,11 @@ const StatementShape& shape_of(const char* sql) {
 
 StatementShape statement_shape(std::string_view sql) {
   StatementShape shape;
-  const std::vector<Token> tokens = tokenize(sql);
+  std::vector<Token> tokens;
+  tokenize(sql, tokens);
   if (tokens.empty() || tokens.front().kind != Token::Kind::word) return shape;
-  const std::string& verb = tokens.front().text;
+  std::string verb(tokens.front().text);
+  std::transform(verb.begin(), verb.end(), verb.begin(), upper);
   if (verb == "BEGIN" || verb == "COMMIT" || verb == "ROLLBACK" || verb == "END" ||
       verb == "SAVEPOINT" || verb == "RELEASE") {
     return shape;
@@ -279,13 +304,14 @@ StatementShape statement_shape(std::string_view sql) {
                             is_word(tokens[index], "INTO") ||
                             (index == 0 && is_word(tokens[index], "UPDATE"));
     if (names_next && tokens[index + 1].kind == Token::Kind::word) {
-      const std::string& name = tokens[index + 1].raw;
+      const std::string_view name = tokens[index + 1].text;
       if (std::find(shape.tables.begin(), shape.tables.end(), name) == shape.tables.end()) {
-        shape.tables.push_back(name);
+        shape.tables.emplace_back(name);
       }
     }
   }
-  const std::vector<int> depth = depths(tokens);
+  std::vector<int> depth;
+  depths(tokens, depth);
   if (verb == "INSERT" || verb == "REPLACE") {
     shape.kind = StatementShape::Kind::insert;
     // INSERT [OR ...] INTO t (c, ...) VALUES (...): one row of plain columns.
@@ -294,7 +320,7 @@ StatementShape statement_shape(std::string_view sql) {
       size_t at = index + 2;
       if (tokens[at].text != "(") break;
       for (++at; at < tokens.size() && tokens[at].text != ")"; ++at) {
-        if (tokens[at].kind == Token::Kind::word) shape.insert_columns.push_back(tokens[at].raw);
+        if (tokens[at].kind == Token::Kind::word) shape.insert_columns.emplace_back(tokens[at].text);
       }
       const bool values = at + 1 < tokens.size() && is_word(tokens[at + 1], "VALUES");
       if (!values || shape.tables.size() != 1) shape.insert_columns.clear();
@@ -307,7 +333,7 @@ StatementShape statement_shape(std::string_view sql) {
   size_t first = 0;
   size_t last = 0;
   if (!where_clause(tokens, depth, first, last)) return shape;
-  equality_conjuncts(tokens, depth, first, last, [&](const std::string& column, size_t value) {
+  equality_conjuncts(tokens, depth, first, last, [&](std::string_view column, size_t value) {
     const Token& token = tokens[value];
     const bool plain = token.kind == Token::Kind::parameter ||
                        token.kind == Token::Kind::string || token.kind == Token::Kind::number;
@@ -317,13 +343,15 @@ StatementShape statement_shape(std::string_view sql) {
 }
 
 bool keyed_value(std::string_view expanded_sql, std::string_view column, std::string& value) {
-  const std::vector<Token> tokens = tokenize(expanded_sql);
-  const std::vector<int> depth = depths(tokens);
+  thread_local std::vector<Token> tokens;
+  tokenize(expanded_sql, tokens);
+  thread_local std::vector<int> depth;
+  depths(tokens, depth);
   size_t first = 0;
   size_t last = 0;
   if (!where_clause(tokens, depth, first, last)) return false;
   bool found = false;
-  equality_conjuncts(tokens, depth, first, last, [&](const std::string& name, size_t at) {
+  equality_conjuncts(tokens, depth, first, last, [&](std::string_view name, size_t at) {
     if (found || name != column) return;
     found = literal_at(tokens, at, value) != 0;
   });
@@ -331,7 +359,8 @@ bool keyed_value(std::string_view expanded_sql, std::string_view column, std::st
 }
 
 bool insert_values(std::string_view expanded_sql, std::vector<std::string>& values) {
-  const std::vector<Token> tokens = tokenize(expanded_sql);
+  thread_local std::vector<Token> tokens;
+  tokenize(expanded_sql, tokens);
   values.clear();
   size_t at = 0;
   while (at < tokens.size() && !is_word(tokens[at], "VALUES")) ++at;
