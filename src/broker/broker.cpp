@@ -529,7 +529,8 @@ void Broker::fingerprint(Hasher& hasher) const {
     hasher.add_signed(queued.attempts);
     hasher.add(queued.redelivered).add(queued.dead_letter_reason);
   };
-  hasher.add(next_position_);
+  // next_position_ is left out too (fingerprint_counters): a new message's position is above
+  // every other, whatever its number.
   for (const Queue& queue : queues_) {
     queue_of = static_cast<size_t>(&queue - queues_.data());
     hasher.add(static_cast<uint64_t>(queue.ready.size()));
@@ -541,12 +542,21 @@ void Broker::fingerprint(Hasher& hasher) const {
   }
   for (const Consumer& consumer : consumers_) {
     queue_of = consumer.queue;
-    hasher.add(consumer.connected).add(consumer.in_line).add(consumer.channel);
-    hasher.add_signed(consumer.next_tag).add(static_cast<uint64_t>(consumer.unacked.size()));
+    // The channel's number and the next tag are left out (fingerprint_counters):
+    // World::fingerprint_channel says why.
+    hasher.add(consumer.connected).add(consumer.in_line);
+    hasher.add(static_cast<uint64_t>(consumer.unacked.size()));
     for (const auto& [tag, queued] : consumer.unacked) {
       hasher.add_signed(tag);
       add_queued(queued);
     }
+  }
+}
+
+void Broker::fingerprint_counters(Hasher& hasher) const {
+  hasher.add(next_position_);
+  for (const Consumer& consumer : consumers_) {
+    hasher.add(consumer.channel).add_signed(consumer.next_tag);
   }
 }
 

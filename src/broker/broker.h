@@ -193,6 +193,7 @@ class Broker final : public MessageBroker {
   // Every queue's messages in order, every consumer's connection, channel, next tag and unacked
   // deliveries, the round-robin cursors: what decides the broker's future, for the explorer.
   void fingerprint(Hasher& hasher) const override;
+  void fingerprint_counters(Hasher& hasher) const override;
 
   // Work queues only (ready and returned): what waits in dead-letter and error queues is
   // parked, not pending.

@@ -159,6 +159,10 @@ class MessageBroker {
   // The explorer's view: the fingerprint of what decides the broker's future, the queues
   // touched since the last call (the footprint), and the assumptions its persistent sets make.
   virtual void fingerprint(Hasher& hasher) const = 0;
+  // Tests: the counters `fingerprint` leaves out because nothing reads their values, only their
+  // order or their equality with the consumer's current one (ExploreControl::
+  // keep_channel_numbers).
+  virtual void fingerprint_counters(Hasher& hasher) const = 0;
   virtual BrokerTouches take_touched() = 0;
   virtual bool a_consumer_could_have_filled() const = 0;
   virtual bool dispatchable() const = 0;

@@ -145,6 +145,9 @@ class World {
   // broker's queues, what is on the wire, every instance and waiting handler, the locks, the
   // fault book. Equal fingerprints, equal futures (docs/model.md, "Exploration").
   Fingerprint fingerprint();
+  // The fingerprint without channel numbers and next delivery tags, even when the exploration
+  // keeps them (ExploreControl::keep_channel_numbers): tests compare final states by it.
+  Fingerprint canonical_fingerprint();
   // ExploreControl::log_events: the run so far as events and choices.
   const EventLog& event_log() const { return explorer_.log(); }
   // ExploreControl::log_events: a story step (not a run) is about to be played; it is logged
@@ -348,6 +351,9 @@ class World {
   Fingerprint fingerprint_job(const Job& job) const;
   static std::string_view job_kind_word(JobKind kind);
   Fingerprint fingerprint_handler(uint64_t handler) const;
+  void fingerprint_channel(Hasher& hasher, size_t consumer, uint64_t channel,
+                           int64_t delivery_tag) const;
+  bool channel_numbers_in_fingerprint() const;
   Fingerprint fingerprint_delivery(const Delivery& delivery) const;
 
   // Acks, nacks and publishing.
@@ -469,6 +475,8 @@ class World {
   // event that runs service code touches its whole database).
   std::unique_ptr<SqlFootprint> sql_footprint_;
   ExploreDriver explorer_;
+  // Set while canonical_fingerprint runs: channel numbers are left out whatever the control says.
+  bool canonical_only_ = false;
   // Takes the `option`-th pending event and runs it (an explored run's step).
   void take_and_dispatch(size_t option);
 };

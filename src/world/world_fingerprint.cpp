@@ -13,6 +13,17 @@ namespace inboxsim {
 // publishing channels) go in as what they point at or as "current or stale", so that two orders
 // that reach the same state by different paths meet. Sets with no order (pending events,
 // running handlers) go in sorted.
+Fingerprint World::canonical_fingerprint() {
+  canonical_only_ = true;
+  const Fingerprint print = fingerprint();
+  canonical_only_ = false;
+  return print;
+}
+
+bool World::channel_numbers_in_fingerprint() const {
+  return explorer_.control().keep_channel_numbers && !canonical_only_;
+}
+
 Fingerprint World::fingerprint() {
   // The rows read here are the explorer's reading, no event's.
   const SqlFootprint::Quiet quiet(sql_footprint_.get());
@@ -28,6 +39,7 @@ Fingerprint World::fingerprint() {
     first[service] = false;
   }
   broker_->fingerprint(hasher);
+  if (channel_numbers_in_fingerprint()) broker_->fingerprint_counters(hasher);
   checker_.fingerprint(hasher);
   faults_.fingerprint(hasher);
   hasher.add_signed(explorer_.outcome().faults_injected);
@@ -63,11 +75,27 @@ Fingerprint World::fingerprint() {
   return hasher.finish();
 }
 
+// A consumer's channel goes in as "still open" or not, never as its number: the broker and the
+// client only ever compare it with the consumer's channel now (Broker::channel_still_open), and a
+// channel once closed never opens again (a reconnect opens the next one). A delivery tag names
+// an unacked delivery of an open channel; on a closed one it names nothing.
+void World::fingerprint_channel(Hasher& hasher, size_t consumer, uint64_t channel,
+                                int64_t delivery_tag) const {
+  if (channel_numbers_in_fingerprint()) {
+    hasher.add(channel).add_signed(delivery_tag);
+    return;
+  }
+  const bool open = broker_->channel_still_open(consumer, channel);
+  hasher.add(open);
+  if (open) hasher.add_signed(delivery_tag);
+}
+
 Fingerprint World::fingerprint_delivery(const Delivery& delivery) const {
   Hasher hasher;
   fingerprint_message(hasher, *delivery.message);
-  hasher.add(static_cast<uint64_t>(delivery.consumer)).add(delivery.channel);
-  hasher.add_signed(delivery.delivery_tag).add(delivery.redelivered);
+  hasher.add(static_cast<uint64_t>(delivery.consumer));
+  fingerprint_channel(hasher, delivery.consumer, delivery.channel, delivery.delivery_tag);
+  hasher.add(delivery.redelivered);
   hasher.add_signed(delivery.delivery_count).add_signed(delivery.attempts);
   return hasher.finish();
 }
@@ -102,7 +130,8 @@ Fingerprint World::fingerprint_job(const Job& job) const {
     }
     case JobKind::ack:
     case JobKind::nack:
-      hasher.add(static_cast<uint64_t>(job.consumer)).add(job.channel).add_signed(job.delivery_tag);
+      hasher.add(static_cast<uint64_t>(job.consumer));
+      fingerprint_channel(hasher, job.consumer, job.channel, job.delivery_tag);
       if (job.term) hasher.add(true);
       break;
     case JobKind::confirm:

@@ -142,31 +142,34 @@ void check_pinned(const std::string& file, ExploreSettings settings, const Pinne
 
 // The counts of these searches are the same on every machine and with any --jobs. A
 // fingerprint that merges two different states lowers them (leaving the broker out of it
-// loses 11 of the 15 final states of the rejected transfer with one fault anywhere); one that
-// tells equal states apart raises them. A better reduction may lower `states`, never `leaves`:
+// lowers 835 to 804, 1,322 to 1,150 and 1,128 to 1,113 states); one that tells equal states
+// apart raises them. A better reduction may lower `states`, never `leaves`:
 // update the pin and say so. (A handler with more steps raises `states` too: MassTransit's
 // one-message-per-pass outbox, with its delivered pass, moved 17 to 23, 999 to 1,582, 2,450 to
 // 3,908 and 1,426 to 2,567, with the same final states. Footprints by row, which let two
 // handlers' steps on other rows commute, moved 1,582 to 1,580, 3,908 to 3,843 and 2,567 to
 // 2,170, with the same final states; letting two keyed reads of one value commute moved 1,580
 // to 1,562 and 3,843 to 3,807; taking a row lock's grant and the step after it as one event
-// moved 23 to 17, 1,562 to 840, 3,807 to 2,046 and 2,170 to 1,130, with the same final states.)
+// moved 23 to 17, 1,562 to 840, 3,807 to 2,046 and 2,170 to 1,130, with the same final states.
+// Leaving channel numbers, next tags and the next position out of the state merges states with
+// equal futures (tests/explore/test_channel_numbers.cpp): 840 to 835 with 8 final states to 3,
+// 2,046 to 1,322 with 14 to 4, and 1,130 to 1,128 with 6 to 4.)
 TEST_CASE("the states and final states of the rejected transfer are pinned", "[fingerprint]") {
   check_pinned("02-insufficient-funds.json", settings_with(0, {}), Pinned{17, 1});
   check_pinned("02-insufficient-funds.json",
                settings_with(1, {FaultKind::drop_ack, FaultKind::nack, FaultKind::duplicate}),
-               Pinned{840, 8});
+               Pinned{835, 3});
 }
 
 TEST_CASE("the rejected transfer's counts with one fault of any kind are pinned", "[fingerprint]") {
   ExploreSettings settings = settings_with(1, {});
   settings.fault_kinds = explorable_fault_kinds();
-  check_pinned("02-insufficient-funds.json", settings, Pinned{2046, 14});
+  check_pinned("02-insufficient-funds.json", settings, Pinned{1322, 4});
 }
 
 TEST_CASE("the states and final states of the happy path with one nack are pinned",
           "[fingerprint]") {
-  check_pinned("01-happy-path.json", settings_with(1, {FaultKind::nack}), Pinned{1130, 6});
+  check_pinned("01-happy-path.json", settings_with(1, {FaultKind::nack}), Pinned{1128, 4});
 }
 
 }  // namespace
