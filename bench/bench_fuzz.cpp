@@ -6,12 +6,13 @@
 // and outbox delivered) and the transfer-service saga step (processed_messages, saga update,
 // outbox row), each in its own transaction, prepared once, in memory as the fuzzer runs them.
 //
-// It also times `inboxsim explore` (states per second; how far the issue's reference
-// configuration gets in a budget of states), and the large inputs of tests/scenario/test_parse.cpp and
+// It also times `inboxsim explore` (the stories docs/exploration.md quotes, with their states,
+// which are the explorer's targets, and how far two transfers get in a budget), and the large inputs of tests/scenario/test_parse.cpp and
 // tests/report/test_report.cpp, which assert only the result: parsing stays linear in the size of a
 // scenario file, and so does building the --json object.
 //
 // Usage: inboxsim_bench [SEEDS]   (default 400 seeds on the standard workload)
+//        inboxsim_bench explore   (the explorations alone)
 #include <SQLiteCpp/SQLiteCpp.h>
 
 #include <algorithm>
@@ -20,6 +21,7 @@
 #include <cstdlib>
 #include <ctime>
 #include <string>
+#include <vector>
 
 #include "fuzz/campaign.h"
 #include "fuzz/explore.h"
@@ -204,77 +206,87 @@ void time_large_inputs() {
   }
 }
 
-// Times `inboxsim explore` (issue 10): distinct states per second on one core, and how far the
-// issue's reference configuration (2 accounts, 2 transfers, 2 instances per service, K = 2,
-// every explorable fault kind) gets in a fixed budget of states.
+// One exploration of the table time_exploration prints: the search `explore` makes by default
+// (dynamic partial-order reduction with persistent sets), its states (the same on any machine:
+// the explorer's targets), its final states, and its wall and CPU time.
+struct ExploreRow {
+  const char* story;
+  const inboxsim::Scenario* scenario;
+  int64_t faults;
+  std::vector<inboxsim::FaultKind> kinds;  // empty: every explorable kind
+  int64_t max_states;
+  const char* target;
+};
+
+void time_explore_row(const ExploreRow& row) {
+  inboxsim::ExploreSettings settings;
+  settings.dpor = true;
+  settings.persistent_sets = true;
+  settings.faults = row.faults;
+  settings.max_states = row.max_states;
+  if (row.kinds.empty()) {
+    settings.fault_kinds = inboxsim::explorable_fault_kinds();
+  } else {
+    for (const inboxsim::FaultKind kind : row.kinds) {
+      settings.fault_kinds[static_cast<size_t>(kind)] = true;
+    }
+  }
+  const auto start = Clock::now();
+  const double cpu_start = process_cpu_seconds();
+  const inboxsim::ExploreResult result = inboxsim::explore(*row.scenario, settings);
+  std::printf("| %s | %lld | %s | %lld | %.1f s | %.1f s | %s |\n", row.story,
+              static_cast<long long>(result.states),
+              result.complete ? "complete" : "budget spent",
+              static_cast<long long>(result.leaves), seconds_since(start),
+              process_cpu_seconds() - cpu_start, row.target);
+  std::fflush(stdout);
+}
+
+// Times `inboxsim explore` on the stories docs/exploration.md quotes, as a Markdown table for
+// docs/performance.md.
 void time_exploration() {
   const std::string story = R"({"name": "two-transfers", "accounts": {"alice": 10000, "bob": 0},
     "steps": [{"transfer": {"id": "t1", "from": "alice", "to": "bob", "amount": 2500}},
               {"transfer": {"id": "t2", "from": "bob", "to": "alice", "amount": 100}}]})";
   inboxsim::ParseResult parsed = inboxsim::parse_scenario_text(story, "two-transfers.json");
-  inboxsim::ParseResult happy = inboxsim::parse_scenario_file(std::string(INBOXSIM_SOURCE_DIR) +
-                                                              "/scenarios/01-happy-path.json");
-  if (!parsed.scenario || !happy.scenario) {
+  const std::string root = INBOXSIM_SOURCE_DIR;
+  inboxsim::ParseResult happy = inboxsim::parse_scenario_file(root + "/scenarios/01-happy-path.json");
+  inboxsim::ParseResult four =
+      inboxsim::parse_scenario_file(root + "/notes/two-transfers-4-accounts.json");
+  if (!parsed.scenario || !happy.scenario || !four.scenario) {
     std::printf("explore: the stories did not parse\n");
     return;
-  }
-  for (const int64_t jobs : {1, 2}) {
-    inboxsim::ExploreSettings settings;
-    settings.faults = 0;
-    settings.jobs = jobs;
-    const auto start = Clock::now();
-    const inboxsim::ExploreResult result = inboxsim::explore(*happy.scenario, settings);
-    const double elapsed = seconds_since(start);
-    std::printf(
-        "explore 01-happy-path, K=0, --jobs %lld: %lld states, %lld transitions in "
-        "%.2f s: %.0f states/s, %.0f replays/s%s\n",
-        static_cast<long long>(jobs), static_cast<long long>(result.states),
-        static_cast<long long>(result.transitions), elapsed,
-        static_cast<double>(result.states) / elapsed, static_cast<double>(result.replays) / elapsed,
-        result.complete ? "" : " (incomplete)");
-  }
-  // One transfer with one fault anywhere: what a row of `matrix --exhaustive --faults 1` costs.
-  for (const char* kind : {"duplicate", "crash"}) {
-    inboxsim::ExploreSettings settings;
-    settings.faults = 1;
-    settings.fault_kinds[static_cast<size_t>(*inboxsim::parse_fault_kind(kind))] = true;
-    settings.jobs = 2;
-    settings.max_states = 1'000'000;
-    const auto start = Clock::now();
-    const double cpu_start = process_cpu_seconds();
-    const inboxsim::ExploreResult result = inboxsim::explore(*happy.scenario, settings);
-    const double cpu = process_cpu_seconds() - cpu_start;
-    std::printf("explore 01-happy-path, K=1 %s, --jobs 2: %lld states, %lld replays in %.1f s "
-                "(%.1f s of CPU: %.0f states/s per core), %s\n",
-                kind, static_cast<long long>(result.states),
-                static_cast<long long>(result.replays), seconds_since(start), cpu,
-                static_cast<double>(result.states) / cpu,
-                result.complete ? "complete" : "incomplete");
   }
   inboxsim::Scenario reference = *parsed.scenario;
   reference.config.account_instances = 2;
   reference.config.transfer_instances = 2;
-  for (const int64_t faults : {0, 2}) {
-    inboxsim::ExploreSettings settings;
-    settings.faults = faults;
-    settings.fault_kinds = inboxsim::explorable_fault_kinds();
-    settings.jobs = 2;
-    settings.max_states = 100'000;
-    const auto start = Clock::now();
-    const inboxsim::ExploreResult result = inboxsim::explore(reference, settings);
-    const double elapsed = seconds_since(start);
-    std::printf("explore 2 accounts, 2 transfers, 2+2 instances, K=%lld, --jobs 2: %lld states "
-                "(budget %lld) in %.1f s, depth %lld, %s\n",
-                static_cast<long long>(faults), static_cast<long long>(result.states),
-                static_cast<long long>(settings.max_states), elapsed,
-                static_cast<long long>(result.max_depth),
-                result.complete ? "complete" : "incomplete");
-  }
+  using inboxsim::FaultKind;
+  std::printf("explore, --reduction dpor,persistent (one thread):\n\n"
+              "| story | states | search | final states | wall | CPU | target |\n"
+              "|---|---:|---|---:|---:|---:|---|\n");
+  const std::vector<ExploreRow> rows = {
+      {"one transfer, no fault", &*happy.scenario, 0, {}, 1'000'000, ""},
+      {"one transfer, one duplicate anywhere", &*happy.scenario, 1, {FaultKind::duplicate},
+       1'000'000, ""},
+      {"one transfer, one crash anywhere", &*happy.scenario, 1, {FaultKind::crash}, 1'000'000,
+       "at most 20,000 states"},
+      {"one transfer, one fault of any kind anywhere", &*happy.scenario, 1, {}, 1'000'000, ""},
+      {"two transfers, four accounts, 1+1 instances, no fault", &*four.scenario, 0, {},
+       1'000'000, "at most 50,000 states"},
+      {"two transfers, two accounts, 2+2 instances, no fault", &reference, 0, {}, 200'000,
+       "complete in at most 1,000,000"},
+      {"the same, one fault of any kind anywhere", &reference, 1, {}, 200'000, "complete"},
+  };
+  for (const ExploreRow& row : rows) time_explore_row(row);
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
+  if (argc > 1 && std::string(argv[1]) == "explore") {
+    time_exploration();
+    return 0;
+  }
   const uint64_t seeds = argc > 1 ? std::strtoull(argv[1], nullptr, 10) : 400;
   inboxsim::CampaignOptions options;
   options.seed_first = 1;
