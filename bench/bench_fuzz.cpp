@@ -7,8 +7,8 @@
 // outbox row), each in its own transaction, prepared once, in memory as the fuzzer runs them.
 //
 // It also times `inboxsim explore` (the stories docs/exploration.md quotes, with their states,
-// which are the explorer's targets, and how far two transfers get in a budget), and the large inputs of tests/scenario/test_parse.cpp and
-// tests/report/test_report.cpp, which assert only the result: parsing stays linear in the size of a
+// which are the explorer's targets, and how far two transfers get in a budget), and the large
+// inputs of tests/scenario/test_parse.cpp and tests/report/test_report.cpp, which assert only the result: parsing stays linear in the size of a
 // scenario file, and so does building the --json object.
 //
 // Usage: inboxsim_bench [SEEDS]   (default 400 seeds on the standard workload)
@@ -250,7 +250,8 @@ void time_exploration() {
               {"transfer": {"id": "t2", "from": "bob", "to": "alice", "amount": 100}}]})";
   inboxsim::ParseResult parsed = inboxsim::parse_scenario_text(story, "two-transfers.json");
   const std::string root = INBOXSIM_SOURCE_DIR;
-  inboxsim::ParseResult happy = inboxsim::parse_scenario_file(root + "/scenarios/01-happy-path.json");
+  inboxsim::ParseResult happy =
+      inboxsim::parse_scenario_file(root + "/scenarios/01-happy-path.json");
   inboxsim::ParseResult four =
       inboxsim::parse_scenario_file(root + "/notes/two-transfers-4-accounts.json");
   if (!parsed.scenario || !happy.scenario || !four.scenario) {

@@ -5,9 +5,10 @@
 // Prints medians of wall time; the targets are < 50 ms and < 10 s on these machines.
 #include <algorithm>
 #include <chrono>
-#include <optional>
 #include <cstdio>
+#include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "play/moment.h"
@@ -57,11 +58,15 @@ int main(int argc, char** argv) {
     std::printf("replay request at the %s: median %.1f ms (target < 50 ms)\n", name, median(times));
   }
   if (argc > 2 && std::string(argv[2]) == "replays") return 0;
-  // One duplicate, one crash, and one fault of any explorable kind.
-  for (const char* kind : {"duplicate", "crash", "fault of any kind"}) {
+  // One duplicate, one crash, and one fault of any explorable kind (no kind named).
+  const std::pair<const char*, std::optional<FaultKind>> questions[] = {
+      {"duplicate", FaultKind::duplicate},
+      {"crash", FaultKind::crash},
+      {"fault of any kind", std::nullopt}};
+  for (const auto& [kind, one_kind] : questions) {
     ExploreFromHere settings;
     settings.faults = 1;
-    if (const std::optional<FaultKind> one_kind = parse_fault_kind(kind)) {
+    if (one_kind) {
       settings.fault_kinds[static_cast<size_t>(*one_kind)] = true;
     } else {
       settings.fault_kinds = explorable_fault_kinds();

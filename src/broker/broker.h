@@ -190,8 +190,9 @@ class Broker final : public MessageBroker {
   bool ack_wait_may_expire(size_t) const override { return false; }
   void expire_ack_wait(size_t, int64_t) override { INBOXSIM_ASSERT(false); }
 
-  // Every queue's messages in order, every consumer's connection, channel, next tag and unacked
+  // Every queue's messages in order (by rank), every consumer's connection and unacked
   // deliveries, the round-robin cursors: what decides the broker's future, for the explorer.
+  // Its counters (channel numbers, next tags, the next position) are fingerprint_counters.
   void fingerprint(Hasher& hasher) const override;
   void fingerprint_counters(Hasher& hasher) const override;
 

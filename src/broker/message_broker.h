@@ -161,7 +161,7 @@ class MessageBroker {
   virtual void fingerprint(Hasher& hasher) const = 0;
   // Tests: the counters `fingerprint` leaves out because nothing reads their values, only their
   // order or their equality with the consumer's current one (ExploreControl::
-  // keep_channel_numbers).
+  // keep_broker_counters).
   virtual void fingerprint_counters(Hasher& hasher) const = 0;
   virtual BrokerTouches take_touched() = 0;
   virtual bool a_consumer_could_have_filled() const = 0;

@@ -71,7 +71,7 @@ void Search::execute(size_t first_new) {
   options.explore.log_events = true;
   options.explore.check_void_events = settings_.check_void_events;
   options.explore.fuse_lock_steps = settings_.fuse_lock_steps;
-  options.explore.keep_channel_numbers = settings_.keep_channel_numbers;
+  options.explore.keep_broker_counters = settings_.keep_broker_counters;
   options.explore.schedule = explore_schedule(prefix, settings_);
   options.explore.chooser = [this](World& world) { return choose(world); };
   World world(scenario_, scenario_.config, options);
@@ -108,7 +108,7 @@ void Search::execute(size_t first_new) {
       ++result_.leaves;
       ++result_.good_leaves;
       count_coverage(world.coverage());
-      result_.leaf_states.push_back(settings_.keep_channel_numbers ? world.canonical_fingerprint()
+      result_.leaf_states.push_back(settings_.keep_broker_counters ? world.canonical_fingerprint()
                                                                    : leaf);
       if (settings_.stop_at_good_leaf) stopped_ = true;
     }

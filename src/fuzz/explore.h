@@ -65,10 +65,10 @@ struct ExploreSettings {
   // search with the one that fuses them (ExploreControl::fuse_lock_steps). Its counterexamples
   // replay only with it off.
   bool fuse_lock_steps = true;
-  // Tests (dynamic partial-order reduction only): the channel numbers and next delivery tags in
-  // the state (ExploreControl::keep_channel_numbers); `leaf_states` are then named without
-  // them, to compare with the search that leaves them out.
-  bool keep_channel_numbers = false;
+  // Tests (dynamic partial-order reduction only): the broker's counters in the state
+  // (ExploreControl::keep_broker_counters); `leaf_states` are then named without them, to
+  // compare with the search that leaves them out.
+  bool keep_broker_counters = false;
   // With persistent sets: a replay goes on through each state where one event is taken
   // alone, and the runs it makes on the way stand in for the replays of those states' one
   // child (ExploreControl::continue_alone). The same search with fewer replays; the tests

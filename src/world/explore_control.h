@@ -71,10 +71,11 @@ struct ExploreControl {
   // (World::between_steps, docs/model.md "a row lock's grant and the step after it are one
   // event"). Tests turn it off to compare; a run made so replays only with it off.
   bool fuse_lock_steps = true;
-  // Tests: a consumer's channel number and next delivery tag in the state's fingerprint, which
-  // leaves them out (World::fingerprint_channel); World::canonical_fingerprint leaves them out
-  // either way, to show that the two searches reach the same final states.
-  bool keep_channel_numbers = false;
+  // Tests: the broker's counters (channel numbers, next delivery tags, the next position) in the
+  // state's fingerprint, which leaves them out (World::fingerprint_channel);
+  // World::canonical_fingerprint leaves them out either way, to show that the two searches
+  // reach the same final states.
+  bool keep_broker_counters = false;
   // With log_events, past the schedule: the explorer picks each option itself, reading the
   // log (whose last choice is the one being made, its `enabled` filled for an event). A
   // negative answer stops the run there.

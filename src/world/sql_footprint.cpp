@@ -29,7 +29,9 @@ struct Token {
 
 // ASCII only, as SQL's keywords and the services' names are: the C library's classes would
 // consult the locale on every character of every statement.
-bool space_char(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v'; }
+bool space_char(char c) {
+  return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v';
+}
 bool digit_char(char c) { return c >= '0' && c <= '9'; }
 bool word_char(char c) {
   return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || digit_char(c) || c == '_';
@@ -320,7 +322,9 @@ StatementShape statement_shape(std::string_view sql) {
       size_t at = index + 2;
       if (tokens[at].text != "(") break;
       for (++at; at < tokens.size() && tokens[at].text != ")"; ++at) {
-        if (tokens[at].kind == Token::Kind::word) shape.insert_columns.emplace_back(tokens[at].text);
+        if (tokens[at].kind == Token::Kind::word) {
+          shape.insert_columns.emplace_back(tokens[at].text);
+        }
       }
       const bool values = at + 1 < tokens.size() && is_word(tokens[at + 1], "VALUES");
       if (!values || shape.tables.size() != 1) shape.insert_columns.clear();

@@ -145,8 +145,8 @@ class World {
   // broker's queues, what is on the wire, every instance and waiting handler, the locks, the
   // fault book. Equal fingerprints, equal futures (docs/model.md, "Exploration").
   Fingerprint fingerprint();
-  // The fingerprint without channel numbers and next delivery tags, even when the exploration
-  // keeps them (ExploreControl::keep_channel_numbers): tests compare final states by it.
+  // The fingerprint without the broker's counters, even when the exploration
+  // keeps them (ExploreControl::keep_broker_counters): tests compare final states by it.
   Fingerprint canonical_fingerprint();
   // ExploreControl::log_events: the run so far as events and choices.
   const EventLog& event_log() const { return explorer_.log(); }
@@ -353,7 +353,7 @@ class World {
   Fingerprint fingerprint_handler(uint64_t handler) const;
   void fingerprint_channel(Hasher& hasher, size_t consumer, uint64_t channel,
                            int64_t delivery_tag) const;
-  bool channel_numbers_in_fingerprint() const;
+  bool broker_counters_in_fingerprint() const;
   Fingerprint fingerprint_delivery(const Delivery& delivery) const;
 
   // Acks, nacks and publishing.

@@ -14,14 +14,16 @@ namespace inboxsim {
 // that reach the same state by different paths meet. Sets with no order (pending events,
 // running handlers) go in sorted.
 Fingerprint World::canonical_fingerprint() {
+  struct Restore {
+    bool& flag;
+    ~Restore() { flag = false; }
+  } restore{canonical_only_};  // fingerprint() may throw (a database read)
   canonical_only_ = true;
-  const Fingerprint print = fingerprint();
-  canonical_only_ = false;
-  return print;
+  return fingerprint();
 }
 
-bool World::channel_numbers_in_fingerprint() const {
-  return explorer_.control().keep_channel_numbers && !canonical_only_;
+bool World::broker_counters_in_fingerprint() const {
+  return explorer_.control().keep_broker_counters && !canonical_only_;
 }
 
 Fingerprint World::fingerprint() {
@@ -39,7 +41,7 @@ Fingerprint World::fingerprint() {
     first[service] = false;
   }
   broker_->fingerprint(hasher);
-  if (channel_numbers_in_fingerprint()) broker_->fingerprint_counters(hasher);
+  if (broker_counters_in_fingerprint()) broker_->fingerprint_counters(hasher);
   checker_.fingerprint(hasher);
   faults_.fingerprint(hasher);
   hasher.add_signed(explorer_.outcome().faults_injected);
@@ -81,7 +83,7 @@ Fingerprint World::fingerprint() {
 // an unacked delivery of an open channel; on a closed one it names nothing.
 void World::fingerprint_channel(Hasher& hasher, size_t consumer, uint64_t channel,
                                 int64_t delivery_tag) const {
-  if (channel_numbers_in_fingerprint()) {
+  if (broker_counters_in_fingerprint()) {
     hasher.add(channel).add_signed(delivery_tag);
     return;
   }

@@ -1,6 +1,7 @@
-// A consumer's channel number and next delivery tag, and the broker's next position, are left out of the state's fingerprint
-// (World::fingerprint_channel, docs/model.md "When two states are one"): nothing reads their
-// values, only whether a delivery's channel is the one still open and the order of the tags.
+// The broker's counters (a consumer's channel number and next delivery tag, the next message
+// position) are left out of the state's fingerprint (World::fingerprint_channel, docs/model.md
+// "When two states are one"): nothing reads their values, only whether a delivery's channel is
+// the one still open and the order of the tags and positions.
 // Leaving them out merges states, so the searches are smaller and find fewer final states; these
 // tests show that every merged state had the same future: the search that keeps the numbers
 // reaches the same final states, named without them, and breaks the same invariants.
@@ -33,7 +34,7 @@ ExploreResult check_merges_only_equal_futures(const Scenario& scenario, ExploreS
   settings.keep_going = true;
   settings.dpor = true;
   ExploreSettings keeping = settings;
-  keeping.keep_channel_numbers = true;
+  keeping.keep_broker_counters = true;
   const ExploreResult kept = explore(scenario, keeping);
   ExploreResult merged = explore(scenario, settings);
   REQUIRE(kept.complete);
