@@ -254,7 +254,9 @@ void time_exploration() {
       inboxsim::parse_scenario_file(root + "/scenarios/01-happy-path.json");
   inboxsim::ParseResult four =
       inboxsim::parse_scenario_file(root + "/notes/two-transfers-4-accounts.json");
-  if (!parsed.scenario || !happy.scenario || !four.scenario) {
+  inboxsim::ParseResult lesson =
+      inboxsim::parse_scenario_file(root + "/scenarios/77-explorer-two-transfers.json");
+  if (!parsed.scenario || !happy.scenario || !four.scenario || !lesson.scenario) {
     std::printf("explore: the stories did not parse\n");
     return;
   }
@@ -274,6 +276,12 @@ void time_exploration() {
       {"one transfer, one fault of any kind anywhere", &*happy.scenario, 1, {}, 1'000'000, ""},
       {"two transfers, four accounts, 1+1 instances, no fault", &*four.scenario, 0, {},
        1'000'000, "at most 50,000 states"},
+      {"lesson 77: the same, one message at a time (prefetch 1), no fault", &*lesson.scenario, 0,
+       {}, 1'000'000, ""},
+      {"lesson 77, one duplicate anywhere", &*lesson.scenario, 1, {FaultKind::duplicate},
+       1'000'000, ""},
+      {"lesson 77, one crash anywhere", &*lesson.scenario, 1, {FaultKind::crash}, 200'000,
+       "complete"},
       {"two transfers, two accounts, 2+2 instances, no fault", &reference, 0, {}, 200'000,
        "complete in at most 1,000,000"},
       {"the same, one fault of any kind anywhere", &reference, 1, {}, 200'000, "complete"},

@@ -43,6 +43,33 @@ std::vector<ExploreRun> explores_of_52() {
                      "both copies debit, in 3 choices"}};
 }
 
+// Lesson 77's three explore runs: two transfers proven for every order (3,065 states, about a
+// second), then with a duplicate anywhere (22,324 states, a few seconds), then the double debit
+// without account-service's inbox and the ledger key.
+std::vector<ExploreRun> explores_of_77() {
+  return {ExploreRun{0,
+                     "",
+                     {},
+                     1,
+                     false,
+                     "PROVEN: every order of the two transfers' chains, one order per class of "
+                     "orders that differ only in steps that commute"},
+          ExploreRun{1,
+                     "duplicate",
+                     {},
+                     2,
+                     false,
+                     "PROVEN with a duplicate at any delivery or publish of either transfer (a "
+                     "few seconds): a proof of this story, one message at a time, not of a crash"},
+          ExploreRun{1,
+                     "duplicate",
+                     {"account.inbox=none", "account.ledger_unique=false"},
+                     1,
+                     true,
+                     "BROKEN without account-service's inbox and the ledger key: one duplicate "
+                     "of Transfer.Requested debits twice, in 1 choice"}};
+}
+
 // The teacher's guide's order (docs/scenarios.md, "Suggested order for a lesson"), each
 // scenario with its minutes in class: 2 for a contrast with the story before it, 3 for a
 // story, 4 for one whose narration needs reading together.
@@ -92,7 +119,8 @@ std::vector<LessonBlock> make_blocks() {
         {"69", 2},
         {"70", 2},
         {"50", 3, explores_of_50()},
-        {"52", 2, explores_of_52()}}},
+        {"52", 2, explores_of_52()},
+        {"77", 3, explores_of_77()}}},
       {"Beyond RabbitMQ: Kafka's exactly-once and the offset-commit window", {{"48", 3}}},
       {"Store, then ack: Wolverine's durable inbox and its durability agent",
        {{"71", 3}, {"72", 3}, {"73", 2}}},

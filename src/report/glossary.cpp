@@ -283,7 +283,7 @@ void add_fault_terms(std::vector<GlossaryEntry>& out) {
        "10-crash-between-inbox-steps, 17-unstable-message-id"});
 }
 
-// The explorer's words (`inboxsim explore`, lessons 50 and 52).
+// The explorer's words (`inboxsim explore`, lessons 50, 52 and 77).
 void add_explorer_terms(std::vector<GlossaryEntry>& out) {
   out.push_back(
       {"proven",
@@ -291,7 +291,7 @@ void add_explorer_terms(std::vector<GlossaryEntry>& out) {
        "`inboxsim explore` ran every order of the story's events (and every placement of up to "
        "K faults of the kinds asked for) and none broke an invariant. A proof of this story and "
        "these faults only: another story, or one fault more, is another search.",
-       "50-explorer-proves-the-key, 52-explorer-two-faults"});
+       "50-explorer-proves-the-key, 52-explorer-two-faults, 77-explorer-two-transfers"});
   out.push_back(
       {"counterexample",
        {"BROKEN", "choices", "choice"},

@@ -405,11 +405,21 @@ void World::dispatch(const Job& job) {
     const bool process = job.kind == JobKind::restart || job.kind == JobKind::reconnect ||
                          job.kind == JobKind::heartbeat_timeout || job.kind == JobKind::pause_end;
     touch_instance(instance, process ? Access::write : Access::read);
-    // A loop's turn changes its flag, and the relay's its memory of what awaits a confirm.
+    // A loop's turn changes its flag, and the relay's its memory of what awaits a confirm. A
+    // confirm only takes its own row out of that memory: two confirms commute, and each meets
+    // every poll (which reads all of it) and every nack (which takes a row out and schedules a
+    // poll), not a handler that schedules a poll.
     switch (job.kind) {
-      case JobKind::relay_poll:
       case JobKind::confirm:
-      case JobKind::publish_nack: touch_loop(instance, Loop::relay); break;
+        touch_loop(instance, Loop::relay_awaiting, Access::change);
+        touch(resource_of(ResourceClass::loop, instance, "awaits a confirm",
+                          std::to_string(job.outbox_seq)));
+        break;
+      case JobKind::relay_poll:
+      case JobKind::publish_nack:
+        touch_loop(instance, Loop::relay);
+        touch_loop(instance, Loop::relay_awaiting);
+        break;
       case JobKind::account_sweep: touch_loop(instance, Loop::sweep); break;
       case JobKind::durability_poll: touch_loop(instance, Loop::durability); break;
       default: break;

@@ -459,9 +459,10 @@ class World {
     explorer_.touch(resource, access);
   }
   bool footprinting() const { return explorer_.footprinting(); }
-  // An instance's loops (ResourceClass::loop): each one's flag and its jobs.
-  enum class Loop : uint8_t { relay, sweep, durability };
-  void touch_loop(size_t instance, Loop loop);
+  // An instance's loops (ResourceClass::loop): each one's flag and its jobs; the relay's memory
+  // of the rows that await a confirm is a resource of its own (two bits of the instance's id).
+  enum class Loop : uint8_t { relay, sweep, durability, relay_awaiting };
+  void touch_loop(size_t instance, Loop loop, Access access = Access::write);
   void touch_row_lock(ServiceId service, const std::string& key);
   // Every lock `handler` holds or waits for (it is about to give them all up).
   void touch_row_locks_of(ServiceId service, uint64_t handler);

@@ -199,8 +199,8 @@ void World::touch_database(ServiceId service) {
   touch(resource_id(ResourceClass::database, static_cast<uint64_t>(service)));
 }
 
-void World::touch_loop(size_t instance, Loop loop) {
-  touch(resource_id(ResourceClass::loop, instance << 2 | static_cast<uint64_t>(loop)));
+void World::touch_loop(size_t instance, Loop loop, Access access) {
+  touch(resource_id(ResourceClass::loop, instance << 2 | static_cast<uint64_t>(loop)), access);
 }
 
 void World::touch_row_lock(ServiceId service, const std::string& key) {

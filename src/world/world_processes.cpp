@@ -165,6 +165,7 @@ void World::crashed(size_t index) {
     touch_loop(index, Loop::relay);
     touch_loop(index, Loop::sweep);
     touch_loop(index, Loop::durability);
+    touch_loop(index, Loop::relay_awaiting);
   }
   instance.up = false;
   ++instance.incarnation;

@@ -110,7 +110,7 @@ PublishResult World::publish_and_confirm(size_t index, const MessagePtr& message
 }
 
 void World::relay_publish(size_t index, const MessagePtr& message, int64_t outbox_seq) {
-  if (footprinting()) touch_loop(index, Loop::relay);
+  if (footprinting()) touch_loop(index, Loop::relay_awaiting);
   const Instance& instance = instances_[index];
   largest_relayed_seq_ = std::max(largest_relayed_seq_, outbox_seq);
   Job job = Job::of_instance(JobKind::confirm, index, instance.incarnation);
@@ -135,7 +135,10 @@ void World::relay_publish(size_t index, const MessagePtr& message, int64_t outbo
 // relay awaited a confirm for is in doubt, and it publishes them again, same message ids, once
 // it has reconnected.
 void World::relay_channel_closed(size_t index, const Message& message) {
-  if (footprinting()) touch_loop(index, Loop::relay);
+  if (footprinting()) {
+    touch_loop(index, Loop::relay);
+    touch_loop(index, Loop::relay_awaiting);
+  }
   Instance& instance = instances_[index];
   TraceEvent event = event_about(EventKind::confirm_lost, now_ms(), participant::broker, message);
   event.target = instance.names.relay;

@@ -263,4 +263,18 @@ TEST_CASE("dpor loses nothing where two instances race two copies on one row (le
   }
 }
 
+TEST_CASE("dpor loses nothing where two transfers' chains take turns (lesson 77)",
+          "[.explore_long]") {
+  // Two transfers, each instance taking one message at a time: the relay's confirms of the two
+  // transfers' rows are in flight at once, and each confirm meets only its own row of the
+  // relay's memory, so two of them commute.
+  const Scenario scenario = library_scenario("77-explorer-two-transfers.json");
+  REQUIRE(scenario.config.broker_prefetch == 1);
+  const ExploreResult reduced = check_dpor_loses_nothing(scenario, with_faults(0, {}));
+  CHECK(broken_invariants(reduced).empty());
+  CHECK(reduced.leaf_states.size() == 4);
+  // Pinned: 3,631 with a confirm ordered with every other event of the relay.
+  CHECK(reduced.states == 3065);
+}
+
 }  // namespace inboxsim
