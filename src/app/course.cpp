@@ -43,9 +43,9 @@ std::vector<ExploreRun> explores_of_52() {
                      "both copies debit, in 3 choices"}};
 }
 
-// Lesson 77's three explore runs: two transfers proven for every order (3,065 states, about a
-// second), then with a duplicate anywhere (22,324 states, a few seconds), then the double debit
-// without account-service's inbox and the ledger key.
+// Lesson 77's two explore runs: two transfers proven for every order (3,065 states, about a
+// second), then the double debit without account-service's inbox and the ledger key. The proof
+// with a duplicate anywhere (22,324 states, 7 s) is the guide's to run: the demo stays quick.
 std::vector<ExploreRun> explores_of_77() {
   return {ExploreRun{0,
                      "",
@@ -54,13 +54,6 @@ std::vector<ExploreRun> explores_of_77() {
                      false,
                      "PROVEN: every order of the two transfers' chains, one order per class of "
                      "orders that differ only in steps that commute"},
-          ExploreRun{1,
-                     "duplicate",
-                     {},
-                     2,
-                     false,
-                     "PROVEN with a duplicate at any delivery or publish of either transfer (a "
-                     "few seconds): a proof of this story, one message at a time, not of a crash"},
           ExploreRun{1,
                      "duplicate",
                      {"account.inbox=none", "account.ledger_unique=false"},
