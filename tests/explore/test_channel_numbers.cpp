@@ -21,6 +21,7 @@ namespace inboxsim {
 
 using testing::broken_invariants;
 using testing::library_scenario;
+using testing::with_faults;
 namespace {
 
 std::vector<Fingerprint> distinct(std::vector<Fingerprint> prints) {
@@ -42,13 +43,6 @@ ExploreResult check_merges_only_equal_futures(const Scenario& scenario, ExploreS
   CHECK(distinct(kept.leaf_states) == merged.leaf_states);
   CHECK(broken_invariants(merged) == broken_invariants(kept));
   return merged;
-}
-
-ExploreSettings with_faults(int64_t faults, std::initializer_list<FaultKind> kinds) {
-  ExploreSettings settings;
-  settings.faults = faults;
-  for (const FaultKind kind : kinds) settings.fault_kinds[static_cast<size_t>(kind)] = true;
-  return settings;
 }
 
 MessagePtr message(const std::string& id) {

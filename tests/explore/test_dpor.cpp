@@ -18,31 +18,18 @@
 
 namespace inboxsim {
 
+using testing::breaks;
 using testing::broken_invariants;
+using testing::check_same_outcomes;
 using testing::library_scenario;
+using testing::replay_breaks;
+using testing::with_faults;
 namespace {
-
-ExploreSettings with_faults(int64_t faults, std::initializer_list<FaultKind> kinds) {
-  ExploreSettings settings;
-  settings.faults = faults;
-  for (const FaultKind kind : kinds) settings.fault_kinds[static_cast<size_t>(kind)] = true;
-  return settings;
-}
 
 ExploreSettings dpor(ExploreSettings settings, bool persistent) {
   settings.dpor = true;
   settings.persistent_sets = persistent;
   return settings;
-}
-
-// The counterexample as a user meets it: written, parsed back, run.
-RunResult replay(const ExploreCounterexample& cx) {
-  const std::string text = scenario_to_json(cx.scenario).dump(2);
-  ParseResult parsed = parse_scenario_text(text, "counterexample.json");
-  REQUIRE(parsed.scenario.has_value());
-  RunOptions options;
-  options.keep_trace = false;
-  return run_scenario(*parsed.scenario, options);
 }
 
 // DPOR, with and without persistent sets, against every event of every state, going on past
@@ -59,15 +46,11 @@ ExploreResult check_dpor_loses_nothing(const Scenario& scenario, ExploreSettings
   for (const bool persistent : {false, true}) {
     ExploreResult reduced = explore(scenario, dpor(settings, persistent));
     INFO("persistent sets " << persistent);
-    REQUIRE(reduced.complete);
+    check_same_outcomes(reduced, full);
     CHECK(reduced.dpor);
-    CHECK(reduced.leaf_states == full.leaf_states);
-    CHECK(broken_invariants(reduced) == broken_invariants(full));
     CHECK(reduced.states <= full.states);
     for (const ExploreCounterexample& cx : reduced.counterexamples) {
-      const RunResult run = replay(cx);
-      CHECK(std::any_of(run.violations.begin(), run.violations.end(),
-                        [&](const Violation& v) { return v.invariant == cx.invariant; }));
+      CHECK(replay_breaks(cx));
     }
     if (persistent) kept = std::move(reduced);
   }
@@ -151,15 +134,10 @@ TEST_CASE("dpor finds a defenceless bank's double debit, and run replays it", "[
   // persistent sets on this story.
   const ExploreResult breadth = explore(scenario, settings);
   const ExploreResult reduced = explore(scenario, dpor(settings, true));
-  REQUIRE(breadth.complete);
-  REQUIRE(reduced.complete);
-  CHECK(broken_invariants(reduced) == broken_invariants(breadth));
-  CHECK(broken_invariants(reduced).count(Invariant::single_effect) == 1);
-  CHECK(reduced.leaf_states == breadth.leaf_states);
+  check_same_outcomes(reduced, breadth);
+  CHECK(breaks(reduced, Invariant::single_effect));
   for (const ExploreCounterexample& cx : reduced.counterexamples) {
-    const RunResult run = replay(cx);
-    CHECK(std::any_of(run.violations.begin(), run.violations.end(),
-                      [&](const Violation& v) { return v.invariant == cx.invariant; }));
+    CHECK(replay_breaks(cx));
   }
 }
 
@@ -195,9 +173,7 @@ TEST_CASE("dpor with persistent sets explores fewer states than the breadth-firs
       with_faults(1, {FaultKind::nack, FaultKind::publish_nack, FaultKind::drop_ack});
   const ExploreResult breadth = explore(scenario, settings);
   const ExploreResult reduced = explore(scenario, dpor(settings, true));
-  REQUIRE(breadth.complete);
-  REQUIRE(reduced.complete);
-  CHECK(reduced.leaf_states == breadth.leaf_states);
+  check_same_outcomes(reduced, breadth);
   CHECK(reduced.counterexamples.empty());
   // Pinned: a fingerprint that merges too much, or a footprint that misses a conflict, moves
   // them (40 and 140 with a row lock's grant and the step after it as two events; 36, 6 final
@@ -229,7 +205,7 @@ TEST_CASE("dpor loses nothing with a crash anywhere, nor with one fault of any k
   settings.fault_kinds = explorable_fault_kinds();
   const ExploreResult breadth = explore(scenario, settings);
   const ExploreResult reduced = explore(scenario, dpor(settings, true));
-  CHECK(reduced.leaf_states == breadth.leaf_states);
+  check_same_outcomes(reduced, breadth);
   // 2,529 and 3,908 with a service's database as one resource; 1,266 and 3,843 with rows but
   // keyed reads of one value ordered with each other; 1,252 with each fault tried second;
   // 1,232 and 3,807 with a row lock's grant and the step after it as two events; 802 and 2,046
@@ -251,14 +227,10 @@ TEST_CASE("dpor loses nothing where two instances race two copies on one row (le
     settings.keep_going = true;
     const ExploreResult breadth = explore(scenario, settings);
     const ExploreResult reduced = explore(scenario, dpor(settings, true));
-    REQUIRE(reduced.complete);
-    CHECK(reduced.leaf_states == breadth.leaf_states);
-    CHECK(broken_invariants(reduced) == broken_invariants(breadth));
-    CHECK(broken_invariants(reduced).count(Invariant::single_effect) == (key ? 0 : 1));
+    check_same_outcomes(reduced, breadth);
+    CHECK(breaks(reduced, Invariant::single_effect) == !key);
     for (const ExploreCounterexample& cx : reduced.counterexamples) {
-      const RunResult run = replay(cx);
-      CHECK(std::any_of(run.violations.begin(), run.violations.end(),
-                        [&](const Violation& v) { return v.invariant == cx.invariant; }));
+      CHECK(replay_breaks(cx));
     }
   }
 }

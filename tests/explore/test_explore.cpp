@@ -16,31 +16,19 @@
 
 namespace inboxsim {
 
+using testing::breaks;
 using testing::broken_invariants;
+using testing::check_same_outcomes;
 using testing::library_scenario;
+using testing::replay_breaks;
+using testing::with_faults;
 namespace {
 
-// K faults of `kinds`, on `jobs` threads (the long searches use both cores).
-ExploreSettings settings_with(int64_t faults, std::initializer_list<FaultKind> kinds,
-                              int64_t jobs = 1) {
-  ExploreSettings settings;
-  settings.faults = faults;
-  settings.jobs = jobs;
-  for (const FaultKind kind : kinds) settings.fault_kinds[static_cast<size_t>(kind)] = true;
-  return settings;
-}
-
-bool breaks(const ExploreResult& result, Invariant invariant) {
-  return std::any_of(result.counterexamples.begin(), result.counterexamples.end(),
-                     [&](const ExploreCounterexample& cx) { return cx.invariant == invariant; });
-}
-
-// The counterexample as a user meets it: written, parsed back, run.
 RunResult replay(const ExploreCounterexample& cx) { return testing::replay_written(cx.scenario); }
 
 TEST_CASE("explore proves the rejected transfer for every order of its events", "[explore]") {
   const Scenario scenario = library_scenario("02-insufficient-funds.json");
-  ExploreSettings every_order = settings_with(0, {});
+  ExploreSettings every_order = with_faults(0, {});
   every_order.persistent_sets = false;
   const ExploreResult result = explore(scenario, every_order);
   CHECK(result.complete);
@@ -50,7 +38,7 @@ TEST_CASE("explore proves the rejected transfer for every order of its events", 
   CHECK(result.leaves == 1);
   CHECK(result.transitions >= result.states);
   // Taking an ack or a confirm first where nothing can race it: the same end, fewer states.
-  const ExploreResult reduced = explore(scenario, settings_with(0, {}));
+  const ExploreResult reduced = explore(scenario, with_faults(0, {}));
   CHECK(reduced.complete);
   CHECK(reduced.counterexamples.empty());
   CHECK(reduced.leaves == 1);
@@ -77,7 +65,7 @@ void check_same_search(const ExploreResult& a, const ExploreResult& b) {
 
 TEST_CASE("explore reports the same search with any number of jobs", "[explore]") {
   const Scenario scenario = library_scenario("02-insufficient-funds.json");
-  ExploreSettings one = settings_with(0, {});
+  ExploreSettings one = with_faults(0, {});
   ExploreSettings four = one;
   four.jobs = 4;
   check_same_search(explore(scenario, one), explore(scenario, four));
@@ -103,19 +91,19 @@ TEST_CASE("a replay that goes on through states taken alone makes the same searc
           "[.explore_long]") {
   check_going_on_is_the_same_search(
       library_scenario("02-insufficient-funds.json"),
-      settings_with(1, {FaultKind::crash, FaultKind::drop_ack, FaultKind::nack}));
+      with_faults(1, {FaultKind::crash, FaultKind::drop_ack, FaultKind::nack}));
   // With violations: the counterexamples are the same orders, found at the same point.
   Scenario scenario = library_scenario("05-duplicate-by-hand.json");
   REQUIRE(config_set_text(scenario.config, "account.inbox", "none").empty());
   REQUIRE(config_set_text(scenario.config, "account.ledger_unique", "false").empty());
-  check_going_on_is_the_same_search(scenario, settings_with(1, {FaultKind::duplicate}));
+  check_going_on_is_the_same_search(scenario, with_faults(1, {FaultKind::duplicate}));
 }
 
 // Explores `file` with and without sleep sets (persistent sets off in both, since they do cut
 // states): the same states, fewer transitions.
 void check_sleep_sets_lose_no_state(const std::string& file, int64_t jobs) {
   const Scenario scenario = library_scenario(file);
-  ExploreSettings with = settings_with(0, {});
+  ExploreSettings with = with_faults(0, {});
   with.jobs = jobs;
   with.persistent_sets = false;
   ExploreSettings without = with;
@@ -149,25 +137,22 @@ ExploreResult check_persistent_sets_lose_nothing(const Scenario& scenario,
                                                  ExploreSettings settings) {
   settings.keep_going = true;
   const auto [reduced, full] = explore_both_ways(scenario, settings);
-  REQUIRE(full.complete);
-  REQUIRE(reduced.complete);
+  check_same_outcomes(reduced, full);
   CHECK_FALSE(reduced.persistent_sets_unsound);
   CHECK(reduced.leaves == full.leaves);
-  CHECK(reduced.leaf_states == full.leaf_states);
-  CHECK(broken_invariants(reduced) == broken_invariants(full));
   CHECK(reduced.states < full.states);
   return reduced;
 }
 
 TEST_CASE("persistent sets lose no final state of the rejected transfer", "[explore]") {
   check_persistent_sets_lose_nothing(library_scenario("02-insufficient-funds.json"),
-                                     settings_with(0, {}));
+                                     with_faults(0, {}));
 }
 
 TEST_CASE("persistent sets lose no final state and no violation with a duplicate anywhere",
           "[explore]") {
   const ExploreResult result = check_persistent_sets_lose_nothing(
-      library_scenario("02-insufficient-funds.json"), settings_with(1, {FaultKind::duplicate}));
+      library_scenario("02-insufficient-funds.json"), with_faults(1, {FaultKind::duplicate}));
   CHECK(result.counterexamples.empty());
 }
 
@@ -175,7 +160,7 @@ TEST_CASE("persistent sets lose no violation of a defenceless bank", "[explore]"
   Scenario scenario = library_scenario("05-duplicate-by-hand.json");
   REQUIRE(config_set_text(scenario.config, "account.inbox", "none").empty());
   REQUIRE(config_set_text(scenario.config, "account.ledger_unique", "false").empty());
-  const ExploreResult result = check_persistent_sets_lose_nothing(scenario, settings_with(0, {}));
+  const ExploreResult result = check_persistent_sets_lose_nothing(scenario, with_faults(0, {}));
   CHECK(breaks(result, Invariant::single_effect));
 }
 
@@ -189,27 +174,24 @@ void check_reductions_lose_nothing(const Scenario& scenario, ExploreSettings set
   none.persistent_sets = false;
   const ExploreResult reduced = explore(scenario, settings);
   const ExploreResult full = explore(scenario, none);
-  REQUIRE(reduced.complete);
-  REQUIRE(full.complete);
+  check_same_outcomes(reduced, full);
   CHECK_FALSE(reduced.persistent_sets_unsound);
-  CHECK(reduced.leaf_states == full.leaf_states);
-  CHECK(broken_invariants(reduced) == broken_invariants(full));
   CHECK(reduced.states < full.states);
 }
 
 TEST_CASE("the reduced search loses nothing against every event of every state", "[explore]") {
   check_reductions_lose_nothing(library_scenario("02-insufficient-funds.json"),
-                                settings_with(0, {}));
+                                with_faults(0, {}));
   // A nack parks the message in the error queue and the operator's redrive replays it.
   check_reductions_lose_nothing(library_scenario("02-insufficient-funds.json"),
-                                settings_with(1, {FaultKind::nack}, 2));
+                                with_faults(1, {FaultKind::nack}, 2));
 }
 
 TEST_CASE("where a consumer's prefetch can fill, the search goes without persistent sets",
           "[explore]") {
   Scenario scenario = library_scenario("02-insufficient-funds.json");
   REQUIRE(config_set_text(scenario.config, "broker.prefetch", "1").empty());
-  const auto [guarded, full] = explore_both_ways(scenario, settings_with(0, {}));
+  const auto [guarded, full] = explore_both_ways(scenario, with_faults(0, {}));
   CHECK(guarded.persistent_sets_unsound);
   CHECK_FALSE(guarded.persistent_sets);
   CHECK(guarded.states == full.states);
@@ -222,12 +204,12 @@ TEST_CASE("the operator redrives what a nack parked, and without one the transfe
   // A nack ("database busy") with no retry policy parks the message in the error queue, as
   // MassTransit does; the fuzzer's stories end with an operator replaying it, and so do the
   // explorer's when it injects faults: K + the story's own faults + 1 rounds.
-  const ExploreResult operated = explore(scenario, settings_with(1, {FaultKind::nack}));
+  const ExploreResult operated = explore(scenario, with_faults(1, {FaultKind::nack}));
   CHECK(operated.complete);
   CHECK(operated.redrive_rounds == 2);
   CHECK(operated.counterexamples.empty());
   CHECK(operated.coverage.counts[static_cast<size_t>(Probe::operator_redrive)] > 0);
-  ExploreSettings nobody = settings_with(1, {FaultKind::nack});
+  ExploreSettings nobody = with_faults(1, {FaultKind::nack});
   nobody.operator_redrives = false;
   const ExploreResult stuck = explore(scenario, nobody);
   CHECK(stuck.redrive_rounds == 0);
@@ -237,14 +219,14 @@ TEST_CASE("the operator redrives what a nack parked, and without one the transfe
                     [](const Violation& v) { return v.invariant == Invariant::termination; }));
   // With no fault injected there is nothing for an operator to do: the story is explored as
   // written.
-  CHECK(explore(scenario, settings_with(0, {FaultKind::nack})).redrive_rounds == 0);
+  CHECK(explore(scenario, with_faults(0, {FaultKind::nack})).redrive_rounds == 0);
   // Where nothing is parked, a redrive of empty queues changes no state: the story with the
   // rounds written out, explored with no fault, has the same states and the same ends.
   const Scenario rejected = library_scenario("02-insufficient-funds.json");
-  const Scenario with_rounds = explored_story(rejected, settings_with(1, {FaultKind::nack}));
+  const Scenario with_rounds = explored_story(rejected, with_faults(1, {FaultKind::nack}));
   REQUIRE(with_rounds.steps.size() == rejected.steps.size() + 4);
-  const ExploreResult rounds = explore(with_rounds, settings_with(0, {}));
-  const ExploreResult as_written = explore(rejected, settings_with(0, {}));
+  const ExploreResult rounds = explore(with_rounds, with_faults(0, {}));
+  const ExploreResult as_written = explore(rejected, with_faults(0, {}));
   CHECK(rounds.complete);
   CHECK(rounds.states == as_written.states);
   CHECK(rounds.leaf_states == as_written.leaf_states);
@@ -254,7 +236,7 @@ TEST_CASE("a counterexample carries the operator's rounds, and run replays it th
           "[explore]") {
   Scenario scenario = library_scenario("50-explorer-proves-the-key.json");
   scenario.config.account_ledger_unique = false;
-  const ExploreResult result = explore(scenario, settings_with(1, {FaultKind::nack}));
+  const ExploreResult result = explore(scenario, with_faults(1, {FaultKind::nack}));
   // The story's own duplicate counts: 1 + 1 + 1 rounds.
   CHECK(result.redrive_rounds == 3);
   REQUIRE(breaks(result, Invariant::single_effect));
@@ -263,9 +245,7 @@ TEST_CASE("a counterexample carries the operator's rounds, and run replays it th
     REQUIRE(cx.scenario.steps.size() == scenario.steps.size() + 6);
     CHECK(cx.scenario.steps.back().kind == StepKind::redrive);
     CHECK(cx.scenario.steps.back().queue == "all");
-    const RunResult run = replay(cx);
-    CHECK(std::any_of(run.violations.begin(), run.violations.end(),
-                      [&](const Violation& v) { return v.invariant == cx.invariant; }));
+    CHECK(replay_breaks(cx));
   }
 }
 
@@ -288,10 +268,10 @@ TEST_CASE("a preemption bound explores fewer orders, and what it proves is bound
           "[explore]") {
   // Lesson 50: two account-service instances take two copies of one message side by side.
   const Scenario scenario = library_scenario("50-explorer-proves-the-key.json");
-  const ExploreResult every = explore(scenario, settings_with(0, {}));
+  const ExploreResult every = explore(scenario, with_faults(0, {}));
   REQUIRE(every.complete);
   CHECK(every.preemption_bound == -1);
-  ExploreSettings settings = settings_with(0, {});
+  ExploreSettings settings = with_faults(0, {});
   settings.preemptions = 0;
   const ExploreResult none = explore(scenario, settings);
   settings.preemptions = 1;
@@ -316,8 +296,8 @@ TEST_CASE("a preemption bound explores fewer orders, and what it proves is bound
   // A bound above any order's preemptions is the full search (the rejected transfer with one
   // nack anywhere and the operator's redrive, for speed).
   const Scenario rejected = library_scenario("02-insufficient-funds.json");
-  const ExploreResult full = explore(rejected, settings_with(1, {FaultKind::nack}));
-  ExploreSettings high = settings_with(1, {FaultKind::nack});
+  const ExploreResult full = explore(rejected, with_faults(1, {FaultKind::nack}));
+  ExploreSettings high = with_faults(1, {FaultKind::nack});
   high.preemptions = 10'000;
   const ExploreResult bounded = explore(rejected, high);
   CHECK(bounded.complete);
@@ -330,20 +310,18 @@ TEST_CASE("a bounded search still finds what breaks within its bound, and run re
           "[explore]") {
   Scenario scenario = library_scenario("50-explorer-proves-the-key.json");
   scenario.config.account_ledger_unique = false;
-  ExploreSettings settings = settings_with(0, {});
+  ExploreSettings settings = with_faults(0, {});
   settings.preemptions = 0;
   const ExploreResult result = explore(scenario, settings);
   REQUIRE(breaks(result, Invariant::single_effect));
   for (const ExploreCounterexample& cx : result.counterexamples) {
-    const RunResult run = replay(cx);
-    CHECK(std::any_of(run.violations.begin(), run.violations.end(),
-                      [&](const Violation& v) { return v.invariant == cx.invariant; }));
+    CHECK(replay_breaks(cx));
   }
 }
 
 TEST_CASE("the search stops at --max-states and says it is incomplete", "[explore]") {
   const Scenario scenario = library_scenario("02-insufficient-funds.json");
-  ExploreSettings settings = settings_with(0, {});
+  ExploreSettings settings = with_faults(0, {});
   settings.max_states = 5;
   const ExploreResult result = explore(scenario, settings);
   CHECK_FALSE(result.complete);
@@ -375,12 +353,12 @@ TEST_CASE("stories that need a clock cannot be explored", "[explore]") {
 // About 15 s in Release (10,494 states for 09 alone), so not a unit test.
 TEST_CASE("an event taken as void changes nothing when it runs", "[.explore_long]") {
   check_void_events_of("02-insufficient-funds.json",
-                       settings_with(1, {FaultKind::crash, FaultKind::drop_connection,
+                       with_faults(1, {FaultKind::crash, FaultKind::drop_connection,
                                          FaultKind::drop_ack, FaultKind::lose_confirm,
                                          FaultKind::publish_nack, FaultKind::nack}));
   // The story's own crash after account-service's commit: every pending event of the dead
   // instance (its handlers' next steps, its acks, its sweep) is void.
-  check_void_events_of("09-crash-after-commit.json", settings_with(0, {}));
+  check_void_events_of("09-crash-after-commit.json", with_faults(0, {}));
 }
 
 TEST_CASE("with its defences off, a duplicate by hand is found to debit twice, and run replays it",
@@ -388,7 +366,7 @@ TEST_CASE("with its defences off, a duplicate by hand is found to debit twice, a
   Scenario scenario = library_scenario("05-duplicate-by-hand.json");
   REQUIRE(config_set_text(scenario.config, "account.inbox", "none").empty());
   REQUIRE(config_set_text(scenario.config, "account.ledger_unique", "false").empty());
-  ExploreSettings settings = settings_with(0, {}, 2);
+  ExploreSettings settings = with_faults(0, {}, 2);
   settings.keep_going = true;
   const ExploreResult result = explore(scenario, settings);
   REQUIRE(breaks(result, Invariant::single_effect));
@@ -403,7 +381,7 @@ TEST_CASE("with its defences off, a duplicate by hand is found to debit twice, a
 
 TEST_CASE("with every defence on, the same story is proven for every order", "[.explore_long]") {
   const Scenario scenario = library_scenario("05-duplicate-by-hand.json");
-  const ExploreResult result = explore(scenario, settings_with(0, {}));
+  const ExploreResult result = explore(scenario, with_faults(0, {}));
   CHECK(result.complete);
   CHECK(result.counterexamples.empty());
 }
@@ -414,9 +392,9 @@ TEST_CASE("sleep sets lose no state of the happy path", "[.explore_long]") {
 
 TEST_CASE("explore reports the probes its orders reached", "[.explore_long]") {
   const Scenario scenario = library_scenario("02-insufficient-funds.json");
-  const ExploreResult quiet = explore(scenario, settings_with(0, {}));
+  const ExploreResult quiet = explore(scenario, with_faults(0, {}));
   CHECK(quiet.coverage == Coverage{});
-  ExploreSettings settings = settings_with(1, {FaultKind::duplicate}, 2);
+  ExploreSettings settings = with_faults(1, {FaultKind::duplicate}, 2);
   const ExploreResult duplicated = explore(scenario, settings);
   CHECK(duplicated.complete);
   // A copy of Transfer.Requested meets the MassTransit inbox; some orders race two first
@@ -433,7 +411,7 @@ TEST_CASE("explore reports the probes its orders reached", "[.explore_long]") {
 TEST_CASE("a late confirm of a crashed relay's channel is void: every crash order settles",
           "[.explore_long]") {
   const Scenario scenario = library_scenario("02-insufficient-funds.json");
-  ExploreSettings settings = settings_with(1, {FaultKind::crash}, 2);
+  ExploreSettings settings = with_faults(1, {FaultKind::crash}, 2);
   const ExploreResult result = explore(scenario, settings);
   CHECK(result.complete);
   CHECK_FALSE(breaks(result, Invariant::termination));
@@ -441,7 +419,7 @@ TEST_CASE("a late confirm of a crashed relay's channel is void: every crash orde
 
 TEST_CASE("persistent sets lose nothing with a crash anywhere (void acks and confirms after it)",
           "[.explore_long]") {
-  ExploreSettings settings = settings_with(1, {FaultKind::crash}, 2);
+  ExploreSettings settings = with_faults(1, {FaultKind::crash}, 2);
   const ExploreResult result =
       check_persistent_sets_lose_nothing(library_scenario("02-insufficient-funds.json"), settings);
   CHECK(result.counterexamples.empty());
@@ -450,12 +428,12 @@ TEST_CASE("persistent sets lose nothing with a crash anywhere (void acks and con
 TEST_CASE("the reduced search loses nothing against every event of every state with a crash",
           "[.explore_long]") {
   check_reductions_lose_nothing(library_scenario("02-insufficient-funds.json"),
-                                settings_with(1, {FaultKind::crash}, 2));
+                                with_faults(1, {FaultKind::crash}, 2));
 }
 
 TEST_CASE("persistent sets lose nothing where two instances race two copies (lesson 50)",
           "[.explore_long]") {
-  ExploreSettings settings = settings_with(0, {}, 2);
+  ExploreSettings settings = with_faults(0, {}, 2);
   Scenario scenario = library_scenario("50-explorer-proves-the-key.json");
   check_persistent_sets_lose_nothing(scenario, settings);
   scenario.config.account_ledger_unique = false;
@@ -473,9 +451,7 @@ ExploreResult check_the_key_proves_it(Scenario scenario, const ExploreSettings& 
   const ExploreResult broken = explore(scenario, settings);
   REQUIRE(breaks(broken, Invariant::single_effect));
   for (const ExploreCounterexample& cx : broken.counterexamples) {
-    const RunResult run = replay(cx);
-    CHECK(std::any_of(run.violations.begin(), run.violations.end(),
-                      [&](const Violation& v) { return v.invariant == cx.invariant; }));
+    CHECK(replay_breaks(cx));
   }
   return proven;
 }
@@ -485,23 +461,23 @@ TEST_CASE("lesson 50: the ledger key alone is proven for every order, and breaks
   const Scenario scenario = library_scenario("50-explorer-proves-the-key.json");
   // Two instances take the two copies side by side: the race the unique index is there for.
   REQUIRE(scenario.config.account_instances == 2);
-  ExploreSettings settings = settings_with(0, {}, 2);
+  ExploreSettings settings = with_faults(0, {}, 2);
   check_the_key_proves_it(scenario, settings);
 }
 
 TEST_CASE("lesson 52: one transfer with the ledger key alone is proven up to two duplicates",
           "[.explore_long]") {
   const Scenario scenario = library_scenario("52-explorer-two-faults.json");
-  ExploreSettings settings = settings_with(2, {FaultKind::duplicate}, 2);
+  ExploreSettings settings = with_faults(2, {FaultKind::duplicate}, 2);
   const ExploreResult proven = check_the_key_proves_it(scenario, settings);
   // Two copies in flight at once, of one message or of two: far more than one fault's states.
-  CHECK(proven.states > 10 * explore(scenario, settings_with(1, {FaultKind::duplicate})).states);
+  CHECK(proven.states > 10 * explore(scenario, with_faults(1, {FaultKind::duplicate})).states);
 }
 
 TEST_CASE("matrix --exhaustive with dpor spreads its rows over the jobs and is the same search",
           "[explore]") {
   // No fault: about 50 states a row, so the 32 rows take about a second.
-  ExploreSettings settings = settings_with(0, {}, 1);
+  ExploreSettings settings = with_faults(0, {}, 1);
   settings.dpor = true;
   std::vector<size_t> done;
   const std::vector<ExhaustiveRow> one =
@@ -538,7 +514,7 @@ TEST_CASE("matrix --exhaustive with dpor spreads its rows over the jobs and is t
 
 TEST_CASE("matrix --exhaustive: all defences proven, and a defence never makes a row worse",
           "[.explore_long]") {
-  ExploreSettings settings = settings_with(0, {}, 2);
+  ExploreSettings settings = with_faults(0, {}, 2);
   const std::vector<ExhaustiveRow> rows =
       run_exhaustive_matrix(exhaustive_matrix_story(), settings, nullptr);
   REQUIRE(rows.size() == 32);
@@ -553,9 +529,7 @@ TEST_CASE("matrix --exhaustive: all defences proven, and a defence never makes a
     // Nothing unfinished: every row is a proof (complete) or a counterexample (which ends it).
     CHECK((row.result.complete || !row.result.counterexamples.empty()));
     for (const ExploreCounterexample& cx : row.result.counterexamples) {
-      const RunResult run = replay(cx);
-      CHECK(std::any_of(run.violations.begin(), run.violations.end(),
-                        [&](const Violation& v) { return v.invariant == cx.invariant; }));
+      CHECK(replay_breaks(cx));
     }
     // Switching one more defence off never turns a broken row into a proven one.
     if (!broken(row)) continue;

@@ -11,11 +11,13 @@
 #include "broker/broker.h"
 #include "fuzz/explore.h"
 #include "services/host.h"
+#include "support/explore.h"
 #include "support/scenarios.h"
 
 namespace inboxsim {
 
 using testing::library_scenario;
+using testing::with_faults;
 namespace {
 
 MessagePtr message(const std::string& id, MessageType type = MessageType::transfer_requested) {
@@ -118,14 +120,6 @@ TEST_CASE("what is parked in an error queue is part of the state", "[fingerprint
 
 // ---- pinned searches -------------------------------------------------------------------------
 
-ExploreSettings settings_with(int64_t faults, std::initializer_list<FaultKind> kinds) {
-  ExploreSettings settings;
-  settings.faults = faults;
-  settings.jobs = 2;
-  for (const FaultKind kind : kinds) settings.fault_kinds[static_cast<size_t>(kind)] = true;
-  return settings;
-}
-
 struct Pinned {
   int64_t states = 0;
   int64_t leaves = 0;
@@ -155,21 +149,21 @@ void check_pinned(const std::string& file, ExploreSettings settings, const Pinne
 // equal futures (tests/explore/test_channel_numbers.cpp): 840 to 835 with 8 final states to 3,
 // 2,046 to 1,322 with 14 to 4, and 1,130 to 1,128 with 6 to 4.)
 TEST_CASE("the states and final states of the rejected transfer are pinned", "[fingerprint]") {
-  check_pinned("02-insufficient-funds.json", settings_with(0, {}), Pinned{17, 1});
+  check_pinned("02-insufficient-funds.json", with_faults(0, {}, 2), Pinned{17, 1});
   check_pinned("02-insufficient-funds.json",
-               settings_with(1, {FaultKind::drop_ack, FaultKind::nack, FaultKind::duplicate}),
+               with_faults(1, {FaultKind::drop_ack, FaultKind::nack, FaultKind::duplicate}, 2),
                Pinned{835, 3});
 }
 
 TEST_CASE("the rejected transfer's counts with one fault of any kind are pinned", "[fingerprint]") {
-  ExploreSettings settings = settings_with(1, {});
+  ExploreSettings settings = with_faults(1, {}, 2);
   settings.fault_kinds = explorable_fault_kinds();
   check_pinned("02-insufficient-funds.json", settings, Pinned{1322, 4});
 }
 
 TEST_CASE("the states and final states of the happy path with one nack are pinned",
           "[fingerprint]") {
-  check_pinned("01-happy-path.json", settings_with(1, {FaultKind::nack}), Pinned{1128, 4});
+  check_pinned("01-happy-path.json", with_faults(1, {FaultKind::nack}, 2), Pinned{1128, 4});
 }
 
 }  // namespace
