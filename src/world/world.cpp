@@ -1,6 +1,8 @@
 #include "world/world.h"
 
+#include <optional>
 #include <utility>
+#include <variant>
 
 #include "domain/participants.h"
 #include "domain/topology.h"
@@ -395,72 +397,80 @@ void World::advance(int64_t ms) {
 
 // ---- the event loop --------------------------------------------------------------------------
 
+size_t World::instance_of(const Job& job) const {
+  const std::optional<size_t> consumer = job.on_consumer();
+  return consumer ? consumers_[*consumer].instance : job.instance;
+}
+
+// What an event reads or changes of its process, its loops and its database, for the explorer's
+// footprint (kernel/footprint.h).
+void World::touch_for(const Job& job) {
+  const JobKind kind = job.kind();
+  const size_t instance = instance_of(job);
+  // Every event of an instance reads its process (up, incarnation, pause); what changes it
+  // writes it: these jobs, and a crash or a pause where it strikes (crashed, pause).
+  const bool process = kind == JobKind::restart || kind == JobKind::reconnect ||
+                       kind == JobKind::heartbeat_timeout || kind == JobKind::pause_end;
+  touch_instance(instance, process ? Access::write : Access::read);
+  // A loop's turn changes its flag, and the relay's its memory of what awaits a confirm. A
+  // confirm only takes its own row out of that memory: two confirms commute, and each meets
+  // every poll (which reads all of it) and every nack (which takes a row out and schedules a
+  // poll), not a handler that schedules a poll.
+  switch (kind) {
+    case JobKind::confirm:
+      touch_loop(instance, Loop::relay_awaiting, Access::change);
+      touch(resource_of(ResourceClass::loop, instance, "awaits a confirm",
+                        std::to_string(std::get<job::Confirm>(job.payload).outbox_seq)));
+      break;
+    case JobKind::relay_poll:
+    case JobKind::publish_nack:
+      touch_loop(instance, Loop::relay);
+      touch_loop(instance, Loop::relay_awaiting);
+      break;
+    case JobKind::account_sweep: touch_loop(instance, Loop::sweep); break;
+    case JobKind::durability_poll: touch_loop(instance, Loop::durability); break;
+    default: break;
+  }
+  // Every event that runs service code may read or change the service's database: its rows
+  // say which (SqlFootprint), or else the database is one resource.
+  if (!sql_footprint_ && kind != JobKind::ack && kind != JobKind::nack &&
+      kind != JobKind::reconnect) {
+    touch_database(instances_[instance].service);
+  }
+}
+
+// Each kind's handler sees the job's own payload (and the job, where it needs whose it is).
 void World::dispatch(const Job& job) {
-  if (footprinting()) {
-    const bool on_consumer =
-        job.kind == JobKind::deliver || job.kind == JobKind::ack || job.kind == JobKind::nack;
-    const size_t instance = on_consumer ? consumers_[job.consumer].instance : job.instance;
-    // Every event of an instance reads its process (up, incarnation, pause); what changes it
-    // writes it: these jobs, and a crash or a pause where it strikes (crashed, pause).
-    const bool process = job.kind == JobKind::restart || job.kind == JobKind::reconnect ||
-                         job.kind == JobKind::heartbeat_timeout || job.kind == JobKind::pause_end;
-    touch_instance(instance, process ? Access::write : Access::read);
-    // A loop's turn changes its flag, and the relay's its memory of what awaits a confirm. A
-    // confirm only takes its own row out of that memory: two confirms commute, and each meets
-    // every poll (which reads all of it) and every nack (which takes a row out and schedules a
-    // poll), not a handler that schedules a poll.
-    switch (job.kind) {
-      case JobKind::confirm:
-        touch_loop(instance, Loop::relay_awaiting, Access::change);
-        touch(resource_of(ResourceClass::loop, instance, "awaits a confirm",
-                          std::to_string(job.outbox_seq)));
-        break;
-      case JobKind::relay_poll:
-      case JobKind::publish_nack:
-        touch_loop(instance, Loop::relay);
-        touch_loop(instance, Loop::relay_awaiting);
-        break;
-      case JobKind::account_sweep: touch_loop(instance, Loop::sweep); break;
-      case JobKind::durability_poll: touch_loop(instance, Loop::durability); break;
-      default: break;
-    }
-    // Every event that runs service code may read or change the service's database: its rows
-    // say which (SqlFootprint), or else the database is one resource.
-    if (!sql_footprint_ && job.kind != JobKind::ack && job.kind != JobKind::nack &&
-        job.kind != JobKind::reconnect) {
-      touch_database(instances_[instance].service);
-    }
-  }
+  if (footprinting()) touch_for(job);
   if (deferred_by_pause(job)) return;
-  switch (job.kind) {
-    case JobKind::deliver: on_deliver(job); return;
-    case JobKind::ack: on_ack(job, false); return;
-    case JobKind::nack: on_ack(job, true); return;
-    case JobKind::confirm: on_confirm(job); return;
-    case JobKind::publish_nack: on_publish_nack(job); return;
-    case JobKind::relay_poll: on_relay_poll(job); return;
-    case JobKind::account_sweep: on_account_sweep(job); return;
-    case JobKind::restart: on_restart(job.instance); return;
-    case JobKind::reconnect: on_reconnect(job); return;
-    case JobKind::resume:
-      if (handlers_.count(job.handler) > 0) {
-        send_in_progress(job.handler);
-        run_handler(job.handler);
-      }
-      return;
-    case JobKind::heartbeat_timeout: on_heartbeat_timeout(job); return;
-    case JobKind::pause_end: on_pause_end(job.instance); return;
-    case JobKind::retry: on_retry(job.handler); return;
-    case JobKind::durability_poll: on_durability_poll(job); return;
-    case JobKind::broker_timer: on_broker_timer(job); return;
-  }
-  INBOXSIM_ASSERT(false);
+  std::visit(job::Overloaded{
+                 [&](const job::Deliver& deliver) { on_deliver(deliver); },
+                 [&](const job::Ack& ack) { on_ack(ack); },
+                 [&](const job::Nack& nack) { on_nack(nack); },
+                 [&](const job::Confirm& confirm) { on_confirm(job, confirm); },
+                 [&](const job::PublishNack& nack) { on_publish_nack(job, nack); },
+                 [&](const job::RelayPoll&) { on_relay_poll(job); },
+                 [&](const job::AccountSweep&) { on_account_sweep(job); },
+                 [&](const job::Restart&) { on_restart(job.instance); },
+                 [&](const job::Reconnect& reconnect) { on_reconnect(job.instance, reconnect); },
+                 [&](const job::Resume& resume) {
+                   if (handlers_.count(resume.handler) == 0) return;
+                   send_in_progress(resume.handler);
+                   run_handler(resume.handler);
+                 },
+                 [&](const job::HeartbeatTimeout&) { on_heartbeat_timeout(job); },
+                 [&](const job::PauseEnd&) { on_pause_end(job.instance); },
+                 [&](const job::Retry& retry) { on_retry(retry.handler); },
+                 [&](const job::DurabilityPoll&) { on_durability_poll(job); },
+                 [&](const job::BrokerTimer& timer) { on_broker_timer(timer); },
+             },
+             job.payload);
 }
 
 // A paused process does nothing: what reaches it waits in its socket until the pause ends, and
 // its own timers fire late. The broker's side (acks arriving, a heartbeat timing out) goes on.
 bool World::deferred_by_pause(const Job& job) {
-  switch (job.kind) {
+  switch (job.kind()) {
     case JobKind::ack:
     case JobKind::nack:
     case JobKind::restart:
@@ -469,9 +479,7 @@ bool World::deferred_by_pause(const Job& job) {
     case JobKind::pause_end: return false;
     default: break;
   }
-  const size_t instance_index =
-      job.kind == JobKind::deliver ? consumers_[job.consumer].instance : job.instance;
-  const Instance& instance = instances_[instance_index];
+  const Instance& instance = instances_[instance_of(job)];
   if (!paused(instance)) return false;
   schedule(instance.paused_until_ms, job);
   return true;

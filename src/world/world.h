@@ -37,6 +37,7 @@
 #include "world/explore_control.h"
 #include "world/explore_driver.h"
 #include "world/faults.h"
+#include "world/job.h"
 #include "world/limits.h"
 #include "world/publication_log.h"
 #include "world/recoverability.h"
@@ -158,52 +159,6 @@ class World {
   class InstanceHost;
   friend class InstanceHost;
 
-  // What a scheduled job does when its time comes. Each job carries only the fields its kind
-  // reads (Job's named constructors say which).
-  enum class JobKind : uint8_t {
-    deliver,            // a delivery reaches its consumer
-    ack,                // an ack reaches the broker
-    nack,               // a nack reaches the broker
-    confirm,            // a publisher confirm reaches a relay
-    publish_nack,       // the broker's nack of a publish reaches a relay
-    relay_poll,         // a relay polls the outbox
-    account_sweep,      // account-service's outbox delivery loop
-    restart,            // a crashed instance comes back
-    reconnect,          // an instance reopens a closed connection
-    resume,             // a handler's next step begins
-    heartbeat_timeout,  // the broker gives up on a silent connection
-    pause_end,          // a paused instance goes on
-    retry,              // a faulted handler's next attempt begins (account.retry)
-    durability_poll,    // the wolverine inbox's durability agent polls the incoming table
-    broker_timer,       // the broker's own timer comes due (JetStream: an AckWait runs out;
-                        // without a clock, `consumer` is the work queue whose oldest runs out)
-  };
-  struct Job {
-    JobKind kind = JobKind::deliver;
-    size_t instance = 0;       // the instance the job belongs to
-    uint64_t incarnation = 0;  // its incarnation when scheduled: a crash voids the job
-    size_t consumer = 0;       // deliver, ack, nack, reconnect: the broker consumer
-    uint64_t channel = 0;      // ack, nack: the channel the delivery came on; confirm: the relay's
-    int64_t delivery_id = 0;   // deliver: the delivery on the wire
-    int64_t delivery_tag = 0;  // ack, nack
-    int64_t outbox_seq = 0;    // confirm, publish_nack
-    uint64_t handler = 0;      // resume, retry
-    bool term = false;         // nack: JetStream's +TERM (consumer.term_after) instead of a nak
-    int64_t born = -1;         // the logged event that scheduled it (ExploreControl::log_events)
-
-    // A job of `instance`, voided by a crash when `incarnation` is given.
-    static Job of_instance(JobKind kind, size_t instance, uint64_t incarnation = 0) {
-      Job job;
-      job.kind = kind;
-      job.instance = instance;
-      job.incarnation = incarnation;
-      return job;
-    }
-  };
-
-  // A reconnect job that reopens every closed connection of its instance.
-  static constexpr size_t kAllConsumers = static_cast<size_t>(-1);
-
   // Which consumer of an instance a broker consumer is.
   using ConsumerRole = QueueConsumer;
   struct ConsumerInfo {
@@ -259,8 +214,11 @@ class World {
   // The event loop.
   bool step_once();
   void dispatch(const Job& job);
+  // The instance a job acts in: a delivery's, an ack's or a nack's consumer's, else its own.
+  size_t instance_of(const Job& job) const;
+  void touch_for(const Job& job);
   bool deferred_by_pause(const Job& job);
-  void on_deliver(const Job& job);
+  void on_deliver(const job::Deliver& deliver);
   void start_handler(size_t instance, const Delivery& delivery, size_t attempt,
                      bool from_table = false);
   void handler_faulted(ActiveHandler handler, const ConsumerFault& fault);
@@ -270,15 +228,16 @@ class World {
   void move_to_error_queue(const ActiveHandler& handler, std::string_view reason);
   void run_handler(uint64_t handler);
   void finish_handler(uint64_t handler);
-  void on_ack(const Job& job, bool is_nack);
-  void on_confirm(const Job& job);
-  void on_publish_nack(const Job& job);
+  void on_ack(const job::Ack& ack);
+  void on_nack(const job::Nack& nack);
+  void on_confirm(const Job& job, const job::Confirm& confirm);
+  void on_publish_nack(const Job& job, const job::PublishNack& nack);
   void relay_channel_closed(size_t instance, const Message& message);
   void publish_refused(std::string_view publisher, const Message& message);
   void on_relay_poll(const Job& job);
   void on_account_sweep(const Job& job);
   void on_restart(size_t instance);
-  void on_reconnect(const Job& job);
+  void on_reconnect(size_t instance, const job::Reconnect& reconnect);
   void on_heartbeat_timeout(const Job& job);
   void on_pause_end(size_t instance);
 
@@ -331,10 +290,13 @@ class World {
   PendingEvent describe_job(const Job& job) const;
   // describe_job's words for the jobs about a message, by kind: each sets the event's kind,
   // and its participant, message and label as far as the job knows them.
-  void describe_delivery(const Job& job, PendingEvent& event) const;
-  void describe_ack(const Job& job, PendingEvent& event) const;
-  void describe_confirm(const Job& job, PendingEvent& event) const;
-  void describe_handler_step(const Job& job, PendingEvent& event) const;
+  void describe_delivery(const job::Deliver& deliver, PendingEvent& event) const;
+  void describe_ack(std::string kind, size_t consumer, int64_t delivery_tag, bool term,
+                    PendingEvent& event) const;
+  void describe_confirm(const Job& job, bool confirm, int64_t outbox_seq,
+                        PendingEvent& event) const;
+  void describe_handler_step(bool resume, uint64_t handler, PendingEvent& event) const;
+  void describe_ack_wait_expiry(const job::BrokerTimer& timer, PendingEvent& event) const;
   static std::string message_words(const Message* message);
   void log_fault_point(FaultKind kind, ServiceId service, int64_t instance,
                        std::optional<CrashPoint> point, const Message* message);
@@ -349,7 +311,6 @@ class World {
                                          CrashPoint point, const Message* message);
   std::optional<FaultSpec> inject_fault(FaultKind kind, ServiceId service, int64_t instance);
   Fingerprint fingerprint_job(const Job& job) const;
-  static std::string_view job_kind_word(JobKind kind);
   Fingerprint fingerprint_handler(uint64_t handler) const;
   void fingerprint_channel(Hasher& hasher, size_t consumer, uint64_t channel,
                            int64_t delivery_tag) const;
@@ -374,7 +335,7 @@ class World {
   // ack wait may run out runs out next, the budget spent or not (time passes, and that wait is
   // the next thing due). Schedules its broker_timer job and returns true, or returns false.
   bool expire_when_quiescent();
-  void on_broker_timer(const Job& job);
+  void on_broker_timer(const job::BrokerTimer& timer);
   // `copy`: a duplicate fault's copy, which no later fault copies again and which is no
   // re-publication of its publisher's, whoever the trace names as its publisher.
   void publish(ServiceId publisher_service, std::string_view publisher, const MessagePtr& message,
@@ -391,7 +352,7 @@ class World {
   }
   // Schedules a periodic loop's next turn on an instance and marks it pending.
   // REQUIRES: no turn is pending and the instance is up.
-  void schedule_loop(size_t instance, JobKind kind, bool& pending, int64_t delay_ms);
+  void schedule_loop(size_t instance, job::Payload loop, bool& pending, int64_t delay_ms);
   void maybe_cleanup();
   void on_cleanup(int64_t tick_ms);
   void record_cleanup(std::string_view service, int64_t deleted, std::string detail);

@@ -52,7 +52,7 @@ void World::schedule_durability_poll(size_t index) {
   Instance& instance = instances_[index];
   if (config_.account_durability_poll_ms == 0) return;  // DurabilityAgentEnabled = false
   if (instance.durability_poll_scheduled || !instance.up) return;
-  schedule_loop(index, JobKind::durability_poll, instance.durability_poll_scheduled,
+  schedule_loop(index, job::DurabilityPoll{}, instance.durability_poll_scheduled,
                 config_.account_durability_poll_ms);
 }
 

@@ -2,7 +2,9 @@
 // is (a job's fingerprint, whether it commutes with the rest), taking the option the explorer's
 // driver (world/explore_driver.h) returns, and the footprint of what an event touched.
 #include <algorithm>
+#include <optional>
 #include <utility>
+#include <variant>
 #include <vector>
 
 #include "kernel/assert.h"
@@ -81,11 +83,10 @@ void World::take_and_dispatch(size_t option) {
   if (explorer_.control().log_events) {
     LoggedEvent event;
     event.job = fingerprint_job(job);
-    event.kind = job_kind_word(job.kind);
-    const bool on_consumer =
-        job.kind == JobKind::deliver || job.kind == JobKind::ack || job.kind == JobKind::nack;
-    event.who = on_consumer ? consumers_[job.consumer].participant
-                            : std::string_view(instances_[job.instance].names.service);
+    event.kind = job_kind_word(job.kind());
+    const std::optional<size_t> consumer = job.on_consumer();
+    event.who = consumer ? consumers_[*consumer].participant
+                         : std::string_view(instances_[job.instance].names.service);
     event.creator = job.born;
     explorer_.begin_event(std::move(event));
     broker_->take_touched();
@@ -106,27 +107,6 @@ void World::take_and_dispatch(size_t option) {
   if (explorer_.in_event()) explorer_.end_event(broker_->take_touched());
 }
 
-std::string_view World::job_kind_word(JobKind kind) {
-  switch (kind) {
-    case JobKind::deliver: return "deliver";
-    case JobKind::ack: return "ack";
-    case JobKind::nack: return "nack";
-    case JobKind::confirm: return "confirm";
-    case JobKind::publish_nack: return "publish_nack";
-    case JobKind::relay_poll: return "relay_poll";
-    case JobKind::account_sweep: return "account_sweep";
-    case JobKind::restart: return "restart";
-    case JobKind::reconnect: return "reconnect";
-    case JobKind::resume: return "resume";
-    case JobKind::heartbeat_timeout: return "heartbeat_timeout";
-    case JobKind::pause_end: return "pause_end";
-    case JobKind::retry: return "retry";
-    case JobKind::durability_poll: return "durability_poll";
-    case JobKind::broker_timer: return "broker_timer";
-  }
-  return "?";
-}
-
 void World::story_point() { explorer_.story_point(!scheduler_.empty()); }
 
 // Persistent sets of one event (docs/model.md, "Exploration", where the argument is): an ack
@@ -145,7 +125,7 @@ bool World::commutes_with_the_rest(const Job& job) const {
   // On JetStream an ack races an ack wait running out (which of the two comes first decides
   // whether the message goes again), and any consumer may be full: nothing commutes.
   if (config_.broker_kind == BrokerKind::jetstream) return false;
-  switch (job.kind) {
+  switch (job.kind()) {
     case JobKind::ack:
       return !may_strike(FaultKind::crash) && !may_strike(FaultKind::drop_connection) &&
              !may_strike(FaultKind::drop_ack) && !may_strike(FaultKind::pause);
@@ -162,28 +142,36 @@ bool World::commutes_with_the_rest(const Job& job) const {
 // on_publish_nack, on_deliver, run_handler's caller, on_retry, on_relay_poll, on_account_sweep).
 bool World::void_forever(const Job& job) const {
   const Instance& instance = instances_[job.instance];
-  switch (job.kind) {
-    case JobKind::ack:
-    case JobKind::nack: return !broker_->channel_still_open(job.consumer, job.channel);
-    case JobKind::confirm: return job.channel != instance.publish_channel;
-    case JobKind::publish_nack:
-      return instance.incarnation != job.incarnation || instance.publish_channel != job.channel;
-    case JobKind::deliver: {
-      const Delivery& delivery = wire_.at(job.delivery_id);
-      return !broker_->channel_still_open(delivery.consumer, delivery.channel);
-    }
-    case JobKind::resume:
-    case JobKind::retry: return handlers_.count(job.handler) == 0;
-    case JobKind::relay_poll:
-    case JobKind::account_sweep:
-    case JobKind::durability_poll: return instance.incarnation != job.incarnation;
-    default: return false;
-  }
+  const bool crashed_since = instance.incarnation != job.incarnation;
+  return std::visit(
+      job::Overloaded{
+          [&](const job::Ack& ack) {
+            return !broker_->channel_still_open(ack.consumer, ack.channel);
+          },
+          [&](const job::Nack& nack) {
+            return !broker_->channel_still_open(nack.consumer, nack.channel);
+          },
+          [&](const job::Confirm& confirm) { return confirm.channel != instance.publish_channel; },
+          [&](const job::PublishNack& nack) {
+            return crashed_since || instance.publish_channel != nack.channel;
+          },
+          [&](const job::Deliver& deliver) {
+            const Delivery& delivery = wire_.at(deliver.delivery_id);
+            return !broker_->channel_still_open(delivery.consumer, delivery.channel);
+          },
+          [&](const job::Resume& resume) { return handlers_.count(resume.handler) == 0; },
+          [&](const job::Retry& retry) { return handlers_.count(retry.handler) == 0; },
+          [&](const job::RelayPoll&) { return crashed_since; },
+          [&](const job::AccountSweep&) { return crashed_since; },
+          [&](const job::DurabilityPoll&) { return crashed_since; },
+          [](const auto&) { return false; },
+      },
+      job.payload);
 }
 
 // The next step of a handler that is still alive: what a preemption switches away from.
 bool World::live_step(const Job& job) const {
-  return job.kind == JobKind::resume && !void_forever(job);
+  return job.kind() == JobKind::resume && !void_forever(job);
 }
 
 bool World::persistent_sets_assumptions_held() const {

@@ -1,6 +1,7 @@
 // World's fingerprints: the state's identity between two events and the identities of the jobs,
 // handlers and deliveries it is made of (docs/model.md, "Exploration").
 #include <algorithm>
+#include <variant>
 #include <vector>
 
 #include "kernel/assert.h"
@@ -117,40 +118,47 @@ Fingerprint World::fingerprint_handler(uint64_t id) const {
   return hasher.finish();
 }
 
+// Each kind hashes the fields it has, in the order the flat job of before did, so that every
+// fingerprint (and every search's pinned count) stays as it was.
 Fingerprint World::fingerprint_job(const Job& job) const {
   Hasher hasher;
-  hasher.add(static_cast<uint64_t>(job.kind)).add(static_cast<uint64_t>(job.instance));
+  hasher.add(static_cast<uint64_t>(job.kind())).add(static_cast<uint64_t>(job.instance));
   const Instance& instance = instances_[job.instance];
   // Voided by a crash since it was scheduled, or not; never the incarnation's number.
   hasher.add_signed(job.incarnation == 0 ? 0 : job.incarnation == instance.incarnation ? 1 : 2);
-  switch (job.kind) {
-    case JobKind::deliver: {
-      const auto found = wire_.in_flight().find(job.delivery_id);
-      INBOXSIM_ASSERT(found != wire_.in_flight().end());
-      hasher.add(fingerprint_delivery(found->second));
-      break;
-    }
-    case JobKind::ack:
-    case JobKind::nack:
-      hasher.add(static_cast<uint64_t>(job.consumer));
-      fingerprint_channel(hasher, job.consumer, job.channel, job.delivery_tag);
-      if (job.term) hasher.add(true);
-      break;
-    case JobKind::confirm:
-    case JobKind::publish_nack:
-      hasher.add(job.channel == instance.publish_channel).add_signed(job.outbox_seq);
-      break;
-    case JobKind::reconnect:
-    case JobKind::broker_timer: hasher.add(static_cast<uint64_t>(job.consumer)); break;
-    case JobKind::resume:
-    case JobKind::retry: hasher.add(fingerprint_handler(job.handler)); break;
-    case JobKind::relay_poll:
-    case JobKind::account_sweep:
-    case JobKind::durability_poll:
-    case JobKind::restart:
-    case JobKind::heartbeat_timeout:
-    case JobKind::pause_end: break;
-  }
+  const auto settlement = [&](size_t consumer, uint64_t channel, int64_t delivery_tag) {
+    hasher.add(static_cast<uint64_t>(consumer));
+    fingerprint_channel(hasher, consumer, channel, delivery_tag);
+  };
+  std::visit(
+      job::Overloaded{
+          [&](const job::Deliver& deliver) {
+            const auto found = wire_.in_flight().find(deliver.delivery_id);
+            INBOXSIM_ASSERT(found != wire_.in_flight().end());
+            hasher.add(fingerprint_delivery(found->second));
+          },
+          [&](const job::Ack& ack) { settlement(ack.consumer, ack.channel, ack.delivery_tag); },
+          [&](const job::Nack& nack) {
+            settlement(nack.consumer, nack.channel, nack.delivery_tag);
+            if (nack.term) hasher.add(true);
+          },
+          [&](const job::Confirm& confirm) {
+            hasher.add(confirm.channel == instance.publish_channel).add_signed(confirm.outbox_seq);
+          },
+          [&](const job::PublishNack& nack) {
+            hasher.add(nack.channel == instance.publish_channel).add_signed(nack.outbox_seq);
+          },
+          // Every consumer hashes as the sentinel that once meant it did, size_t(-1).
+          [&](const job::Reconnect& reconnect) {
+            hasher.add(static_cast<uint64_t>(reconnect.consumer.value_or(static_cast<size_t>(-1))));
+          },
+          [&](const job::BrokerTimer& timer) { hasher.add(static_cast<uint64_t>(timer.consumer)); },
+          [&](const job::Resume& resume) { hasher.add(fingerprint_handler(resume.handler)); },
+          [&](const job::Retry& retry) { hasher.add(fingerprint_handler(retry.handler)); },
+          // The loops, a restart, a heartbeat's timeout and a pause's end: whose they are is all.
+          [](const auto&) {},
+      },
+      job.payload);
   return hasher.finish();
 }
 

@@ -149,8 +149,7 @@ void World::handler_faulted(ActiveHandler handler, const ConsumerFault& fault) {
   retry.detail = std::move(decision.words);
   record(std::move(retry));
   const uint64_t id = next_handler_id_++;
-  Job job = Job::of_instance(JobKind::retry, handler.instance);
-  job.handler = id;
+  const Job job = Job::of_instance(handler.instance, job::Retry{id});
   ++handler.attempt;
   handler.task = Task<Outcome>();
   handler.resume = 0;
@@ -225,9 +224,7 @@ Suspend World::between_steps(size_t index, CrashPointSet points, const Message& 
   const bool fused = std::exchange(handler.right_after_lock, false) && points.empty();
   if (fused && clockless() && explorer_.control().fuse_lock_steps) return Suspend{false};
   if (start_ms + work == now_ms() && !clockless()) return Suspend{false};
-  Job job = Job::of_instance(JobKind::resume, index);
-  job.handler = current_handler_;
-  schedule(start_ms + work, job);
+  schedule(start_ms + work, Job::of_instance(index, job::Resume{current_handler_}));
   return Suspend{true};
 }
 
@@ -262,9 +259,7 @@ Suspend World::sleep(size_t index, int64_t ms, uint64_t resume, std::string next
   handler.resume = resume;
   handler.next_step = std::move(next);
   handler.right_after_lock = false;  // a wait is an event's boundary whatever came before
-  Job job = Job::of_instance(JobKind::resume, index);
-  job.handler = current_handler_;
-  schedule(now_ms() + ms, job);
+  schedule(now_ms() + ms, Job::of_instance(index, job::Resume{current_handler_}));
   return Suspend{true};
 }
 
@@ -297,9 +292,7 @@ void World::grant_lock(const std::string& key, uint64_t handler) {
                                  consumers_[delivery.consumer].participant, *delivery.message);
   event.detail = "got the row lock on " + key;
   record(std::move(event));
-  Job job = Job::of_instance(JobKind::resume, found->second.instance);
-  job.handler = handler;
-  schedule(now_ms(), job);
+  schedule(now_ms(), Job::of_instance(found->second.instance, job::Resume{handler}));
 }
 
 }  // namespace inboxsim

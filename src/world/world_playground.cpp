@@ -4,6 +4,8 @@
 #include <SQLiteCpp/SQLiteCpp.h>
 
 #include <string>
+#include <utility>
+#include <variant>
 #include <vector>
 
 #include "domain/participants.h"
@@ -144,45 +146,45 @@ PendingEvent World::describe_job(const Job& job) const {
   const Instance& instance = instances_[job.instance];
   PendingEvent event;
   event.participant = instance.names.service;
-  switch (job.kind) {
-    case JobKind::deliver: describe_delivery(job, event); break;
-    case JobKind::ack:
-    case JobKind::nack: describe_ack(job, event); break;
-    case JobKind::confirm:
-    case JobKind::publish_nack: describe_confirm(job, event); break;
-    case JobKind::resume:
-    case JobKind::retry: describe_handler_step(job, event); break;
-    case JobKind::relay_poll:
-      event.kind = "relay_poll";
-      event.participant = instance.names.relay;
-      break;
-    case JobKind::account_sweep: event.kind = "outbox_sweep"; break;
-    case JobKind::restart: event.kind = "restart"; break;
-    case JobKind::reconnect: event.kind = "reconnect"; break;
-    case JobKind::heartbeat_timeout: event.kind = "heartbeat_timeout"; break;
-    case JobKind::pause_end: event.kind = "pause_end"; break;
-    case JobKind::durability_poll: event.kind = "durability_poll"; break;
-    case JobKind::broker_timer:
-      event.kind = "ack_wait_expiry";
-      event.participant = std::string(participant::broker);
-      event.label = clockless()
-                        ? "the ack wait of the oldest unacked delivery from " +
-                              broker_->queue_name(job.consumer) +
-                              " runs out now: it goes again to the next consumer to pull, "
-                              "while whoever has it may still be handling it"
-                        : std::string("the broker's ack wait runs out: what no one acked in "
-                                      "time goes to the next consumer to pull");
-      break;
-  }
+  std::visit(
+      job::Overloaded{
+          [&](const job::Deliver& deliver) { describe_delivery(deliver, event); },
+          [&](const job::Ack& ack) {
+            describe_ack("ack", ack.consumer, ack.delivery_tag, false, event);
+          },
+          [&](const job::Nack& nack) {
+            describe_ack("nack", nack.consumer, nack.delivery_tag, nack.term, event);
+          },
+          [&](const job::Confirm& confirm) {
+            describe_confirm(job, true, confirm.outbox_seq, event);
+          },
+          [&](const job::PublishNack& nack) {
+            describe_confirm(job, false, nack.outbox_seq, event);
+          },
+          [&](const job::Resume& resume) { describe_handler_step(true, resume.handler, event); },
+          [&](const job::Retry& retry) { describe_handler_step(false, retry.handler, event); },
+          [&](const job::RelayPoll&) {
+            event.kind = "relay_poll";
+            event.participant = instance.names.relay;
+          },
+          [&](const job::AccountSweep&) { event.kind = "outbox_sweep"; },
+          [&](const job::Restart&) { event.kind = "restart"; },
+          [&](const job::Reconnect&) { event.kind = "reconnect"; },
+          [&](const job::HeartbeatTimeout&) { event.kind = "heartbeat_timeout"; },
+          [&](const job::PauseEnd&) { event.kind = "pause_end"; },
+          [&](const job::DurabilityPoll&) { event.kind = "durability_poll"; },
+          [&](const job::BrokerTimer& timer) { describe_ack_wait_expiry(timer, event); },
+      },
+      job.payload);
   if (event.label.empty()) event.label = label_of_loop(event.kind, event.participant);
   if (void_forever(job)) event.label += " (void: its target is gone, it changes nothing)";
   return event;
 }
 
 // A delivery on its way to its consumer.
-void World::describe_delivery(const Job& job, PendingEvent& event) const {
+void World::describe_delivery(const job::Deliver& deliver, PendingEvent& event) const {
   event.kind = "deliver";
-  const Delivery& delivery = wire_.at(job.delivery_id);
+  const Delivery& delivery = wire_.at(deliver.delivery_id);
   event.message = delivery.message;
   event.participant = consumers_[delivery.consumer].participant;
   event.label = std::string(delivery.redelivered ? "redelivery" : "delivery") + " of " +
@@ -190,45 +192,58 @@ void World::describe_delivery(const Job& job, PendingEvent& event) const {
 }
 
 // A consumer's ack or nack (or term) on its way to the broker.
-void World::describe_ack(const Job& job, PendingEvent& event) const {
-  event.kind = job.kind == JobKind::ack ? "ack" : "nack";
-  event.participant = consumers_[job.consumer].participant;
-  event.message = unacked_message(broker_->contents(), event.participant, job.delivery_tag);
-  event.label = "the " + (job.term ? std::string("term (+TERM)") : event.kind) + " of " +
+void World::describe_ack(std::string kind, size_t consumer, int64_t delivery_tag, bool term,
+                         PendingEvent& event) const {
+  event.kind = std::move(kind);
+  event.participant = consumers_[consumer].participant;
+  event.message = unacked_message(broker_->contents(), event.participant, delivery_tag);
+  event.label = "the " + (term ? std::string("term (+TERM)") : event.kind) + " of " +
                 (event.message ? message_words(event.message.get())
-                               : "delivery tag " + std::to_string(job.delivery_tag)) +
+                               : "delivery tag " + std::to_string(delivery_tag)) +
                 " from " + event.participant + " reaches the broker";
 }
 
 // The broker's publisher confirm (or nack) of an outbox row on its way to the instance's relay,
 // or to its service when it has none.
-void World::describe_confirm(const Job& job, PendingEvent& event) const {
+void World::describe_confirm(const Job& job, bool confirm, int64_t outbox_seq,
+                             PendingEvent& event) const {
   const Instance& instance = instances_[job.instance];
-  event.kind = job.kind == JobKind::confirm ? "confirm" : "publish_nack";
+  event.kind = confirm ? "confirm" : "publish_nack";
   event.participant = instance.names.relay.empty() ? instance.names.service : instance.names.relay;
-  const auto found = awaiting_confirm_.find({job.instance, job.outbox_seq});
+  const auto found = awaiting_confirm_.find({job.instance, outbox_seq});
   if (found != awaiting_confirm_.end()) event.message = found->second;
-  event.label =
-      std::string(job.kind == JobKind::confirm ? "the publisher confirm" : "the broker's nack") +
-      " of " +
-      (event.message ? message_words(event.message.get())
-                     : "outbox row " + std::to_string(job.outbox_seq)) +
-      " reaches " + event.participant;
+  event.label = std::string(confirm ? "the publisher confirm" : "the broker's nack") + " of " +
+                (event.message ? message_words(event.message.get())
+                               : "outbox row " + std::to_string(outbox_seq)) +
+                " reaches " + event.participant;
 }
 
 // A handler's next step, or its next attempt after a failure.
-void World::describe_handler_step(const Job& job, PendingEvent& event) const {
-  event.kind = job.kind == JobKind::resume ? "step" : "retry";
-  const auto found = handlers_.find(job.handler);
+void World::describe_handler_step(bool resume, uint64_t handler, PendingEvent& event) const {
+  event.kind = resume ? "step" : "retry";
+  const auto found = handlers_.find(handler);
   if (found != handlers_.end()) {
     event.message = found->second.delivery.message;
     event.participant = consumers_[found->second.delivery.consumer].participant;
   }
-  event.label = job.kind == JobKind::resume && found != handlers_.end()
+  event.label = resume && found != handlers_.end()
                     ? event.participant + ", handling " + message_words(event.message.get()) +
                           ": " + found->second.next_step
                     : event.participant + " retries its handler of " +
                           message_words(event.message.get());
+}
+
+// The broker's ack wait running out: without a clock, the oldest lease of one work queue.
+void World::describe_ack_wait_expiry(const job::BrokerTimer& timer, PendingEvent& event) const {
+  event.kind = "ack_wait_expiry";
+  event.participant = std::string(participant::broker);
+  event.label = clockless()
+                    ? "the ack wait of the oldest unacked delivery from " +
+                          broker_->queue_name(timer.consumer) +
+                          " runs out now: it goes again to the next consumer to pull, "
+                          "while whoever has it may still be handling it"
+                    : std::string("the broker's ack wait runs out: what no one acked in "
+                                  "time goes to the next consumer to pull");
 }
 
 }  // namespace inboxsim

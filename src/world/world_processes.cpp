@@ -34,12 +34,12 @@ void World::on_restart(size_t index) {
   pump();
 }
 
-void World::on_reconnect(const Job& job) {
-  Instance& instance = instances_[job.instance];
+void World::on_reconnect(size_t index, const job::Reconnect& reconnect) {
+  Instance& instance = instances_[index];
   if (!instance.up) return;
   bool opened = false;
   for (const size_t consumer : instance.consumers) {
-    if (job.consumer != kAllConsumers && consumer != job.consumer) continue;
+    if (reconnect.consumer && consumer != *reconnect.consumer) continue;
     if (broker_->connected(consumer)) continue;
     broker_->open_connection(consumer, now_ms());
     opened = true;
@@ -109,9 +109,7 @@ void World::on_pause_end(size_t index) {
   for (const size_t consumer : instance.consumers) closed = closed || !broker_->connected(consumer);
   if (!closed) return;
   // The client library finds its connection gone and recovers it; its handlers run on.
-  Job job = Job::of_instance(JobKind::reconnect, index);
-  job.consumer = kAllConsumers;
-  schedule(now_ms() + kReconnectMs, job);
+  schedule(now_ms() + kReconnectMs, Job::of_instance(index, job::Reconnect{}));
 }
 
 void World::pause(size_t index, int64_t ms, CrashPoint point, const Message& message) {
@@ -124,14 +122,14 @@ void World::pause(size_t index, int64_t ms, CrashPoint point, const Message& mes
   event.detail = "paused for " + std::to_string(ms) + " ms at " +
                  std::string(crash_point_name(point)) + " (a GC pause, a stalled disk)";
   record(std::move(event));
-  schedule(instance.paused_until_ms, Job::of_instance(JobKind::pause_end, index));
+  schedule(instance.paused_until_ms, Job::of_instance(index, job::PauseEnd{}));
   // RabbitMQ's heartbeat (JetStream's pull consumers lose nothing to a silent client).
   if (config_.broker_heartbeat_ms > 0 && config_.broker_kind == BrokerKind::rabbitmq) {
     // A pause that ends before the close resumes the heartbeats in time (pause_end runs first
     // when the two fall on the same millisecond: it was scheduled first).
     const int64_t close_ms = heartbeat_close_ms(instance);
     if (close_ms < instance.paused_until_ms) {
-      schedule(close_ms, Job::of_instance(JobKind::heartbeat_timeout, index, instance.incarnation));
+      schedule(close_ms, Job::of_instance(index, job::HeartbeatTimeout{}, instance.incarnation));
     }
   }
 }
@@ -196,7 +194,7 @@ void World::crashed(size_t index) {
                  ? "process died; what it had not acked stays pending until its ack wait runs out"
                  : "process died; unacked deliveries go back to the queue");
   schedule(now_ms() + instance.restart_after_ms,
-           Job::of_instance(JobKind::restart, index, instance.incarnation));
+           Job::of_instance(index, job::Restart{}, instance.incarnation));
 }
 
 void World::close_instance_connections(size_t index, const std::string& reason) {
@@ -219,9 +217,8 @@ void World::reset_connection(size_t consumer, std::string reason) {
   record(std::move(event));
   broker_->close_connection(consumer, now_ms(), "connection closed");
   pump();
-  Job job = Job::of_instance(JobKind::reconnect, consumers_[consumer].instance);
-  job.consumer = consumer;
-  schedule(now_ms() + kReconnectMs, job);
+  schedule(now_ms() + kReconnectMs,
+           Job::of_instance(consumers_[consumer].instance, job::Reconnect{consumer}));
 }
 
 }  // namespace inboxsim

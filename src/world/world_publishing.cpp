@@ -12,20 +12,20 @@
 
 namespace inboxsim {
 
-void World::on_confirm(const Job& job) {
-  const auto found = awaiting_confirm_.find({job.instance, job.outbox_seq});
+void World::on_confirm(const Job& job, const job::Confirm& confirm) {
+  const auto found = awaiting_confirm_.find({job.instance, confirm.outbox_seq});
   if (found == awaiting_confirm_.end()) return;
   Instance& instance = instances_[job.instance];
   // A confirm on a channel that has closed since is never seen.
-  if (instance.publish_channel != job.channel) return;
+  if (instance.publish_channel != confirm.channel) return;
   const MessagePtr message = found->second;
   awaiting_confirm_.erase(found);
   if (instance.incarnation != job.incarnation) return;
   TraceEvent event = event_about(EventKind::confirm, now_ms(), participant::broker, *message);
   event.target = instance.names.relay;
-  event.detail = "outbox row " + std::to_string(job.outbox_seq);
+  event.detail = "outbox row " + std::to_string(confirm.outbox_seq);
   record(std::move(event));
-  guarded(job.instance, [&] { instance.transfer->relay_confirmed(job.outbox_seq); });
+  guarded(job.instance, [&] { instance.transfer->relay_confirmed(confirm.outbox_seq); });
 }
 
 void World::on_relay_poll(const Job& job) {
@@ -113,13 +113,13 @@ void World::relay_publish(size_t index, const MessagePtr& message, int64_t outbo
   if (footprinting()) touch_loop(index, Loop::relay_awaiting);
   const Instance& instance = instances_[index];
   largest_relayed_seq_ = std::max(largest_relayed_seq_, outbox_seq);
-  Job job = Job::of_instance(JobKind::confirm, index, instance.incarnation);
-  job.outbox_seq = outbox_seq;
-  job.channel = instance.publish_channel;
+  // The channel and the incarnation the publish goes out on, whatever happens meanwhile.
+  const uint64_t channel = instance.publish_channel;
+  const uint64_t incarnation = instance.incarnation;
   if (take_fault(FaultKind::publish_nack, ServiceId::transfer, instance.number, *message)) {
     publish_refused(instance.names.relay, *message);
-    job.kind = JobKind::publish_nack;
-    schedule(now_ms() + latency_ms(), job);
+    schedule(now_ms() + latency_ms(),
+             Job::of_instance(index, job::PublishNack{channel, outbox_seq}, incarnation));
     return;
   }
   publish(ServiceId::transfer, instance.names.relay, message);
@@ -128,7 +128,8 @@ void World::relay_publish(size_t index, const MessagePtr& message, int64_t outbo
     return;
   }
   awaiting_confirm_[{index, outbox_seq}] = message;
-  schedule(now_ms() + latency_ms(), job);
+  schedule(now_ms() + latency_ms(),
+           Job::of_instance(index, job::Confirm{channel, outbox_seq}, incarnation));
 }
 
 // RabbitMQ loses a publisher confirm only with its channel (confirms.md): every publish the
@@ -151,23 +152,23 @@ void World::relay_channel_closed(size_t index, const Message& message) {
                 [index](const auto& entry) { return entry.first.first == index; });
   instance.transfer->relay_channel_closed();
   if (!instance.relay_poll_scheduled) {
-    schedule_loop(index, JobKind::relay_poll, instance.relay_poll_scheduled, kReconnectMs);
+    schedule_loop(index, job::RelayPoll{}, instance.relay_poll_scheduled, kReconnectMs);
   }
 }
 
-void World::on_publish_nack(const Job& job) {
+void World::on_publish_nack(const Job& job, const job::PublishNack& nack) {
   Instance& instance = instances_[job.instance];
-  if (instance.incarnation != job.incarnation || instance.publish_channel != job.channel) return;
-  guarded(job.instance, [&] { instance.transfer->relay_publish_nacked(job.outbox_seq); });
+  if (instance.incarnation != job.incarnation || instance.publish_channel != nack.channel) return;
+  guarded(job.instance, [&] { instance.transfer->relay_publish_nacked(nack.outbox_seq); });
 }
 
 // The callers check first: their delay is a random draw, which must not be made for nothing.
-void World::schedule_loop(size_t index, JobKind kind, bool& pending, int64_t delay_ms) {
+void World::schedule_loop(size_t index, job::Payload loop, bool& pending, int64_t delay_ms) {
   const Instance& instance = instances_[index];
   INBOXSIM_ASSERT(!pending);
   INBOXSIM_ASSERT(instance.up);
   pending = true;
-  schedule(now_ms() + delay_ms, Job::of_instance(kind, index, instance.incarnation));
+  schedule(now_ms() + delay_ms, Job::of_instance(index, loop, instance.incarnation));
 }
 
 void World::schedule_relay_poll(size_t index) {
@@ -177,7 +178,7 @@ void World::schedule_relay_poll(size_t index) {
   }
   Instance& instance = instances_[index];
   if (instance.relay_poll_scheduled || !instance.up) return;
-  schedule_loop(index, JobKind::relay_poll, instance.relay_poll_scheduled,
+  schedule_loop(index, job::RelayPoll{}, instance.relay_poll_scheduled,
                 clockless() ? 0 : rng_.between(kRelayPollMsMin, kRelayPollMsMax));
 }
 
@@ -188,7 +189,7 @@ void World::schedule_account_outbox_sweep(size_t index) {
   }
   Instance& instance = instances_[index];
   if (instance.sweep_scheduled || !instance.up) return;
-  schedule_loop(index, JobKind::account_sweep, instance.sweep_scheduled, latency_ms());
+  schedule_loop(index, job::AccountSweep{}, instance.sweep_scheduled, latency_ms());
 }
 
 }  // namespace inboxsim

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <string>
 #include <utility>
+#include <variant>
 #include <vector>
 
 #include "domain/participants.h"
@@ -12,8 +13,8 @@
 
 namespace inboxsim {
 
-void World::on_deliver(const Job& job) {
-  const Delivery delivery = wire_.arrive(job.delivery_id);
+void World::on_deliver(const job::Deliver& deliver) {
+  const Delivery delivery = wire_.arrive(deliver.delivery_id);
   // A delivery still on the wire when its channel closed was requeued then; this copy is void.
   if (!broker_->channel_open(delivery.consumer, delivery.channel)) return;
   const ConsumerInfo& consumer = consumers_[delivery.consumer];
@@ -70,16 +71,12 @@ void World::send_ack(const ActiveHandler& handler, bool at_once) {
     reset_connection(delivery.consumer, "connection reset after a lost ack");
     return;
   }
-  Job job;
-  job.kind = JobKind::ack;
-  job.consumer = delivery.consumer;
-  job.channel = delivery.channel;
-  job.delivery_tag = delivery.delivery_tag;
+  const job::Ack ack{delivery.consumer, delivery.channel, delivery.delivery_tag};
   if (at_once) {
-    on_ack(job, false);
+    on_ack(ack);
     return;
   }
-  schedule(now_ms() + latency_ms(), job);
+  schedule(now_ms() + latency_ms(), Job::unowned(ack));
 }
 
 // JetStream's +WPI (consumer.in_progress): a handler whose next step had to wait tells the
@@ -118,27 +115,27 @@ void World::send_nack(const Delivery& delivery, std::string reason) {
                     " times (consumer.term_after): given up, the server delivers it no more";
   }
   record(std::move(event));
-  Job job;
-  job.term = term;
-  job.kind = JobKind::nack;
-  job.consumer = delivery.consumer;
-  job.channel = delivery.channel;
-  job.delivery_tag = delivery.delivery_tag;
-  schedule(now_ms() + latency_ms(), job);
+  const job::Nack nack{delivery.consumer, delivery.channel, delivery.delivery_tag, term};
+  schedule(now_ms() + latency_ms(), Job::unowned(nack));
 }
 
-void World::on_ack(const Job& job, bool is_nack) {
-  const std::string_view consumer = consumers_[job.consumer].participant;
-  if (is_nack && job.term) {
-    broker_->reject(job.consumer, job.channel, job.delivery_tag, now_ms());
-  } else if (is_nack) {
-    broker_->nack(job.consumer, job.channel, job.delivery_tag, now_ms());
-  } else if (const auto settled = broker_->ack(job.consumer, job.channel, job.delivery_tag, now_ms())) {
+void World::on_nack(const job::Nack& nack) {
+  if (nack.term) {
+    broker_->reject(nack.consumer, nack.channel, nack.delivery_tag, now_ms());
+  } else {
+    broker_->nack(nack.consumer, nack.channel, nack.delivery_tag, now_ms());
+  }
+  pump();
+}
+
+void World::on_ack(const job::Ack& ack) {
+  const std::string_view consumer = consumers_[ack.consumer].participant;
+  if (const auto settled = broker_->ack(ack.consumer, ack.channel, ack.delivery_tag, now_ms())) {
     record(delivery_event(EventKind::ack, now_ms(), consumer, participant::broker, *settled));
   } else {
     TraceEvent event = instance_event(
         EventKind::ack_lost, now_ms(), consumer,
-        "ack for tag " + std::to_string(job.delivery_tag) + " arrived on a closed channel; " +
+        "ack for tag " + std::to_string(ack.delivery_tag) + " arrived on a closed channel; " +
             (config_.broker_kind == BrokerKind::jetstream
                  ? std::string(broker_->closed_connection_words())
                  : std::string("the message was already requeued")));
@@ -159,11 +156,9 @@ void World::pump() {
             take_fault(FaultKind::delay, instance.service, instance.number, *delivery.message)) {
       delay_ms += held->ms;
     }
-    Job job;
-    job.kind = JobKind::deliver;
-    job.consumer = delivery.consumer;
-    job.delivery_id = wire_.send(std::move(delivery));
-    schedule(now_ms() + delay_ms, job);
+    const size_t consumer = delivery.consumer;
+    const int64_t delivery_id = wire_.send(std::move(delivery));
+    schedule(now_ms() + delay_ms, Job::unowned(job::Deliver{consumer, delivery_id}));
   }
   schedule_broker_timer();
 }
@@ -180,9 +175,8 @@ void World::schedule_broker_timer() {
   if (!due) return;
   const int64_t at_ms = std::max(*due, now_ms());
   if (!broker_timers_.insert(at_ms).second) return;
-  Job job;
-  job.kind = JobKind::broker_timer;
-  schedule(at_ms, job);
+  // The broker finds what is due: the timer names no queue.
+  schedule(at_ms, Job::unowned(job::BrokerTimer{}));
 }
 
 // Without a clock no timer comes due by itself: "the oldest lease of this queue runs out now"
@@ -197,15 +191,13 @@ void World::sync_ack_wait_choices() {
     if (wanted == scheduled) continue;
     if (wanted) {
       ack_wait_choices_.insert(queue);
-      Job job;
-      job.kind = JobKind::broker_timer;
-      job.consumer = queue;
-      schedule(now_ms(), job);
+      schedule(now_ms(), Job::unowned(job::BrokerTimer{queue}));
       continue;
     }
     ack_wait_choices_.erase(queue);
-    const bool erased = scheduler_.erase_first([&](const Job& job) {
-      return job.kind == JobKind::broker_timer && job.consumer == queue;
+    const bool erased = scheduler_.erase_first([&](const Job& pending) {
+      const auto* timer = std::get_if<job::BrokerTimer>(&pending.payload);
+      return timer != nullptr && timer->consumer == queue;
     });
     INBOXSIM_ASSERT(erased);
   }
@@ -222,22 +214,19 @@ bool World::expire_when_quiescent() {
     if (!broker_->ack_wait_may_expire(queue)) continue;
     INBOXSIM_ASSERT(ack_wait_choices_.empty());
     ack_wait_choices_.insert(queue);
-    Job job;
-    job.kind = JobKind::broker_timer;
-    job.consumer = queue;
-    schedule(now_ms(), job);
+    schedule(now_ms(), Job::unowned(job::BrokerTimer{queue}));
     return true;
   }
   return false;
 }
 
-void World::on_broker_timer(const Job& job) {
+void World::on_broker_timer(const job::BrokerTimer& timer) {
   if (clockless()) {
-    ack_wait_choices_.erase(job.consumer);
+    ack_wait_choices_.erase(timer.consumer);
     // An expiry within the budget counts; past it, only one that came when nothing else was
     // pending (expire_when_quiescent) is taken.
     if (explorer_.ack_wait_may_expire()) explorer_.ack_wait_expired();
-    broker_->expire_ack_wait(job.consumer, now_ms());
+    broker_->expire_ack_wait(timer.consumer, now_ms());
     pump();
     return;
   }
