@@ -385,7 +385,7 @@ void TransferService::add_outbox(MessageType type, const std::string& transfer,
   pending_.outbox_written = true;
 }
 
-void TransferService::relay_poll() {
+size_t TransferService::relay_poll() {
   std::vector<std::pair<int64_t, MessagePtr>> rows;
   {
     StatementUse unsent(statements_->outbox_unsent);
@@ -413,6 +413,7 @@ void TransferService::relay_poll() {
     crash_point(CrashPoint::after_publish, *message);
   }
   if (static_cast<int64_t>(rows.size()) == TransferService::kRelayBatchRows) host_.schedule_relay_poll();
+  return rows.size();
 }
 
 void TransferService::relay_confirmed(int64_t outbox_seq) {

@@ -53,7 +53,9 @@ class TransferService : private ServiceCore {
   Task<Outcome> handle(TransferConsumer consumer, MessagePtr message);
 
   // The polling relay: publishes unsent outbox rows that are not awaiting a confirm.
-  void relay_poll();
+  // Returns how many unsent rows it read (at most kRelayBatchRows), those awaiting a confirm
+  // included.
+  size_t relay_poll();
   // The publisher confirm for outbox row `seq` arrived: mark the row sent.
   void relay_confirmed(int64_t outbox_seq);
   // The broker nacked the publish of row `seq`: it will be published again.

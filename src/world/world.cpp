@@ -413,16 +413,15 @@ void World::touch_for(const Job& job) {
                        kind == JobKind::heartbeat_timeout || kind == JobKind::pause_end;
   touch_instance(instance, process ? Access::write : Access::read);
   // A loop's turn changes its flag, and the relay's its memory of what awaits a confirm. A
-  // confirm only takes its own row out of that memory: two confirms commute, and each meets
-  // every poll (which reads all of it) and every nack (which takes a row out and schedules a
-  // poll), not a handler that schedules a poll.
+  // confirm only takes its own row out of that memory: two confirms commute, a poll that reads
+  // no full batch commutes with them (on_relay_poll), and a nack (which takes a row out and
+  // schedules a poll) meets them all.
   switch (kind) {
     case JobKind::confirm:
       touch_loop(instance, Loop::relay_awaiting, Access::change);
-      touch(resource_of(ResourceClass::loop, instance, "awaits a confirm",
-                        std::to_string(std::get<job::Confirm>(job.payload).outbox_seq)));
+      touch_awaited(instance, std::get<job::Confirm>(job.payload).outbox_seq);
       break;
-    case JobKind::relay_poll:
+    case JobKind::relay_poll: touch_loop(instance, Loop::relay); break;  // and on_relay_poll
     case JobKind::publish_nack:
       touch_loop(instance, Loop::relay);
       touch_loop(instance, Loop::relay_awaiting);

@@ -424,6 +424,8 @@ class World {
   // of the rows that await a confirm is a resource of its own (two bits of the instance's id).
   enum class Loop : uint8_t { relay, sweep, durability, relay_awaiting };
   void touch_loop(size_t instance, Loop loop, Access access = Access::write);
+  // One row's entry in an instance's relay memory of what awaits a confirm.
+  void touch_awaited(size_t instance, int64_t outbox_seq);
   void touch_row_lock(ServiceId service, const std::string& key);
   // Every lock `handler` holds or waits for (it is about to give them all up).
   void touch_row_locks_of(ServiceId service, uint64_t handler);

@@ -191,6 +191,10 @@ void World::touch_loop(size_t instance, Loop loop, Access access) {
   touch(resource_id(ResourceClass::loop, instance << 2 | static_cast<uint64_t>(loop)), access);
 }
 
+void World::touch_awaited(size_t instance, int64_t outbox_seq) {
+  touch(resource_of(ResourceClass::loop, instance, "awaits a confirm", std::to_string(outbox_seq)));
+}
+
 void World::touch_row_lock(ServiceId service, const std::string& key) {
   if (footprinting()) {
     touch(resource_of(ResourceClass::row_lock, static_cast<uint64_t>(service), key));
