@@ -289,14 +289,45 @@ void time_exploration() {
   for (const ExploreRow& row : rows) time_explore_row(row);
 }
 
+constexpr const char* kUsage =
+    "Usage: inboxsim_bench [SEEDS]   fuzz seeds per second and transactions against a bare\n"
+    "                                SQLite loop (default 400 seeds on the standard workload)\n"
+    "       inboxsim_bench explore   the explorations docs/performance.md quotes\n";
+
+// SEEDS as a positive decimal count, or 0 when the argument is not one.
+uint64_t parse_seed_count(const std::string& text) {
+  if (text.empty() || text.size() > 9) return 0;
+  uint64_t count = 0;
+  for (const char digit : text) {
+    if (digit < '0' || digit > '9') return 0;
+    count = count * 10 + static_cast<uint64_t>(digit - '0');
+  }
+  return count;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc > 1 && std::string(argv[1]) == "explore") {
+  const std::string argument = argc > 1 ? argv[1] : "";
+  if (argument == "-h" || argument == "--help") {
+    std::fputs(kUsage, stdout);
+    return 0;
+  }
+  if (argc > 2) {
+    std::fprintf(stderr, "inboxsim_bench: one argument at most\n%s", kUsage);
+    return 2;
+  }
+  if (argument == "explore") {
     time_exploration();
     return 0;
   }
-  const uint64_t seeds = argc > 1 ? std::strtoull(argv[1], nullptr, 10) : 400;
+  const uint64_t seeds = argc > 1 ? parse_seed_count(argument) : 400;
+  if (seeds == 0) {
+    std::fprintf(stderr,
+                 "inboxsim_bench: '%s' is neither 'explore' nor a seed count (1 to 999999999)\n%s",
+                 argument.c_str(), kUsage);
+    return 2;
+  }
   inboxsim::CampaignOptions options;
   options.seed_first = 1;
   options.seed_last = seeds;

@@ -31,11 +31,25 @@ double median(std::vector<double> values) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  if (argc > 1 && (std::string(argv[1]) == "-h" || std::string(argv[1]) == "--help")) {
+    std::puts("Usage: inboxsim_bench_play [STORY [replays]]\n"
+              "  STORY: a scenario of the library by name, without .json (default\n"
+              "  60-crash-after-send-pass); 'replays' skips \"can it still break from here?\"");
+    return 0;
+  }
   const std::string dir = std::string(INBOXSIM_SOURCE_DIR) + "/scenarios/";
   const ParseResult parsed =
       parse_scenario_file(dir + (argc > 1 ? argv[1] : "60-crash-after-send-pass") + ".json");
   const ParseResult one = parse_scenario_file(dir + "01-happy-path.json");
-  if (!parsed.scenario || !one.scenario) return 2;
+  for (const ParseResult* result : {&parsed, &one}) {
+    if (!result->error) continue;
+    std::fprintf(stderr, "inboxsim_bench_play: %s\n", result->error->message().c_str());
+    return 2;
+  }
+  if (argc > 3 || (argc > 2 && std::string(argv[2]) != "replays")) {
+    std::fputs("inboxsim_bench_play: expected at most STORY and 'replays'\n", stderr);
+    return 2;
+  }
   const Scenario& story = *parsed.scenario;
   const MomentLimits limits;
   const Schedule end = run_on(story, start_schedule(story), RunOn::quiescent, limits);
