@@ -78,6 +78,7 @@ std::string db_path(const WorldOptions& options, std::string_view service) {
 World::World(const Scenario& scenario, const Config& config, const WorldOptions& options)
     : config_(config),
       recoverability_(config_),
+      retention_(config_),
       accounts_(scenario.accounts),
       rng_(options.seed),
       trace_(options.keep_trace, options.hash_trace),

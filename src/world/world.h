@@ -41,6 +41,7 @@
 #include "world/limits.h"
 #include "world/publication_log.h"
 #include "world/recoverability.h"
+#include "world/retention.h"
 #include "world/row_locks.h"
 #include "world/row_recorder.h"
 #include "world/sql_footprint.h"
@@ -355,8 +356,7 @@ class World {
   void schedule_loop(size_t instance, job::Payload loop, bool& pending, int64_t delay_ms);
   void maybe_cleanup();
   void on_cleanup(int64_t tick_ms);
-  void record_cleanup(std::string_view service, int64_t deleted, std::string detail);
-  std::string retention_words(const std::string& window) const;
+  void record_cleanup(std::string_view service, int64_t deleted, const std::string& detail);
 
   // Observation.
   void record(TraceEvent event);
@@ -368,6 +368,7 @@ class World {
   // Configuration and randomness.
   Config config_;
   Recoverability recoverability_;  // what a faulted delivery becomes
+  Retention retention_;            // when the cleanup passes are due, and their words
   std::map<std::string, AccountSpec> accounts_;
   Rng rng_;
 
@@ -411,7 +412,6 @@ class World {
   // Set when the run stopped at a bound that is not the event count (a poison message looping
   // on a classic queue): why, for the termination report.
   std::string halted_reason_;
-  int64_t next_cleanup_ms_ = kCleanupIntervalMs;
 
   // Exploration.
   // What an event reads or changes, for the explorer (kernel/footprint.h); each is one branch

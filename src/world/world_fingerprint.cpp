@@ -31,7 +31,7 @@ Fingerprint World::fingerprint() {
   // The rows read here are the explorer's reading, no event's.
   const SqlFootprint::Quiet quiet(sql_footprint_.get());
   Hasher hasher;
-  hasher.add_signed(now_ms()).add_signed(next_cleanup_ms_);
+  hasher.add_signed(now_ms()).add_signed(retention_.next_tick_ms());
   bool first[2] = {true, true};
   for (Instance& instance : instances_) {
     const size_t service = static_cast<size_t>(instance.service);

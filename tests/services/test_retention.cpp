@@ -1,4 +1,4 @@
-// Retention (issue 14): what a long run keeps per transfer is released once the transfer is
+// Retention: what a long run keeps per transfer is released once the transfer is
 // settled and its retention has passed: the account outbox in every inbox mode, the transfer
 // outbox's sent rows, the dedupe records. The business data (sagas, ledger) stays, and a late
 // duplicate is still stopped by the second line of defence.
@@ -11,6 +11,7 @@
 #include "support/scenarios.h"
 #include "scenario/parse.h"
 #include "scenario/runner.h"
+#include "world/retention.h"
 
 using namespace inboxsim;
 using inboxsim::testing::parse_ok;
@@ -100,4 +101,49 @@ TEST_CASE("retention: the transfer outbox's sent rows go with the TTL, unsent on
   REQUIRE_FALSE(has_cleanup(kept, "transfer-service", "outbox rows sent"));
   REQUIRE(count_rows(young.path / "retention.transfer-service.sqlite",
                      "SELECT COUNT(*) FROM outbox WHERE sent_ms IS NOT NULL") >= 4);
+}
+
+TEST_CASE("retention: a pass is due each cleanup interval, and one pass catches up missed ticks",
+          "[retention]") {
+  Config config;
+  Retention retention(config);
+  CHECK(retention.next_tick_ms() == kCleanupIntervalMs);
+  CHECK_FALSE(retention.take_due(kCleanupIntervalMs - 1));
+  CHECK(retention.take_due(kCleanupIntervalMs) == std::optional<int64_t>(kCleanupIntervalMs));
+  CHECK(retention.next_tick_ms() == 2 * kCleanupIntervalMs);
+  CHECK_FALSE(retention.take_due(kCleanupIntervalMs));  // that tick's pass has run
+  // A world paused past three ticks runs one pass, for the latest of them, and goes on from it.
+  CHECK(retention.take_due(4 * kCleanupIntervalMs + 5) ==
+        std::optional<int64_t>(4 * kCleanupIntervalMs));
+  CHECK(retention.next_tick_ms() == 5 * kCleanupIntervalMs);
+  // The TTL monitor runs on its own, coarser interval.
+  CHECK(Retention::ttl_monitor_tick(kTtlMonitorIntervalMs + 3 * kCleanupIntervalMs) ==
+        kTtlMonitorIntervalMs);
+}
+
+TEST_CASE("retention: a pass's words name what the inbox keeps and for how long",
+          "[retention]") {
+  Config config;
+  config.account_inbox_window_ms = 1234;
+  config.account_keep_after_handling_ms = 5678;
+  config.transfer_processed_ttl_ms = 91011;
+  config.account_inbox = AccountInbox::masstransit;
+  const Retention retention(config);
+  CHECK_THAT(retention.account_inbox_words(),
+             Catch::Contains("inbox") && Catch::Contains("1234 ms"));
+  CHECK_THAT(retention.account_outbox_words(),
+             Catch::Contains("outbox") && Catch::Contains("1234 ms"));
+  CHECK_THAT(retention.transfer_processed_words(),
+             Catch::Contains("processed_messages") && Catch::Contains("91011 ms"));
+  CHECK_THAT(retention.transfer_outbox_words(),
+             Catch::Contains("outbox") && Catch::Contains("91011 ms"));
+  // Marten's documents and Wolverine's envelopes are kept KeepAfterMessageHandling, not the
+  // window.
+  config.account_inbox = AccountInbox::marten;
+  CHECK_THAT(Retention(config).account_inbox_words(),
+             Catch::Contains("KeepAfterMessageHandling") && Catch::Contains("5678 ms") &&
+                 !Catch::Contains("1234"));
+  config.account_inbox = AccountInbox::wolverine;
+  CHECK_THAT(Retention(config).account_inbox_words(),
+             Catch::Contains("wolverine_incoming_envelopes") && Catch::Contains("5678 ms"));
 }
