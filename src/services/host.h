@@ -105,6 +105,10 @@ class ServiceHost {
   // ("MassTransit pass 2: consume"): the playground's label for that event.
   virtual Suspend between_steps(CrashPointSet points, const Message& message, uint64_t resume,
                                 std::string next) = 0;
+  // Whether anything reads `resume` and `next` (the explorer and the playground do; a fuzz
+  // seed or a plain run reads neither). When false a handler may pass 0 and an empty label
+  // instead of building them.
+  virtual bool names_steps() const { return true; }
 
   // Takes the row lock `key` of this service's database for the running handler (a SELECT ...
   // FOR UPDATE that found its row). Returns whether the handler must wait for it; the host

@@ -82,6 +82,9 @@ class ServiceCore {
     pending_.clear();
   }
 
+  // Whether a handler's step labels and frame digests are read (ServiceHost::names_steps).
+  bool names_steps() const { return host_.names_steps(); }
+
   // The boundary between two steps of a handler (see ServiceHost::between_steps). `next` names
   // what the handler does when it goes on; `locals` is a digest of every local of the handler
   // that is still read after this boundary (0 when the code position says all); `line` tells

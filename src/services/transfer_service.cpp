@@ -145,9 +145,11 @@ Task<Outcome> TransferService::handle(TransferConsumer consumer, MessagePtr mess
   const std::string key = config_.transfer_dedupe_key == DedupeKey::message_id
                               ? message.message_id
                               : message.message_id + "|" + std::string(consumer_name);
-  // What the handler does next: the playground's label for the step.
+  // What the handler does next: the playground's label for the step (built only where the
+  // explorer or the playground reads it).
+  const bool named = names_steps();
   const auto next = [&](std::string_view what) {
-    return std::string(consumer_name) + ": " + std::string(what);
+    return named ? std::string(consumer_name) + ": " + std::string(what) : std::string();
   };
   std::string handle = dedupe == TransferDedupe::processed_messages
                            ? "insert into processed_messages, handle the event, commit"

@@ -32,6 +32,7 @@ class World::InstanceHost final : public ServiceHost {
                         std::string next) override {
     return world_.between_steps(instance_, points, message, resume, std::move(next));
   }
+  bool names_steps() const override { return world_.explorer_.enabled(); }
   Suspend lock_row(const std::string& key, uint64_t resume, std::string next) override {
     return world_.lock_row(instance_, key, resume, std::move(next));
   }

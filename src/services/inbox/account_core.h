@@ -51,6 +51,7 @@ class AccountCore : public ServiceCore {
   using ServiceCore::dedupe_hit;
   using ServiceCore::lock_row;
   using ServiceCore::mark_seen;
+  using ServiceCore::names_steps;
   using ServiceCore::note_dedupe_record;
   using ServiceCore::require_confirmed;
   using ServiceCore::step;

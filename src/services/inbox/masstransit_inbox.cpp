@@ -14,9 +14,8 @@ namespace inboxsim {
 namespace {
 
 // MassTransit's inbox loop runs a pass per transaction: insert, consume, one pass per outbox
-// message sent, delivered, remove (five for a command with its one reply). A pass that finds
-// its row gone (cleanup deleted it meanwhile) starts over, so the bound leaves
-// room for that and is never reached otherwise.
+// message sent, delivered, remove (five for a command with its one reply). A pass that finds its
+// row gone (cleanup deleted it meanwhile) starts over: the bound leaves room for that.
 constexpr int64_t kInboxPassesMax = 16;
 // MassTransit's send transport retry (HostConfigurationRetryExtensions.Retry with the
 // SendTransportRetryPolicy of RabbitMqHostConfiguration.cs, MassTransit v8.5.3): a 1 s breather
@@ -39,17 +38,6 @@ constexpr std::string_view kRemovePlan = "remove the outbox rows, commit, ack";
 
 std::string inbox_lock_key(const Message& message) {
   return "inbox_state (" + message.message_id + ", " + std::string(kAccountConsumerId) + ")";
-}
-
-// What the handler does next, by its pass: the playground's label for the step; then the label
-// of the pass after `pass`: its locking select, then what the row as this handler left it calls
-// for (without a clock, one event: World::between_steps; another copy may have changed the row
-// since, and the trace says what the pass did).
-std::string pass_label(int64_t pass, std::string_view what) {
-  return "MassTransit pass " + std::to_string(pass) + ": " + std::string(what);
-}
-std::string next_pass(int64_t pass, std::string_view plan) {
-  return pass_label(pass + 1, std::string(kFindRow) + ", then " + std::string(plan));
 }
 
 // Counts the outbox rows not yet sent. A MassTransit outbox row is written with its inbox row's
@@ -148,8 +136,12 @@ class MassTransitInbox final : public AccountInboxMechanism {
     std::string next;     // what the handler does after the wait
   };
 
-  static uint64_t frame_digest(bool reported, const std::optional<InboxRow>& row, int64_t pass,
-                               int64_t sequence = 0);
+  uint64_t frame_digest(bool reported, const std::optional<InboxRow>& row, int64_t pass,
+                        int64_t sequence = 0) const;
+  std::string pass_label(int64_t pass, std::string_view what, std::string_view plan = {}) const;
+  std::string next_pass(int64_t pass, std::string_view plan) const {
+    return pass_label(pass + 1, kFindRow, plan);
+  }
   bool snapshot_isolation() const;
   static std::string_view locked_pass_plan(const std::optional<InboxRow>& inbox);
   static ConsumerFault serialization_fault();
@@ -280,9 +272,21 @@ Task<Outcome> MassTransitInbox::handle(MessagePtr message_ptr) {
   INBOXSIM_ASSERT(false);
 }
 
+// The playground's label for a handler's next step; next_pass's: the next pass's locking select,
+// then `plan`, what the row as this handler left it calls for (one event without a clock: another
+// copy may have changed the row since; the trace says what the pass did). Labels and frames are
+// left empty where nobody reads them (ServiceHost::names_steps: a fuzz seed).
+std::string MassTransitInbox::pass_label(int64_t pass, std::string_view what,
+                                         std::string_view plan) const {
+  if (!core_.names_steps()) return {};
+  std::string label = "MassTransit pass " + std::to_string(pass) + ": " + std::string(what);
+  return plan.empty() ? label : label + ", then " + std::string(plan);
+}
+
 // What the rest of the handler reads from its frame, for the explorer (ServiceCore::step).
 uint64_t MassTransitInbox::frame_digest(bool reported, const std::optional<InboxRow>& row,
-                                        int64_t pass, int64_t sequence) {
+                                        int64_t pass, int64_t sequence) const {
+  if (!core_.names_steps()) return 0;
   Hasher digest;
   digest.add(reported).add_signed(pass).add(row.has_value()).add_signed(sequence);
   if (row) {
@@ -309,15 +313,13 @@ std::string_view MassTransitInbox::locked_pass_plan(const std::optional<InboxRow
 ConsumerFault MassTransitInbox::serialization_fault() {
   return ConsumerFault{
       "40001 could not serialize access due to concurrent update: the locking select waited "
-      "on the inbox row, which the holder updated and committed (Postgres, Repeatable "
-      "Read)",
+      "on the inbox row, which the holder updated and committed (Postgres, Repeatable Read)",
       FaultCause::serialization};
 }
 
 ConsumerFault MassTransitInbox::delivery_timeout_fault() {
   return ConsumerFault{
-      "MessageDeliveryTimeout (30 s) cancelled the outbox send: "
-      "OperationCanceledException",
+      "MessageDeliveryTimeout (30 s) cancelled the outbox send: OperationCanceledException",
       FaultCause::delivery_timeout, true};
 }
 
@@ -356,8 +358,7 @@ MassTransitInbox::SendAttempt MassTransitInbox::send_attempt(const MessagePtr& o
   const int64_t wait_ms = kSendBreatherMs + kSendRetryIntervalsMs[interval];
   const int64_t deadline_ms = started_ms + kMessageDeliveryTimeoutMs;
   Hasher digest;
-  digest.add(frame).add_signed(seq);
-  digest.add(static_cast<uint64_t>(attempt)).add_signed(started_ms);
+  digest.add(frame).add_signed(seq).add(static_cast<uint64_t>(attempt)).add_signed(started_ms);
   if (host_.now_ms() + wait_ms >= deadline_ms) {
     return {.cancelled = true,
             .wait_ms = std::max<int64_t>(0, deadline_ms - host_.now_ms()),
@@ -456,11 +457,10 @@ std::vector<std::pair<int64_t, MessagePtr>> MassTransitInbox::inbox_outbox_after
   return rows;
 }
 
-// Whether MassTransit's send transport publishes again after `result` (its
-// SendTransportRetryPolicy, RabbitMqHostConfiguration.cs): a channel that closed before the
-// confirm in every version; a broker nack since 8.5.3, which turns it into a connection error
-// (RabbitMqChannelContext.cs). Before that a nack raised MessageNotAcknowledgedException, which
-// the policy does not handle.
+// Whether MassTransit's send transport publishes again after `result` (SendTransportRetryPolicy,
+// RabbitMqHostConfiguration.cs): a channel that closed before the confirm in every version; a
+// broker nack since 8.5.3, which turns it into a connection error (RabbitMqChannelContext.cs).
+// Before that a nack raised MessageNotAcknowledgedException, which the policy does not handle.
 bool MassTransitInbox::send_retried(PublishResult result) const {
   if (result == PublishResult::lost) return true;
   return result == PublishResult::nacked && config_.account_masstransit == MassTransitVersion::v8_5;
