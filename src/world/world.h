@@ -40,6 +40,7 @@
 #include "world/job.h"
 #include "world/limits.h"
 #include "world/publication_log.h"
+#include "world/awaited_confirms.h"
 #include "world/recoverability.h"
 #include "world/retention.h"
 #include "world/row_locks.h"
@@ -389,7 +390,7 @@ class World {
   Wire wire_;  // deliveries on their way to the consumers
   std::set<int64_t> broker_timers_;  // when a broker_timer job is scheduled
   std::set<size_t> ack_wait_choices_;  // without a clock: the work queues with a broker_timer job
-  std::map<std::pair<size_t, int64_t>, MessagePtr> awaiting_confirm_;  // (instance, outbox seq)
+  AwaitedConfirms confirms_;  // what each relay awaits a publisher confirm for
 
   // The services: their databases, their instances, what the instances share.
   std::array<std::unique_ptr<SharedDatabase>, 2> databases_;
@@ -432,7 +433,6 @@ class World {
   bool commutes_with_the_rest(const Job& job) const;
   bool live_step(const Job& job) const;
   bool void_forever(const Job& job) const;
-  int64_t largest_relayed_seq_ = 0;
   void touch_instance(size_t instance, Access access = Access::write);
   void touch_database(ServiceId service);
   // The services' databases tell the explorer each row an event reads or changes (off: each

@@ -176,7 +176,7 @@ bool World::live_step(const Job& job) const {
 
 bool World::persistent_sets_assumptions_held() const {
   return !broker_->a_consumer_could_have_filled() &&
-         largest_relayed_seq_ < TransferService::kRelayBatchRows;
+         confirms_.largest_relayed_seq() < TransferService::kRelayBatchRows;
 }
 
 void World::touch_instance(size_t instance, Access access) {

@@ -55,7 +55,7 @@ Fingerprint World::fingerprint() {
     hasher.add(static_cast<uint64_t>(store.keys().size()));
     for (const std::string& key : store.keys()) hasher.add(key);
   }
-  for (const auto& [key, message] : awaiting_confirm_) {
+  for (const auto& [key, message] : confirms_.awaiting()) {
     hasher.add(static_cast<uint64_t>(key.first)).add_signed(key.second);
     fingerprint_message(hasher, *message);
   }

@@ -210,8 +210,7 @@ void World::describe_confirm(const Job& job, bool confirm, int64_t outbox_seq,
   const Instance& instance = instances_[job.instance];
   event.kind = confirm ? "confirm" : "publish_nack";
   event.participant = instance.names.relay.empty() ? instance.names.service : instance.names.relay;
-  const auto found = awaiting_confirm_.find({job.instance, outbox_seq});
-  if (found != awaiting_confirm_.end()) event.message = found->second;
+  if (const MessagePtr* found = confirms_.find(job.instance, outbox_seq)) event.message = *found;
   event.label = std::string(confirm ? "the publisher confirm" : "the broker's nack") + " of " +
                 (event.message ? message_words(event.message.get())
                                : "outbox row " + std::to_string(outbox_seq)) +

@@ -175,8 +175,7 @@ void World::crashed(size_t index) {
   // to a channel that no longer exists, and the new incarnation publishes again (found by
   // `inboxsim explore`: a late confirm of the old channel used to take the new one's place).
   ++instance.publish_channel;
-  std::erase_if(awaiting_confirm_,
-                [index](const auto& entry) { return entry.first.first == index; });
+  confirms_.forget(index);
   std::vector<uint64_t> dying;
   for (const auto& [id, handler] : handlers_) {
     if (handler.instance == index) dying.push_back(id);

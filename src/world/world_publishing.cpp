@@ -13,13 +13,13 @@
 namespace inboxsim {
 
 void World::on_confirm(const Job& job, const job::Confirm& confirm) {
-  const auto found = awaiting_confirm_.find({job.instance, confirm.outbox_seq});
-  if (found == awaiting_confirm_.end()) return;
+  const MessagePtr* found = confirms_.find(job.instance, confirm.outbox_seq);
+  if (found == nullptr) return;
   Instance& instance = instances_[job.instance];
   // A confirm on a channel that has closed since is never seen.
   if (instance.publish_channel != confirm.channel) return;
-  const MessagePtr message = found->second;
-  awaiting_confirm_.erase(found);
+  const MessagePtr message = *found;
+  confirms_.settle(job.instance, confirm.outbox_seq);
   if (instance.incarnation != job.incarnation) return;
   TraceEvent event = event_about(EventKind::confirm, now_ms(), participant::broker, *message);
   event.target = instance.names.relay;
@@ -131,7 +131,7 @@ void World::relay_publish(size_t index, const MessagePtr& message, int64_t outbo
     touch_awaited(index, outbox_seq);
   }
   const Instance& instance = instances_[index];
-  largest_relayed_seq_ = std::max(largest_relayed_seq_, outbox_seq);
+  confirms_.relayed(outbox_seq);
   // The channel and the incarnation the publish goes out on, whatever happens meanwhile.
   const uint64_t channel = instance.publish_channel;
   const uint64_t incarnation = instance.incarnation;
@@ -146,7 +146,7 @@ void World::relay_publish(size_t index, const MessagePtr& message, int64_t outbo
     relay_channel_closed(index, *message);
     return;
   }
-  awaiting_confirm_[{index, outbox_seq}] = message;
+  confirms_.await(index, outbox_seq, message);
   schedule(now_ms() + latency_ms(),
            Job::of_instance(index, job::Confirm{channel, outbox_seq}, incarnation));
 }
@@ -167,8 +167,7 @@ void World::relay_channel_closed(size_t index, const Message& message) {
       "and the relay will publish every unconfirmed row again after reconnecting";
   record(std::move(event));
   ++instance.publish_channel;
-  std::erase_if(awaiting_confirm_,
-                [index](const auto& entry) { return entry.first.first == index; });
+  confirms_.forget(index);
   instance.transfer->relay_channel_closed();
   if (!instance.relay_poll_scheduled) {
     schedule_loop(index, job::RelayPoll{}, instance.relay_poll_scheduled, kReconnectMs);
