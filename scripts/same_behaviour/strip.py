@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Prints a JSON document (a file, or JSON lines) with wall-clock fields removed, keys sorted,
-so that two binaries' outputs can be diffed. Usage: strip.py FILE"""
+so that two binaries' outputs can be diffed. Usage: strip.py FILE (play_walk.py imports strip)"""
 import json
 import re
 import sys
@@ -16,10 +16,11 @@ def strip(value):
     return value
 
 
-text = open(sys.argv[1]).read()
-try:
-    documents = [json.loads(text)]
-except ValueError:
-    documents = [json.loads(line) for line in text.splitlines() if line.strip()]
-for document in documents:
-    print(json.dumps(strip(document), indent=1, sort_keys=True))
+if __name__ == "__main__":
+    text = open(sys.argv[1]).read()
+    try:
+        documents = [json.loads(text)]
+    except ValueError:
+        documents = [json.loads(line) for line in text.splitlines() if line.strip()]
+    for document in documents:
+        print(json.dumps(strip(document), indent=1, sort_keys=True))
