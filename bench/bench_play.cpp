@@ -1,8 +1,8 @@
-// The playground's speed targets (issue 24 item 9), measured without the sockets: a replay
-// request of a story of over 60 events (60-crash-after-send-pass, 73, by default, or argv[1]: the
-// moment, its views and a probe per pending event), and "can it still break from here?" on
-// one transfer (01-happy-path) with one fault anywhere (skipped with argv[2] = "replays").
-// Prints medians of wall time; the targets are < 50 ms and < 10 s on these machines.
+// The playground's speed targets (docs/playground.md, "Speed"), measured without the sockets: a
+// replay request of a story of over 60 events (60-crash-after-send-pass, 73, by default, or
+// argv[1]: the moment, its views and a probe per pending event), and "can it still break from
+// here?" on one transfer (01-happy-path) with one fault anywhere (skipped with argv[2] =
+// "replays"). Prints medians of wall time; the targets are < 50 ms and < 10 s on these machines.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Benchmark (issue 27 item 6): `run --html` on stories of N transfers, time and page size.
+"""Benchmark: `run --html` on stories of N transfers, time and page size.
 
     python3 bench/html_scale.py build/inboxsim [TRANSFERS...]
 

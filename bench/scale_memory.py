@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Benchmark (issue 14 item 1): one long fuzz story in bounded memory, time linear in transfers.
+"""Benchmark: one long fuzz story in bounded memory, time linear in transfers.
 
     python3 bench/scale_memory.py build/inboxsim [TRANSFERS...] [--rate N] [--accounts N]
 
@@ -7,7 +7,7 @@ Runs `inboxsim fuzz --seeds 1..1 --transfers N --accounts 10000 --rate R --json`
 (default 100000 300000 1000000), one at a time, and prints per run: the verdict, wall time,
 peak resident memory (the child's ru_maxrss, what `/usr/bin/time -v` reports as "Maximum
 resident set size"), microseconds per transfer, transactions and messages moved to an error
-queue (which grew with the square of the story before issue 14's fix). Not a
+queue. Not a
 test: it takes minutes and its figures depend on the machine. docs/performance.md quotes its output.
 """
 import argparse

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The playground's JSON API over a real socket (issue 24 item 10).
+"""The playground's JSON API over a real socket (docs/playground.md).
 
 Starts `inboxsim play --port 0`, reads the URL from its first line, and drives the API as a
 script would: only by following the schedules the server hands back, never by building one.

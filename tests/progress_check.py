@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Progress lines (issue 14 item 4): fuzz, matrix, explore and long runs draw one on stderr
+"""Progress lines: fuzz, matrix, explore and long runs draw one on stderr
 when stderr is a terminal, and never when it is not; --json output on stdout is the same JSON
 object either way, with no progress in it.
 

@@ -97,8 +97,8 @@ struct GeneratorOptions {
   // and broker.consumer_timeout_ms (off for a quarter).
   bool draw_dead_letter = true;
   bool draw_consumer_timeout = true;
-  // Issue 29, drawn with --swarm unless pinned: account.masstransit, account.database and
-  // account.isolation.
+  // The MassTransit version and the database, drawn with --swarm unless pinned:
+  // account.masstransit, account.database and account.isolation.
   bool draw_masstransit = true;
   bool draw_database = true;
   bool draw_isolation = true;

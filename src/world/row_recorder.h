@@ -1,6 +1,7 @@
-// Records what the teaching views show beside the trace (issue 13): every row a service
-// database's committed transactions insert, change or delete, and every message that enters,
-// moves within or leaves a broker queue, each attributed to a trace event.
+// Records what the teaching views show beside the trace (docs/usage.md, `run --html` and
+// `--show-rows`): every row a service database's committed transactions insert, change or
+// delete, and every message that enters, moves within or leaves a broker queue, each attributed
+// to a trace event.
 //
 // Rows are caught with SQLite's pre-update hook on each connection (old and new values of every
 // row a statement writes), held per connection until its transaction ends, kept on COMMIT and

@@ -402,8 +402,9 @@ class World {
   uint64_t current_handler_ = 0;  // the handler running now, 0 outside handlers
   size_t next_request_instance_ = 0;
 
-  // The rows behind the views (issue 13); null unless a view asked for them. Declared after
-  // the instances so that it is destroyed first, while their connections still hold its hooks.
+  // The rows behind the views (docs/usage.md, `run --html`); null unless a view asked for them.
+  // Declared after the instances so that it is destroyed first, while their connections still
+  // hold its hooks.
   std::unique_ptr<RowRecorder> rows_;
 
   // Faults and the run's progress.

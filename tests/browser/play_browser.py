@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The playground in a real browser (issue 24, item 10): `inboxsim play` driven by clicking.
+"""The playground in a real browser (docs/playground.md): `inboxsim play` driven by clicking.
 
     python3 tests/browser/play_browser.py [--binary build/inboxsim] [--scenario FILE]
                                           [--screenshot build/play-screenshot.png] [--url URL]

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The HTML report at a projector's size (issue 27, item 6), driven in Chromium.
+"""The HTML report at a projector's size (docs/usage.md, `run --html`), driven in Chromium.
 
     python3 tests/browser/report_browser.py BINARY SCENARIO_DIR [--screenshots DIR]
 

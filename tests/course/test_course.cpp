@@ -67,9 +67,9 @@ TEST_CASE("the seed's bank debits a rejected transfer replayed late, and remembe
   CHECK(remembered.balances.at("alice") == 6000);
   CHECK(remembered.violations.empty());
   // Before the key had its own name, the ledger index switched the record on: the default bank
-  // of turn 3 ran this trace, and the key restores it exactly. (Recorded again for issue 29,
-  // items 9 and 11: the MassTransit inbox's one-message passes and the 10 s cleanup tick, and
-  // for issue 25's typed trace fields.)
+  // of turn 3 ran this trace, and the key restores it exactly. (Recorded again for the MassTransit
+  // inbox's one-message passes and the 10 s cleanup tick, and for the typed trace fields:
+  // CHANGELOG.md.)
   CHECK(remembered.trace_hash == "9ebbba62c7b7622b");
 }
 

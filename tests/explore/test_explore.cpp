@@ -1,4 +1,4 @@
-// `inboxsim explore` (issue 10, docs/contract.md §8.3): the search reaches every state, its reductions
+// `inboxsim explore` (docs/contract.md §8.3): the search reaches every state, its reductions
 // lose none, what it reports does not depend on --jobs, and every counterexample it writes is
 // replayed by `run` to the violation it was found for.
 #include <algorithm>

@@ -279,7 +279,7 @@ TEST_CASE("the matrix sets each defence independently", "[fuzz]") {
   REQUIRE_FALSE(all_off.relay_stable_message_id);
   const Config all_on = config_with_defences(Config{}, {true, true, true, true, true});
   // The ledger defence is the per-transfer key: the index and the remembered rejections, off by
-  // default since issue 12 (the seed's bank has no record of a rejection).
+  // default (the seed's bank has no record of a rejection).
   REQUIRE(config_diff_json(all_on).dump() == R"({"account.remember_rejections":true})");
 }
 
@@ -298,7 +298,8 @@ TEST_CASE("a late copy of a debited transfer's request is not rejected against t
     CampaignOptions options = campaign(seed, seed, config);
     options.generator.swarm = true;
     options.generator.draw_dead_letter = false;
-    // The stories as these seeds drew them before the swarm drew issue 29's keys.
+    // The stories as these seeds drew them before the swarm drew the MassTransit version, the
+    // database and the isolation level.
     options.generator.draw_masstransit = false;
     options.generator.draw_database = false;
     options.generator.draw_isolation = false;
@@ -412,7 +413,7 @@ TEST_CASE("a mutant only concurrency can expose passes sequentially and is caugh
 }
 
 TEST_CASE("every correct configuration passes thousands of seeds", "[.teeth]") {
-  // account.remember_rejections is off by default (issue 12: the seed's bank as it is, which
+  // account.remember_rejections is off by default (the seed's bank as it is, which
   // the broken list below shows failing); the correct banks are the ones the fuzz CLI tests.
   const std::vector<std::pair<std::string, Config>> correct = {
       {"default, rejections remembered", config_from({{"account.remember_rejections", "true"}})},

@@ -129,7 +129,7 @@ TEST_CASE("a RabbitMQ seed with the default inbox tells the story it told before
   REQUIRE(compared >= 5);
 }
 
-// The broken bank of issue 28: Wolverine's inbox without the ledger key, on JetStream seeds of
+// A broken bank: Wolverine's inbox without the ledger key, on JetStream seeds of
 // the swarm. Its counterexample, written as a file, replays to the same violation.
 TEST_CASE("a JetStream swarm seed's counterexample replays with inboxsim run", "[fuzz][swarm]") {
   GeneratorOptions generator;

@@ -604,19 +604,19 @@ TEST_CASE("consumer.work_ms makes each handler step take virtual time", "[concur
 
 TEST_CASE("one instance of each service replays the traces recorded before concurrency",
           "[concurrency][determinism]") {
-  // These hashes were recorded from the binary built before concurrency existed (a5ffda4). They
-  // are pinned because a run with one instance of each service and no work time must behave
-  // exactly as it did then: no extra PRNG draw, no renamed participant, no reordered event. A
-  // changed hash here means the concurrency machinery leaks into sequential runs. Issue 29 (items
-  // 9 and 11) changed the MassTransit inbox itself: one outbox message per pass with delivered
+  // These hashes were recorded from the binary built before concurrency existed (a5ffda4). They are
+  // pinned because a run with one instance of each service and no work time must behave exactly as
+  // it did then: no extra PRNG draw, no renamed participant, no reordered event. A changed hash
+  // here means the concurrency machinery leaks into sequential runs. The consumer outbox's passes
+  // (CHANGELOG.md) changed the MassTransit inbox itself: one outbox message per pass with delivered
   // in a pass of its own, and a 10 s cleanup tick, so the MassTransit files were recorded again
-  // then (the Redis and Marten files, which take neither path, keep their hashes). Issue 27
-  // traced the external seen-set's check ("checked m-1, not marked"), one event more in the
-  // Redis files, so 13 was recorded again then; nothing else in its trace moved. Issue 25 (item
-  // 2) gave dedupe records, consumer faults, saga changes and violations their typed fields
-  // (record, cause, saga_from, saga_to, invariant) in the canonical line, so every file was
-  // recorded again then; the narration and the Mermaid diagram of each were byte-identical
-  // before and after.
+  // then (the Redis and Marten files, which take neither path, keep their hashes). The course's
+  // narration (CHANGELOG.md) traced the external seen-set's check ("checked m-1, not marked"), one
+  // event more in the Redis files, so 13 was recorded again then; nothing else in its trace moved.
+  // The typed trace fields (CHANGELOG.md) gave dedupe records, consumer faults, saga changes and
+  // violations their typed fields (record, cause, saga_from, saga_to, invariant) in the canonical
+  // line, so every file was recorded again then; the narration and the Mermaid diagram of each were
+  // byte-identical before and after.
   struct Pinned {
     const char* file;
     const char* trace_hash;
@@ -628,7 +628,7 @@ TEST_CASE("one instance of each service replays the traces recorded before concu
       {"13-redis-mark-after-commit.json", "1c6a2fc3e39e529f"},
       {"20-dedupe-key-too-coarse.json", "d24e908ebda4c3eb"},
       {"28-marten-inbox.json", "2eb83896a33c8f83"},
-      // Issue 12 made account.remember_rejections its own key, off by default, and the file now
+      // account.remember_rejections is a key of its own, off by default, and the file now
       // shows the seed's bank; "account.remember_rejections = true" replays the recorded trace
       // (the next test case).
       {"29-late-duplicate-after-rejection.json", "9b9447c6cfaf2b02"},

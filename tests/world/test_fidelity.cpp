@@ -1,4 +1,4 @@
-// Issue 29: the behaviours read against the real systems' source (docs/model.md, "Fidelity").
+// The behaviours read against the real systems' source (docs/model.md, "Fidelity").
 // MassTransit's send transport retries an outbox publish (a closed channel in every version, a
 // broker nack since 8.5.3) until MessageDeliveryTimeout, then nacks with requeue; a MassTransit
 // consumer whose channel closes is cancelled; the consumer outbox sends one message per pass and
@@ -236,7 +236,7 @@ TEST_CASE("SQL Server, or Read Committed, lets the waiter read the new row",
   }
 }
 
-// ---- Issue 29, items 8, 9 and 11 ---------------------------------------------------------------
+// ---- The consumer outbox's passes, its foreign key, the cleanup's constants ------------------
 
 namespace {
 

@@ -92,10 +92,10 @@ TEST_CASE(
     "seed 1 with 4,000 transfers settles: an outbox row sent before its inbox row was "
     "cleaned up is not unsent",
     "[fuzz][scale]") {
-  // As found in issue 14, before the outbox's foreign key to the inbox was modelled (MassTransit
-  // 8.3): its transfer t3450 has a MassTransit outbox row whose remove pass never ran (the
-  // redelivery was faulted into the error queue first); the cleanup removed the delivered inbox
-  // row after the window, and the redriven message started a new inbox row that was never
+  // As found by a long fuzz story, before the outbox's foreign key to the inbox was modelled
+  // (MassTransit 8.3): its transfer t3450 has a MassTransit outbox row whose remove pass never ran
+  // (the redelivery was faulted into the error queue first); the cleanup removed the delivered
+  // inbox row after the window, and the redriven message started a new inbox row that was never
   // consumed. The row was sent at the first delivery: counting it as unsent failed termination.
   const RunResult result = fuzz_run(generate_scenario(1, long_story(4'000)).scenario);
   for (const Violation& violation : result.violations) INFO(violation.detail);
