@@ -145,63 +145,69 @@ Task<Outcome> TransferService::handle(TransferConsumer consumer, MessagePtr mess
   const std::string key = config_.transfer_dedupe_key == DedupeKey::message_id
                               ? message.message_id
                               : message.message_id + "|" + std::string(consumer_name);
-  // What the handler does next: the playground's label for the step (built only where the
-  // explorer or the playground reads it).
-  const bool named = names_steps();
-  const auto next = [&](std::string_view what) {
-    return named ? std::string(consumer_name) + ": " + std::string(what) : std::string();
-  };
-  std::string handle = dedupe == TransferDedupe::processed_messages
-                           ? "insert into processed_messages, handle the event, commit"
-                           : "handle the event, commit";
-  if (consumer == TransferConsumer::notifications &&
-      config_.transfer_email == EmailSend::before_commit) {
-    handle = "call the mail API (outside the transaction), then " + handle;
-  }
-  const std::string_view mark = "mark the message in the seen-set";
-  const bool external =
-      dedupe == TransferDedupe::external_before || dedupe == TransferDedupe::external_after;
   // Named before the co_await: GCC 12 destroys a temporary made in one arm of a conditional
   // inside a co_await expression twice (a double free), so no label is built there.
-  const std::string first = dedupe == TransferDedupe::processed_after
-                                ? "look for the message in processed_messages"
-                            : external ? "check the seen-set"
-                                       : handle;
-  co_await step(next(first), CrashPointSet(CrashPoint::before_tx), message);
+  const StepLabels labels = names_steps() ? step_labels(consumer) : StepLabels{};
+  co_await step(labels.first, CrashPointSet(CrashPoint::before_tx), message);
   if (already_seen(message, consumer_name, key)) co_return Outcome::ack;
   if (dedupe == TransferDedupe::none) {
     crash_point(CrashPoint::after_dedupe, message);
   } else if (dedupe != TransferDedupe::processed_messages) {
-    const std::string checked =
-        dedupe == TransferDedupe::external_before ? std::string(mark) : handle;
-    co_await step(next(checked), CrashPointSet(CrashPoint::after_precheck, CrashPoint::after_dedupe),
-                  message);
+    co_await step(labels.checked,
+                  CrashPointSet(CrashPoint::after_precheck, CrashPoint::after_dedupe), message);
   }
   if (dedupe == TransferDedupe::external_before) {
     mark_seen(participant_of(consumer_name), key, message, "before");
-    co_await step(next(handle), CrashPointSet(CrashPoint::after_mark), message);
+    co_await step(labels.handle, CrashPointSet(CrashPoint::after_mark), message);
   }
   const bool emails = consumer == TransferConsumer::notifications;
   if (emails && config_.transfer_email == EmailSend::before_commit) send_email(message, "before");
   if (!commit_event(consumer, message)) co_return Outcome::ack;
-  std::string after_commit = dedupe == TransferDedupe::external_after ? std::string(mark)
+  co_await step(labels.after_commit, CrashPointSet(CrashPoint::after_commit), message);
+  if (emails && config_.transfer_email == EmailSend::after_commit) send_email(message, "after");
+  if (dedupe == TransferDedupe::external_after) {
+    mark_seen(participant_of(consumer_name), key, message, "after");
+    co_await step(labels.ack, CrashPointSet(CrashPoint::after_mark), message);
+  }
+  if (dedupe == TransferDedupe::processed_after) {
+    record_processed_after(message, consumer_name);
+    co_await step(labels.ack, CrashPointSet(CrashPoint::after_mark), message);
+  }
+  co_return Outcome::ack;
+}
+
+// What the handler does next at each step, by its dedupe mechanism and when it emails.
+TransferService::StepLabels TransferService::step_labels(TransferConsumer consumer) const {
+  const TransferDedupe dedupe = config_.transfer_dedupe;
+  const bool emails = consumer == TransferConsumer::notifications;
+  const std::string mail = "call the mail API (outside the transaction), then ";
+  const std::string mark = "mark the message in the seen-set";
+  std::string handle = dedupe == TransferDedupe::processed_messages
+                           ? "insert into processed_messages, handle the event, commit"
+                           : "handle the event, commit";
+  if (emails && config_.transfer_email == EmailSend::before_commit) handle = mail + handle;
+  const bool external =
+      dedupe == TransferDedupe::external_before || dedupe == TransferDedupe::external_after;
+  const std::string first = dedupe == TransferDedupe::processed_after
+                                ? "look for the message in processed_messages"
+                            : external ? "check the seen-set"
+                                       : handle;
+  std::string after_commit = dedupe == TransferDedupe::external_after ? mark
                              : dedupe == TransferDedupe::processed_after
                                  ? "insert into processed_messages in a transaction of its own"
                                  : "send the ack";
   if (emails && config_.transfer_email == EmailSend::after_commit) {
-    after_commit = "call the mail API (outside the transaction), then " + after_commit;
+    after_commit = mail + after_commit;
   }
-  co_await step(next(after_commit), CrashPointSet(CrashPoint::after_commit), message);
-  if (emails && config_.transfer_email == EmailSend::after_commit) send_email(message, "after");
-  if (dedupe == TransferDedupe::external_after) {
-    mark_seen(participant_of(consumer_name), key, message, "after");
-    co_await step(next("send the ack"), CrashPointSet(CrashPoint::after_mark), message);
-  }
-  if (dedupe == TransferDedupe::processed_after) {
-    record_processed_after(message, consumer_name);
-    co_await step(next("send the ack"), CrashPointSet(CrashPoint::after_mark), message);
-  }
-  co_return Outcome::ack;
+  const std::string name =
+      std::string(consumer == TransferConsumer::saga ? kSagaConsumer : kNotificationsConsumer) +
+      ": ";
+  return StepLabels{
+      .first = name + first,
+      .checked = name + (dedupe == TransferDedupe::external_before ? mark : handle),
+      .handle = name + handle,
+      .after_commit = name + after_commit,
+      .ack = name + "send the ack"};
 }
 
 // processed_after's second transaction: the dedupe record, committed on its own after the

@@ -95,6 +95,16 @@ class TransferService : private ServiceCore {
   int64_t unsent_outbox_rows();
 
  private:
+  // The playground's labels of a handler's steps, by what it does next ("saga: send the ack").
+  struct StepLabels {
+    std::string first;         // before its first transaction
+    std::string checked;       // after the dedupe check (the external and _after mechanisms)
+    std::string handle;        // after marking the seen-set before the handling
+    std::string after_commit;  // after the business commit
+    std::string ack;           // after marking the seen-set or recording processed_after
+  };
+  // Built only where the explorer or the playground reads them (ServiceHost::names_steps).
+  StepLabels step_labels(TransferConsumer consumer) const;
   void record_processed_after(const Message& message, std::string_view consumer);
   void insert_processed(const Message& message, std::string_view consumer, DedupeRecord record);
   bool already_seen(const Message& message, std::string_view consumer, const std::string& key);
