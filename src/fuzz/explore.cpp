@@ -42,6 +42,7 @@ struct Sleeper {
   Fingerprint job;
   std::vector<uint64_t> footprint;
   bool unknown = false;
+  bool inert = true;  // ExploreOutcome::inert: a bounded search may put it to sleep
 };
 
 bool independent(const Sleeper& a, const Sleeper& b) {
@@ -88,8 +89,8 @@ std::vector<NodeRun> run_node(const Scenario& scenario, const Choices& choices,
   options.hash_trace = false;  // a node is known by its fingerprint, not its trace
   options.explore.enabled = true;
   options.explore.stop_at_frontier = true;
-  // Only sleep sets read a node's footprint (a bounded search takes none).
-  options.explore.footprints_by_row = settings.sleep_sets && settings.preemptions < 0;
+  // Only sleep sets read a node's footprint.
+  options.explore.footprints_by_row = settings.sleep_sets;
   options.explore.check_void_events = settings.check_void_events;
   options.explore.fuse_lock_steps = settings.fuse_lock_steps;
   options.explore.count_preemptions = settings.preemptions >= 0;
@@ -328,10 +329,14 @@ class BreadthFirstSearch {
     std::vector<Sleeper> sleep;
     if (!settings_.sleep_sets || node.parent == kNoParent || !run.outcome.recorded) return sleep;
     Parent& parent = parents_[static_cast<size_t>(node.parent)];
-    const Sleeper self{run.outcome.transition, run.outcome.footprint, !run.outcome.at_frontier};
+    const Sleeper self{run.outcome.transition, run.outcome.footprint, !run.outcome.at_frontier,
+                       run.outcome.inert};
+    // Under a preemption bound only an inert event sleeps: moving it earlier, past the events
+    // independent of it, changes no order's preemptions (docs/model.md, "A preemption bound").
+    const bool bounded = settings_.preemptions >= 0;
     for (const std::vector<Sleeper>* list : {&parent.sleep, &parent.done}) {
       for (const Sleeper& sleeper : *list) {
-        if (independent(sleeper, self)) sleep.push_back(sleeper);
+        if ((!bounded || sleeper.inert) && independent(sleeper, self)) sleep.push_back(sleeper);
       }
     }
     parent.done.push_back(self);
@@ -367,11 +372,12 @@ class BreadthFirstSearch {
   Next visit(const Node& node, const NodeRun& run, const Choices& path,
              std::vector<Sleeper> sleep) {
     const Fingerprint reached = run.ended ? run.leaf_state : run.outcome.state;
-    // Under a preemption bound, a state reached with fewer preemptions left has a smaller
-    // future: the count is part of what was explored.
-    const Fingerprint state = settings_.preemptions < 0
-                                  ? reached
-                                  : Hasher().add(reached).add_signed(node.preemptions).finish();
+    // Under a preemption bound, a state reached with fewer preemptions left, or with another
+    // runner (ExploreOutcome::running), has another future: both are part of what was explored.
+    const Fingerprint state =
+        settings_.preemptions < 0
+            ? reached
+            : Hasher().add(reached).add_signed(node.preemptions).add_signed(run.outcome.running).finish();
     std::vector<Fingerprint> asleep;
     for (const Sleeper& sleeper : sleep) asleep.push_back(sleeper.job);
     std::sort(asleep.begin(), asleep.end());
@@ -493,11 +499,6 @@ ExploreResult explore(const Scenario& scenario_in, const ExploreSettings& settin
   INBOXSIM_ASSERT(!(settings_in.dpor && settings_in.preemptions >= 0));
   ExploreSettings settings = settings_in;
   settings.story_steps = scenario_in.steps.size();
-  // Under a preemption bound, a sleep set may prune the one order of a class that keeps within
-  // the bound (its commuted twin needs one preemption more): sleep sets and a bound do not
-  // combine as they are (Coons, Musuvathi and McKinley, "Bounded Partial-Order Reduction",
-  // OOPSLA 2013). The bounded search takes every event it allows.
-  if (settings.preemptions >= 0) settings.sleep_sets = false;
   if (scenario_in.config.broker_kind == BrokerKind::jetstream) {
     // An ack races an ack wait running out, and a JetStream consumer may always have filled
     // its prefetch (JetStreamBroker): no event is ever taken alone.

@@ -122,14 +122,24 @@ struct ExploreOutcome {
   // record, the fault book). Two events whose footprints are disjoint commute.
   bool recorded = false;
   Fingerprint transition;
+  // count_preemptions: no event of the recorded stretch was a handler's live step, started a
+  // handler, gave one a step ready, or ended one that had a step ready. Moving such an event
+  // earlier past events independent of it leaves every order's preemptions as they were, so a
+  // bounded search may put it to sleep (docs/model.md, "A preemption bound").
+  bool inert = true;
   std::vector<uint64_t> footprint;
   // ExploreControl::log_choices: every choice made, in order.
   std::vector<ChoiceRecord> log;
   // Choices made past the schedule (option 0 each): its end plus these is where the run is.
   size_t defaulted = 0;
   // At the frontier, per option: taking it is a preemption (a step of a handler of one
-  // instance while a handler another instance started has its next step ready).
+  // instance while the instance that took the last handler step has its next step ready).
   std::vector<uint8_t> preempts;
+  // At the frontier (count_preemptions): the instance that took the last handler step, if it
+  // has a next step ready (what a step of another instance preempts); -1: none. Part of what a
+  // bounded search has explored from a state: the same state with another runner has another
+  // set of orders within the bound.
+  int64_t running = -1;
   // At the frontier: an event that commutes with every event that can still happen in this
   // run (an ack or a publisher confirm no fault left can race), so that taking it alone loses
   // no order: a persistent set of one (docs/model.md, "Exploration"). -1: none.

@@ -89,6 +89,12 @@ class ExploreDriver {
   // One option of the frontier, in option order: its job's fingerprint, whether it commutes with
   // every event still possible, and (counts_preemptions) whether taking it is a preemption.
   void add_frontier_option(Fingerprint job, bool commutes, bool preempts);
+  // counts_preemptions: the frontier's runner (ExploreOutcome::running).
+  void mark_running(int64_t instance) { outcome_.running = instance; }
+  // counts_preemptions: an event of the recorded stretch was not inert (ExploreOutcome::inert).
+  void not_inert() {
+    if (recording_) outcome_.inert = false;
+  }
   // The frontier's footprint is complete: adds what the broker says it touched, sorted.
   void finish_frontier_footprint(const BrokerTouches& touched);
   // ExploreControl::continue_alone: whether the run takes the frontier's one commuting option

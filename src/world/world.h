@@ -400,6 +400,9 @@ class World {
   std::map<uint64_t, ActiveHandler> handlers_;  // by handler id, in start order
   uint64_t next_handler_id_ = 1;
   uint64_t current_handler_ = 0;  // the handler running now, 0 outside handlers
+  // A preemption-bounded exploration: the instance that took the last step of a handler (a
+  // live `resume`); -1 before any. Deliveries start handlers but do not switch the runner.
+  int64_t runner_ = -1;
   size_t next_request_instance_ = 0;
 
   // The rows behind the views (docs/usage.md, `run --html`); null unless a view asked for them.
@@ -433,6 +436,10 @@ class World {
   void touch_row_locks_of(ServiceId service, uint64_t handler);
   bool commutes_with_the_rest(const Job& job) const;
   bool live_step(const Job& job) const;
+  // The runner (runner_), if it has a handler's next step ready; -1 otherwise.
+  int64_t runner_with_a_step_ready() const;
+  // The handlers with a live step pending (ExploreOutcome::inert), in ascending order.
+  std::vector<uint64_t> handlers_with_a_step_ready() const;
   bool void_forever(const Job& job) const;
   void touch_instance(size_t instance, Access access = Access::write);
   void touch_database(ServiceId service);

@@ -51,20 +51,19 @@ bool World::explored_step() {
 // stops here for the explorer to branch, or takes the one event that commutes with the rest.
 bool World::at_frontier(size_t enabled) {
   explorer_.mark_frontier(enabled, fingerprint());
-  // Preemptions (ExploreSettings::preemptions): the instances with a handler's step ready.
-  std::vector<size_t> stepping;
-  if (explorer_.counts_preemptions()) {
-    for (const Job& job : scheduler_.pending()) {
-      if (live_step(job)) stepping.push_back(job.instance);
-    }
-  }
+  // Preemptions (ExploreSettings::preemptions): a step of another instance's handler while the
+  // runner has its next step ready switches away from it.
+  const int64_t runner = explorer_.counts_preemptions() ? runner_with_a_step_ready() : -1;
+  if (explorer_.counts_preemptions()) explorer_.mark_running(runner);
+  bool some_step_does_not_preempt = false;
   for (const Job& job : scheduler_.pending()) {
-    const bool preempts =
-        explorer_.counts_preemptions() && live_step(job) &&
-        std::any_of(stepping.begin(), stepping.end(),
-                    [&](size_t other) { return other != job.instance; });
+    const bool preempts = runner >= 0 && live_step(job) &&
+                          job.instance != static_cast<size_t>(runner);
+    some_step_does_not_preempt = some_step_does_not_preempt || !preempts;
     explorer_.add_frontier_option(fingerprint_job(job), commutes_with_the_rest(job), preempts);
   }
+  // No order is stranded with only preemptions left: the runner's own step never is one.
+  INBOXSIM_ASSERT(some_step_does_not_preempt);
   if (explorer_.recording()) explorer_.finish_frontier_footprint(broker_->take_touched());
   if (explorer_.continues_alone()) {
     const size_t option =
@@ -79,6 +78,15 @@ bool World::at_frontier(size_t enabled) {
 
 void World::take_and_dispatch(size_t option) {
   const Job job = clocked() ? scheduler_.take_due(option) : scheduler_.take(option);
+  // A bounded search: the runner, and whether the event is inert (ExploreOutcome::inert).
+  std::vector<uint64_t> ready_before;
+  if (explorer_.counts_preemptions()) {
+    if (live_step(job)) {
+      runner_ = static_cast<int64_t>(job.instance);
+      explorer_.not_inert();
+    }
+    if (explorer_.recording()) ready_before = handlers_with_a_step_ready();
+  }
   if (clocked()) maybe_cleanup();
   if (explorer_.control().log_events) {
     LoggedEvent event;
@@ -105,6 +113,10 @@ void World::take_and_dispatch(size_t option) {
   // because nothing is ever left dispatchable after an event.
   INBOXSIM_ASSERT(!broker_->dispatchable());
   if (explorer_.in_event()) explorer_.end_event(broker_->take_touched());
+  if (explorer_.counts_preemptions() && explorer_.recording() &&
+      handlers_with_a_step_ready() != ready_before) {
+    explorer_.not_inert();
+  }
 }
 
 void World::story_point() { explorer_.story_point(!scheduler_.empty()); }
@@ -172,6 +184,25 @@ bool World::void_forever(const Job& job) const {
 // The next step of a handler that is still alive: what a preemption switches away from.
 bool World::live_step(const Job& job) const {
   return job.kind() == JobKind::resume && !void_forever(job);
+}
+
+int64_t World::runner_with_a_step_ready() const {
+  if (runner_ < 0) return -1;
+  const auto runner = static_cast<size_t>(runner_);
+  const auto pending = scheduler_.pending();
+  return std::any_of(pending.begin(), pending.end(),
+                     [&](const Job& job) { return job.instance == runner && live_step(job); })
+             ? runner_
+             : -1;
+}
+
+std::vector<uint64_t> World::handlers_with_a_step_ready() const {
+  std::vector<uint64_t> ready;
+  for (const Job& job : scheduler_.pending()) {
+    if (live_step(job)) ready.push_back(std::get<job::Resume>(job.payload).handler);
+  }
+  std::sort(ready.begin(), ready.end());
+  return ready;
 }
 
 bool World::persistent_sets_assumptions_held() const {
