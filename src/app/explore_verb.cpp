@@ -218,9 +218,8 @@ CLI::App* add_explore_verb(CLI::App& app, ExploreCommand& command) {
   verb->add_option("--preemptions", command.preemptions,
                    "Only orders with at most P preemptions (a step of a handler of one instance "
                    "taken while the instance that took the last handler step has its next step "
-                   "ready); the "
-                   "verdict is then PROVEN up to P preemptions, never PROVEN (breadth-first search "
-                   "only)")
+                   "ready); the verdict is then PROVEN up to P preemptions, never PROVEN "
+                   "(breadth-first search only)")
       ->check(CLI::Range(int64_t{0}, int64_t{10'000}));
   verb->add_flag("--json", command.json, "Print one JSON object (an array for several files)");
   verb->add_option("--out", command.out_dir,

@@ -374,10 +374,12 @@ class BreadthFirstSearch {
     const Fingerprint reached = run.ended ? run.leaf_state : run.outcome.state;
     // Under a preemption bound, a state reached with fewer preemptions left, or with another
     // runner (ExploreOutcome::running), has another future: both are part of what was explored.
-    const Fingerprint state =
-        settings_.preemptions < 0
-            ? reached
-            : Hasher().add(reached).add_signed(node.preemptions).add_signed(run.outcome.running).finish();
+    const Fingerprint state = settings_.preemptions < 0 ? reached
+                                                        : Hasher()
+                                                              .add(reached)
+                                                              .add_signed(node.preemptions)
+                                                              .add_signed(run.outcome.running)
+                                                              .finish();
     std::vector<Fingerprint> asleep;
     for (const Sleeper& sleeper : sleep) asleep.push_back(sleeper.job);
     std::sort(asleep.begin(), asleep.end());

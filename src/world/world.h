@@ -436,10 +436,17 @@ class World {
   void touch_row_locks_of(ServiceId service, uint64_t handler);
   bool commutes_with_the_rest(const Job& job) const;
   bool live_step(const Job& job) const;
-  // The runner (runner_), if it has a handler's next step ready; -1 otherwise.
-  int64_t runner_with_a_step_ready() const;
-  // The handlers with a live step pending (ExploreOutcome::inert), in ascending order.
-  std::vector<uint64_t> handlers_with_a_step_ready() const;
+  // A handler whose next step is ready (a live `resume` pending), and its instance.
+  struct ReadyStep {
+    uint64_t handler;
+    size_t instance;
+    bool operator==(const ReadyStep& other) const {
+      return handler == other.handler && instance == other.instance;
+    }
+  };
+  // Every ready step, by handler id: the runner's (runner_) and what an inert event leaves as
+  // it found it (ExploreOutcome::inert).
+  std::vector<ReadyStep> steps_ready() const;
   bool void_forever(const Job& job) const;
   void touch_instance(size_t instance, Access access = Access::write);
   void touch_database(ServiceId service);

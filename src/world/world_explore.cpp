@@ -53,12 +53,20 @@ bool World::at_frontier(size_t enabled) {
   explorer_.mark_frontier(enabled, fingerprint());
   // Preemptions (ExploreSettings::preemptions): a step of another instance's handler while the
   // runner has its next step ready switches away from it.
-  const int64_t runner = explorer_.counts_preemptions() ? runner_with_a_step_ready() : -1;
-  if (explorer_.counts_preemptions()) explorer_.mark_running(runner);
+  int64_t runner = -1;
+  if (explorer_.counts_preemptions()) {
+    const std::vector<ReadyStep> ready = steps_ready();
+    if (std::any_of(ready.begin(), ready.end(), [&](const ReadyStep& step) {
+          return static_cast<int64_t>(step.instance) == runner_;
+        })) {
+      runner = runner_;
+    }
+    explorer_.mark_running(runner);
+  }
   bool some_step_does_not_preempt = false;
   for (const Job& job : scheduler_.pending()) {
-    const bool preempts = runner >= 0 && live_step(job) &&
-                          job.instance != static_cast<size_t>(runner);
+    const bool preempts =
+        runner >= 0 && job.instance != static_cast<size_t>(runner) && live_step(job);
     some_step_does_not_preempt = some_step_does_not_preempt || !preempts;
     explorer_.add_frontier_option(fingerprint_job(job), commutes_with_the_rest(job), preempts);
   }
@@ -79,13 +87,13 @@ bool World::at_frontier(size_t enabled) {
 void World::take_and_dispatch(size_t option) {
   const Job job = clocked() ? scheduler_.take_due(option) : scheduler_.take(option);
   // A bounded search: the runner, and whether the event is inert (ExploreOutcome::inert).
-  std::vector<uint64_t> ready_before;
+  std::vector<ReadyStep> ready_before;
   if (explorer_.counts_preemptions()) {
     if (live_step(job)) {
       runner_ = static_cast<int64_t>(job.instance);
       explorer_.not_inert();
     }
-    if (explorer_.recording()) ready_before = handlers_with_a_step_ready();
+    if (explorer_.recording()) ready_before = steps_ready();
   }
   if (clocked()) maybe_cleanup();
   if (explorer_.control().log_events) {
@@ -113,8 +121,7 @@ void World::take_and_dispatch(size_t option) {
   // because nothing is ever left dispatchable after an event.
   INBOXSIM_ASSERT(!broker_->dispatchable());
   if (explorer_.in_event()) explorer_.end_event(broker_->take_touched());
-  if (explorer_.counts_preemptions() && explorer_.recording() &&
-      handlers_with_a_step_ready() != ready_before) {
+  if (explorer_.counts_preemptions() && explorer_.recording() && steps_ready() != ready_before) {
     explorer_.not_inert();
   }
 }
@@ -186,22 +193,13 @@ bool World::live_step(const Job& job) const {
   return job.kind() == JobKind::resume && !void_forever(job);
 }
 
-int64_t World::runner_with_a_step_ready() const {
-  if (runner_ < 0) return -1;
-  const auto runner = static_cast<size_t>(runner_);
-  const auto pending = scheduler_.pending();
-  return std::any_of(pending.begin(), pending.end(),
-                     [&](const Job& job) { return job.instance == runner && live_step(job); })
-             ? runner_
-             : -1;
-}
-
-std::vector<uint64_t> World::handlers_with_a_step_ready() const {
-  std::vector<uint64_t> ready;
+std::vector<World::ReadyStep> World::steps_ready() const {
+  std::vector<ReadyStep> ready;
   for (const Job& job : scheduler_.pending()) {
-    if (live_step(job)) ready.push_back(std::get<job::Resume>(job.payload).handler);
+    if (live_step(job)) ready.push_back({std::get<job::Resume>(job.payload).handler, job.instance});
   }
-  std::sort(ready.begin(), ready.end());
+  std::sort(ready.begin(), ready.end(),
+            [](const ReadyStep& a, const ReadyStep& b) { return a.handler < b.handler; });
   return ready;
 }
 

@@ -335,11 +335,8 @@ TEST_CASE("under a preemption bound, sleep sets lose nothing the bound allows", 
   zero.preemptions = 0;
   check_bounded_sleep_sets_lose_nothing(defenceless, zero);
   // A fault of any kind anywhere, and the operator's redrive.
-  ExploreSettings one = with_faults(1, {FaultKind::crash, FaultKind::drop_connection,
-                                        FaultKind::drop_ack, FaultKind::lose_confirm,
-                                        FaultKind::publish_nack, FaultKind::nack,
-                                        FaultKind::duplicate},
-                                    2);
+  ExploreSettings one = with_faults(1, {}, 2);
+  one.fault_kinds = explorable_fault_kinds();
   one.preemptions = 1;
   check_bounded_sleep_sets_lose_nothing(library_scenario("02-insufficient-funds.json"), one);
 }
