@@ -384,9 +384,18 @@ check "explore --preemptions proves only up to its bound (exit 0)" test $? -eq 0
 check "and says so, never plain PROVEN" grep -q "^PROVEN up to 1 preemption(s) and 0 fault(s)" "$work/bounded.txt"
 "$bin" explore "$rejected" --faults 0 --preemptions 1 --json >"$work/bounded.json"
 check "its JSON names the bound" python3 -c "import json,sys; assert json.load(open(sys.argv[1]))['preemption_bound'] == 1" "$work/bounded.json"
-"$bin" explore "$rejected" --preemptions 1 --reduction dpor >/dev/null 2>"$work/err"
-check "a preemption bound with dpor is refused (exit 2)" test $? -eq 2
-check "and says why" grep -q "a preemption bound needs the breadth-first search" "$work/err"
+check "a bounded search is DPOR by default" python3 -c "import json,sys; assert json.load(open(sys.argv[1]))['reduction']['dpor'] is True" "$work/bounded.json"
+"$bin" explore "$rejected" --faults 0 --preemptions 1 --reduction sleep,persistent --json \
+  >"$work/bounded-bfs.json"
+check "and reaches the final states the breadth-first search under the bound does" python3 - \
+  "$work/bounded.json" "$work/bounded-bfs.json" <<'PY'
+import json, sys
+dpor = json.load(open(sys.argv[1]))
+breadth = json.load(open(sys.argv[2]))
+assert "dpor" not in breadth["reduction"] and breadth["preemption_bound"] == 1, breadth
+assert dpor["complete"] and breadth["complete"]
+assert dpor["leaves"] == breadth["leaves"], (dpor["leaves"], breadth["leaves"])
+PY
 "$bin" explore "$work/dup.json" --faults 0 --reduction dpor,persistent --json --out "" \
   >"$work/explore-dpor.json"
 check "explore --reduction dpor,persistent finds the same violation (exit 1)" test $? -eq 1

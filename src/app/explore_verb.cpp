@@ -197,8 +197,8 @@ CLI::App* add_explore_verb(CLI::App& app, ExploreCommand& command) {
                    "Stop after this many distinct states (default 2000000)")
       ->check(CLI::Range(int64_t{1}, int64_t{1'000'000'000}));
   verb->add_option("--jobs", command.jobs,
-                   "Worker threads of a breadth-first search (--reduction without dpor, or "
-                   "--preemptions); dynamic partial-order reduction is one depth-first walk")
+                   "Worker threads of a breadth-first search (--reduction without dpor); dynamic "
+                   "partial-order reduction is one depth-first walk")
       ->check(CLI::Range(int64_t{1}, int64_t{256}));
   verb->add_option("--set", command.sets, kSetOptionHelp);
   verb->add_flag("--continue", command.keep_going,
@@ -209,7 +209,7 @@ CLI::App* add_explore_verb(CLI::App& app, ExploreCommand& command) {
                    "depth-first: source-DPOR with sleep sets), sleep (sleep sets, breadth-first), "
                    "persistent (an ack or a confirm nothing can race is taken alone), or none "
                    "(every event of every state, breadth-first: slower, the same verdict; "
-                   "default dpor,persistent, or sleep,persistent with --preemptions)");
+                   "default dpor,persistent)");
   verb->add_option("--operator", command.operator_mode,
                    "redrive: when faults are injected, end the story with rounds of 'run until "
                    "quiescent, redrive every error and dead-letter queue', as the fuzzer's "
@@ -218,8 +218,9 @@ CLI::App* add_explore_verb(CLI::App& app, ExploreCommand& command) {
   verb->add_option("--preemptions", command.preemptions,
                    "Only orders with at most P preemptions (a step of a handler of one instance "
                    "taken while the instance that took the last handler step has its next step "
-                   "ready); the verdict is then PROVEN up to P preemptions, never PROVEN "
-                   "(breadth-first search only)")
+                   "ready); the verdict is then PROVEN up to P preemptions, never PROVEN. With "
+                   "dpor, bounded partial-order reduction: only inert events sleep, and each race "
+                   "is also reversed at the last switch of instance before it")
       ->check(CLI::Range(int64_t{0}, int64_t{10'000}));
   verb->add_flag("--json", command.json, "Print one JSON object (an array for several files)");
   verb->add_option("--out", command.out_dir,
@@ -239,17 +240,10 @@ std::optional<int> shared_settings(const ExploreCommand& command, ExploreSetting
                      ", or none (delay and pause need a clock, which an exploration has not)");
   }
   ExploreSettings reductions;
-  const std::string reduction = !command.reduction.empty() ? command.reduction
-                                : command.preemptions >= 0 ? "sleep,persistent"
-                                                           : "dpor,persistent";
+  const std::string reduction = !command.reduction.empty() ? command.reduction : "dpor,persistent";
   if (!parse_reduction(reduction, reductions)) {
     return bad_input("--reduction " + command.reduction +
                      ": expected a comma-separated list of sleep,persistent,dpor, or none");
-  }
-  if (command.preemptions >= 0 && reductions.dpor) {
-    return bad_input("--preemptions " + std::to_string(command.preemptions) +
-                     ": a preemption bound needs the breadth-first search; with --reduction " +
-                     command.reduction + " leave it out, or use --reduction sleep,persistent");
   }
   settings.faults = command.faults;
   settings.fault_kinds = *kinds;

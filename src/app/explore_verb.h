@@ -19,8 +19,7 @@ struct ExploreCommand {
   std::vector<std::string> sets;
   bool json = false;
   bool keep_going = false;
-  // The reductions used, or none; empty: dpor,persistent (sleep,persistent with a preemption
-  // bound, which needs the breadth-first search).
+  // The reductions used, or none; empty: dpor,persistent.
   std::string reduction;
   std::string operator_mode = "redrive";  // redrive (rounds appended when K > 0) or none
   std::string out_dir = "counterexamples";

@@ -25,7 +25,8 @@ Search::Search(const Scenario& scenario, const ExploreSettings& settings)
   result_.fault_kinds = settings.fault_kinds;
   result_.ack_wait_expiries = ack_wait_bound(scenario, settings);
   result_.dpor = true;
-  result_.sleep_sets = true;
+  result_.sleep_sets = true;  // under a bound, of inert events only (asleep_on_arrival)
+  result_.preemption_bound = settings.preemptions;
 }
 
 ExploreResult Search::run() {
@@ -72,6 +73,7 @@ void Search::execute(size_t first_new) {
   options.explore.check_void_events = settings_.check_void_events;
   options.explore.fuse_lock_steps = settings_.fuse_lock_steps;
   options.explore.keep_broker_counters = settings_.keep_broker_counters;
+  options.explore.count_preemptions = bounded();
   options.explore.schedule = explore_schedule(prefix, settings_);
   options.explore.chooser = [this](World& world) { return choose(world); };
   World world(scenario_, scenario_.config, options);
@@ -119,7 +121,7 @@ void Search::execute(size_t first_new) {
   }
   if (!goals_.empty()) note_goals(world, log, finished);
   const std::vector<Bits> before = happens_before(log);
-  summarise(log, before, first_new);
+  if (!bounded()) summarise(log, before, first_new);
   analyse(log, before, first_new);
   if (settings_.progress && (result_.replays == 1 || result_.replays % 64 == 0)) {
     settings_.progress(result_.states, result_.transitions, static_cast<int64_t>(stack_.size()),
@@ -214,7 +216,16 @@ int64_t Search::choose(World& world) {
     stack_.push_back(std::move(node));
     return 1;
   }
-  const Fingerprint state = world.fingerprint();
+  // Under a bound, a state reached with fewer preemptions left, or with another runner that
+  // has a step ready, has another future: each is a state of the search.
+  const int64_t preemptions = bounded() ? preemptions_so_far() : 0;
+  const Fingerprint state =
+      !bounded() ? world.fingerprint()
+                 : Hasher()
+                       .add(world.fingerprint())
+                       .add_signed(preemptions)
+                       .add_signed(choice.runner)
+                       .finish();
   if (states_.insert(state).second) {
     ++result_.states;
     count_coverage(world.coverage());
@@ -228,6 +239,12 @@ int64_t Search::choose(World& world) {
   node.state = state;
   node.enabled = choice.enabled;
   node.logged = static_cast<int64_t>(log.events.size());
+  if (bounded()) {
+    node.preemptions = preemptions;
+    node.step_of = choice.step_of;
+    node.runner = choice.runner;
+    node.runner_ready = choice.runner_ready;
+  }
   node.sleep = asleep_on_arrival(log);
   if (on_stack_.count(state) > 0) {
     // A cycle: this order came back to a state it passed. Nothing new is past it; what it
@@ -240,12 +257,15 @@ int64_t Search::choose(World& world) {
   if (settings_.persistent_sets && choice.alone >= 0) {
     node.alone = true;
     const auto option = static_cast<uint32_t>(choice.alone);
+    INBOXSIM_ASSERT(!preempts(node, option));  // an ack, a confirm or a void event
     if (!asleep(node, node.enabled[option])) return take(std::move(node), option);
     ++result_.sleep_blocked;
     return -1;
   }
   for (uint32_t option = 0; option < node.options; ++option) {
-    if (!asleep(node, node.enabled[option])) return take(std::move(node), option);
+    if (within_bound(node, option) && !asleep(node, node.enabled[option])) {
+      return take(std::move(node), option);
+    }
   }
   ++result_.sleep_blocked;  // every event left is asleep: this order adds nothing
   return -1;
@@ -282,7 +302,9 @@ std::vector<Sleeper> Search::asleep_on_arrival(const EventLog& log) const {
              ++event) {
           awake = wakes(sleeper, log.events[event]);
         }
-        if (!awake) sleep.push_back(sleeper);
+        // Under a bound only an inert event sleeps: moving it earlier, past the events
+        // independent of it, changes no order's preemptions (docs/model.md).
+        if (!awake && (!bounded() || sleeper.inert)) sleep.push_back(sleeper);
       }
     }
     break;
@@ -306,6 +328,10 @@ bool Search::covered_by_cache(const EventLog& log, const LoggedChoice& choice, c
   // Explored before with no more asleep than now: its subtree holds every order from
   // here. Only its races with this order's events are new.
   replay_races(log, choice, cached->second.summary);
+  // A race in the subtree wanted a switch before its state: here, the last switch above.
+  if (bounded() && cached->second.switch_wanted_above) {
+    if (Node* last = want_last_switch(stack_.size())) every(*last);
+  }
   for (Node& earlier : stack_) {
     if (!earlier.event || earlier.frozen) continue;
     for (const uint32_t id : cached->second.summary) add_to_summary(earlier, id);
@@ -324,6 +350,14 @@ int64_t Search::take(Node node, uint32_t option) {
   return option;
 }
 
+// The preemptions of the order so far: the last event choice's, and its event's.
+int64_t Search::preemptions_so_far() const {
+  for (auto at = stack_.rbegin(); at != stack_.rend(); ++at) {
+    if (at->event) return at->preemptions + (preempts(*at, at->taken) ? 1 : 0);
+  }
+  return 0;
+}
+
 bool Search::asleep(const Node& node, const Fingerprint& job) {
   for (const std::vector<Sleeper>* list : {&node.sleep, &node.explored}) {
     for (const Sleeper& sleeper : *list) {
@@ -340,6 +374,7 @@ bool Search::next_execution(size_t& first_new) {
     for (uint32_t option = 0; option < node.options; ++option) {
       if (option == node.taken || contains(node.done, option)) continue;
       if (!node.every && !contains(node.backtrack, option)) continue;
+      if (!within_bound(node, option)) continue;
       if (node.event &&
           (asleep(node, node.enabled[option]) || node.enabled[option] == node.current.job)) {
         continue;
@@ -369,6 +404,7 @@ void Search::remember(Node& node) {
   for (const Sleeper& sleeper : node.sleep) sleeping.push_back(sleeper.job);
   std::sort(sleeping.begin(), sleeping.end());
   const auto [at, fresh] = visited_.try_emplace(node.state);
+  at->second.switch_wanted_above = at->second.switch_wanted_above || node.switch_wanted_above;
   if (fresh) {
     at->second.sleep = std::move(sleeping);
     at->second.summary = std::move(node.summary);

@@ -195,13 +195,17 @@ bool races(const SummaryEntry& entry, const LoggedEvent& taken, const WhatFollow
 // Asks `node` (the state before e) for the initials of a race with `entry` when everything
 // after e follows it: those of the entry's job and roots that are enabled there, or, if none
 // is, every job enabled there that still waits now (at `here`), e's left out.
-void ask_for_roots(Node& node, const SummaryEntry& entry, const LoggedChoice& here) {
+// Under a preemption bound (`bound` >= 0) an option past it is as if not enabled. Returns
+// whether it asked for one.
+bool ask_for_roots(Node& node, const SummaryEntry& entry, const LoggedChoice& here,
+                   int64_t bound) {
   bool found = false;
   const auto ask = [&](const Fingerprint& job) {
     const auto named = std::find(node.enabled.begin(), node.enabled.end(), job);
     if (named == node.enabled.end()) return;
-    found = true;
     const auto option = static_cast<uint32_t>(named - node.enabled.begin());
+    if (!within_bound(node, option, bound)) return;
+    found = true;
     if (!contains(node.backtrack, option)) node.backtrack.push_back(option);
   };
   ask(entry.job);
@@ -213,6 +217,7 @@ void ask_for_roots(Node& node, const SummaryEntry& entry, const LoggedChoice& he
       if (job != node.current.job) ask(job);
     }
   }
+  return found;
 }
 
 }  // namespace
@@ -234,7 +239,9 @@ void Search::replay_races(const EventLog& log, const LoggedChoice& here,
   const size_t count = log.events.size();
   const std::vector<bool> free = taken_alone(count);
   for (Node& node : stack_) {
-    if (!node.event || node.every || node.alone || node.frozen) continue;
+    if (!node.event || node.alone || node.frozen) continue;
+    // Under a bound a node that explores every event may still ask at its last switch.
+    if (node.every && !bounded()) continue;
     const auto earlier = static_cast<size_t>(node.logged);
     const LoggedEvent& taken = log.events[earlier];
     // What follows the node's event in this order, and whether anything after it does not.
@@ -250,10 +257,16 @@ void Search::replay_races(const EventLog& log, const LoggedChoice& here,
     // The jobs waiting now that something following e made.
     const std::vector<Fingerprint> made_after = made_by_followers(here, before, earlier);
     bool asked = false;
+    bool switch_asked = false;
     for (const uint32_t id : summary) {
       const SummaryEntry& entry = entries_[id];
       if (!races(entry, taken, after, made_after)) continue;
       ++result_.races;
+      if (bounded() && !switch_asked) {
+        ask_at_last_switch(node, log, before, std::nullopt);
+        switch_asked = true;
+      }
+      if (node.every) continue;
       if (after.unordered_after) {
         // An initial of the events after e that do not follow it starts the other order,
         // whatever the later event is: asked once.
@@ -263,7 +276,7 @@ void Search::replay_races(const EventLog& log, const LoggedChoice& here,
       }
       // Everything after e follows it: the initials are among the event's roots (the jobs of
       // its cone waiting before e), or the event itself.
-      ask_for_roots(node, entry, here);
+      if (!ask_for_roots(node, entry, here, settings_.preemptions) && bounded()) every(node);
     }
   }
 }
@@ -352,7 +365,12 @@ void Search::analyse(const EventLog& log, const std::vector<Bits>& before, size_
     for (const size_t earlier : direct) {
       if (through.test(earlier) || log.events[earlier].story) continue;
       Node* node = node_of(log.events[earlier]);
-      if (node == nullptr || node->every || node->alone) continue;
+      if (node == nullptr || node->alone) continue;
+      // Under a bound, the order that reverses the race may need a preemption here that an
+      // order switching earlier does not: also asked at the last switch (whether or not this
+      // node explores every event already).
+      if (bounded()) ask_at_last_switch(*node, log, before, later);
+      if (node->every) continue;
       ++result_.races;
       const LoggedEvent& first = log.events[earlier];
       ++result_.races_by_pair[race_words(first, event)];
@@ -377,6 +395,7 @@ void Search::ask_for_initial(Node& node, const EventLog& log, const std::vector<
         std::find(node.enabled.begin(), node.enabled.end(), log.events[event].job);
     if (named == node.enabled.end()) continue;
     const auto option = static_cast<uint32_t>(named - node.enabled.begin());
+    if (!within_bound(node, option)) continue;  // past the bound: as if not enabled
     if (contains(node.backtrack, option)) return;
     if (!pick) pick = option;
   }
@@ -386,6 +405,35 @@ void Search::ask_for_initial(Node& node, const EventLog& log, const std::vector<
     // No initial is among the events enabled there: every one of them, to be safe.
     every(node);
   }
+}
+
+// Bounded partial-order reduction's conservative backtrack point (Coons, Musuvathi and
+// McKinley, OOPSLA 2013): a race found at `node` is also reversed at the last state at or
+// before it where the runner switched, where the instance the race wants first may take over
+// without a preemption. Nothing is asked when no switch came before (no runner yet: nothing
+// preempts). Without `later` (the race is with an event of a cached subtree, which this log
+// does not hold), that state explores every event.
+void Search::ask_at_last_switch(const Node& node, const EventLog& log,
+                                const std::vector<Bits>& before, std::optional<size_t> later) {
+  Node* last = want_last_switch(static_cast<size_t>(&node - stack_.data()) + 1);
+  if (last == nullptr || last == &node || last->every || last->alone) return;
+  if (later) {
+    ask_for_initial(*last, log, before, static_cast<size_t>(last->logged), later);
+  } else {
+    every(*last);
+  }
+}
+
+// The last switch among the stack's first `below` nodes; each state after it (among them) is
+// marked as wanting a switch above it (Node::switch_wanted_above).
+Node* Search::want_last_switch(size_t below) {
+  for (size_t at = below; at-- > 0;) {
+    Node& candidate = stack_[at];
+    if (!candidate.event || candidate.frozen) continue;
+    if (switches(candidate)) return &candidate;
+    candidate.switch_wanted_above = true;
+  }
+  return nullptr;
 }
 
 }  // namespace inboxsim::dpor

@@ -38,6 +38,9 @@ struct Sleeper {
   Fingerprint job;
   std::vector<uint64_t> footprint;  // merged over every execution that took it there
   bool everything = false;
+  // Under a preemption bound only an inert event sleeps (LoggedEvent::inert, of every
+  // execution that took it there).
+  bool inert = true;
 };
 
 inline bool wakes(const Sleeper& sleeper, const LoggedEvent& event) {
@@ -47,6 +50,7 @@ inline bool wakes(const Sleeper& sleeper, const LoggedEvent& event) {
 
 inline void merge_into(Sleeper& sleeper, const LoggedEvent& event) {
   if (everything(event)) sleeper.everything = true;
+  if (!event.inert) sleeper.inert = false;
   std::vector<uint64_t> merged;
   std::set_union(sleeper.footprint.begin(), sleeper.footprint.end(), event.footprint.begin(),
                  event.footprint.end(), std::back_inserter(merged));
@@ -100,13 +104,45 @@ struct Node {
   Fingerprint state;
   std::vector<uint32_t> summary;
   size_t summary_sorted = 0;
+  // A preemption-bounded search (ExploreSettings::preemptions): the preemptions of the order
+  // up to this state, and what LoggedChoice says of its options' live steps and runner.
+  int64_t preemptions = 0;
+  std::vector<int32_t> step_of;
+  int64_t runner = -1;
+  bool runner_ready = false;
+  // A race in this state's subtree asked for a conservative backtrack point above it (no
+  // switch between the state and the race): an order that reaches the state again from the
+  // visited-state cache asks at its own last switch.
+  bool switch_wanted_above = false;
 };
+
+// Taking `option` at event choice `node` is a preemption: a live step of an instance other
+// than the runner, while the runner has a step ready.
+inline bool preempts(const Node& node, uint32_t option) {
+  if (option >= node.step_of.size()) return false;
+  const int32_t step = node.step_of[option];
+  return step >= 0 && node.runner_ready && step != node.runner;
+}
+
+// Taking `option` at `node` keeps an order within a preemption bound (-1: no bound).
+inline bool within_bound(const Node& node, uint32_t option, int64_t bound) {
+  return bound < 0 || !node.event || node.preemptions + (preempts(node, option) ? 1 : 0) <= bound;
+}
+
+// The event `node` took switched the runner: a live step of an instance other than the one
+// that took the last live step (preempting it or not).
+inline bool switches(const Node& node) {
+  if (node.taken >= node.step_of.size()) return false;
+  const int32_t step = node.step_of[node.taken];
+  return step >= 0 && step != node.runner;
+}
 
 // What a state's subtree did, kept once it is explored (the visited-state cache): what slept
 // there, and every event taken in it.
 struct Visited {
   std::vector<Fingerprint> sleep;  // sorted jobs
   std::vector<uint32_t> summary;   // sorted, unique
+  bool switch_wanted_above = false;  // Node::switch_wanted_above, of any visit
 };
 
 // An event of some state's subtree, as the state's summary holds it: the event, and what in
@@ -206,6 +242,11 @@ class Search {
   bool covered_by_cache(const EventLog& log, const LoggedChoice& choice, const Node& node);
   int64_t take(Node node, uint32_t option);
   static bool asleep(const Node& node, const Fingerprint& job);
+  bool bounded() const { return settings_.preemptions >= 0; }
+  bool within_bound(const Node& node, uint32_t option) const {
+    return inboxsim::dpor::within_bound(node, option, settings_.preemptions);
+  }
+  int64_t preemptions_so_far() const;
   bool next_execution(size_t& first_new);
   void remember(Node& node);
 
@@ -234,6 +275,9 @@ class Search {
   void analyse(const EventLog& log, const std::vector<Bits>& before, size_t first_new);
   void ask_for_initial(Node& node, const EventLog& log, const std::vector<Bits>& before,
                        size_t earlier, std::optional<size_t> later);
+  void ask_at_last_switch(const Node& node, const EventLog& log, const std::vector<Bits>& before,
+                          std::optional<size_t> later);
+  Node* want_last_switch(size_t below);
 
   const Scenario& scenario_;
   const ExploreSettings& settings_;

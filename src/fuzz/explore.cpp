@@ -498,7 +498,6 @@ Scenario explored_story(const Scenario& scenario, const ExploreSettings& setting
 }
 
 ExploreResult explore(const Scenario& scenario_in, const ExploreSettings& settings_in) {
-  INBOXSIM_ASSERT(!(settings_in.dpor && settings_in.preemptions >= 0));
   ExploreSettings settings = settings_in;
   settings.story_steps = scenario_in.steps.size();
   if (scenario_in.config.broker_kind == BrokerKind::jetstream) {

@@ -135,10 +135,10 @@ struct ExploreOutcome {
   // At the frontier, per option: taking it is a preemption (a step of a handler of one
   // instance while the instance that took the last handler step has its next step ready).
   std::vector<uint8_t> preempts;
-  // At the frontier (count_preemptions): the instance that took the last handler step, if it
-  // has a next step ready (what a step of another instance preempts); -1: none. Part of what a
-  // bounded search has explored from a state: the same state with another runner has another
-  // set of orders within the bound.
+  // At the frontier (count_preemptions): the instance that took the last handler step (-1:
+  // none yet), whether or not it has a step ready now. Part of what a bounded search has
+  // explored from a state: the same state with another runner has another set of orders within
+  // the bound, even when neither has a step ready (a delivery may start a handler on one).
   int64_t running = -1;
   // At the frontier: an event that commutes with every event that can still happen in this
   // run (an ack or a publisher confirm no fault left can race), so that taking it alone loses
@@ -160,6 +160,9 @@ struct LoggedEvent {
   bool story = false;
   bool pending = false;
   bool violated = false;  // an invariant broke while it ran: ordered with every event
+  // Counting preemptions: not a live handler step, and the handler steps ready are the same
+  // after it as before (ExploreOutcome::inert, for one event).
+  bool inert = false;
 };
 
 // One choice of a logged run: how many options, which was taken, and for an event choice the
@@ -173,6 +176,13 @@ struct LoggedChoice {
   // Past the schedule: an option that commutes with every event that can still happen in this
   // run (ExploreOutcome::alone, a persistent set of one); -1: none.
   int64_t alone = -1;
+  // Past the schedule, counting preemptions (ExploreControl::count_preemptions): per option,
+  // the instance whose handler's live step it is (-1: not a live step); the instance that took
+  // the last live step (-1: none yet); and whether that instance has a step ready now, so that
+  // a step of another instance preempts it.
+  std::vector<int32_t> step_of;
+  int64_t runner = -1;
+  bool runner_ready = false;
 };
 
 struct EventLog {

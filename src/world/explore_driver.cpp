@@ -128,12 +128,17 @@ size_t ExploreDriver::continue_alone(const Coverage& coverage, bool assumptions_
 void ExploreDriver::begin_chooser_options() {
   enabled_now_.clear();
   born_now_.clear();
+  step_of_now_.clear();
   alone_now_ = -1;
+  runner_now_ = -1;
+  runner_ready_now_ = false;
 }
 
-void ExploreDriver::add_chooser_option(Fingerprint job, int64_t born, bool commutes) {
+void ExploreDriver::add_chooser_option(Fingerprint job, int64_t born, bool commutes,
+                                       int32_t step_of) {
   enabled_now_.push_back(job);
   born_now_.push_back(born);
+  if (control_.count_preemptions) step_of_now_.push_back(step_of);
   const size_t option = enabled_now_.size() - 1;
   if (commutes &&
       (alone_now_ < 0 || enabled_now_[option] < enabled_now_[static_cast<size_t>(alone_now_)])) {
@@ -174,6 +179,9 @@ uint32_t ExploreDriver::choose(size_t options, bool event, size_t trace_events, 
       logged.enabled = std::move(enabled_now_);
       logged.born = std::move(born_now_);
       logged.alone = std::exchange(alone_now_, -1);
+      logged.step_of = std::move(step_of_now_);
+      logged.runner = runner_now_;
+      logged.runner_ready = runner_ready_now_;
     }
     log_.choices.push_back(std::move(logged));
   }

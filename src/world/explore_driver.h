@@ -95,6 +95,10 @@ class ExploreDriver {
   void not_inert() {
     if (recording_) outcome_.inert = false;
   }
+  // log_events, counting preemptions: the event running now is inert (LoggedEvent::inert).
+  void event_inert() {
+    if (in_event_) log_.events[static_cast<size_t>(current_event_)].inert = true;
+  }
   // The frontier's footprint is complete: adds what the broker says it touched, sorted.
   void finish_frontier_footprint(const BrokerTouches& touched);
   // ExploreControl::continue_alone: whether the run takes the frontier's one commuting option
@@ -112,7 +116,13 @@ class ExploreDriver {
            outcome_.consumed >= control_.schedule.choices.size();
   }
   void begin_chooser_options();
-  void add_chooser_option(Fingerprint job, int64_t born, bool commutes);
+  // `step_of`: the instance whose live step the option is, -1 if none (counts_preemptions).
+  void add_chooser_option(Fingerprint job, int64_t born, bool commutes, int32_t step_of);
+  // counts_preemptions: who took the last live step, and whether it has a step ready now.
+  void mark_chooser_runner(int64_t runner, bool ready) {
+    runner_now_ = runner;
+    runner_ready_now_ = ready;
+  }
   // The next choice among `options` (docs/contract.md §8.3); `event` when it chooses which
   // pending event happens next. `trace_events` is the trace's length (for the log), `world` is
   // what the chooser reads; a schedule entry that does not fit stops the run and says why in
@@ -195,6 +205,9 @@ class ExploreDriver {
   std::vector<Fingerprint> enabled_now_;  // the event choice being made: each option's job
   int64_t alone_now_ = -1;
   std::vector<int64_t> born_now_;
+  std::vector<int32_t> step_of_now_;
+  int64_t runner_now_ = -1;
+  bool runner_ready_now_ = false;
   std::string pending_label_;  // the fault choice being made, for the log
   std::string pending_kind_;
   size_t next_action_ = 0;  // the schedule's hand actions taken so far

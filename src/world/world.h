@@ -447,6 +447,8 @@ class World {
   // Every ready step, by handler id: the runner's (runner_) and what an inert event leaves as
   // it found it (ExploreOutcome::inert).
   std::vector<ReadyStep> steps_ready() const;
+  // The runner (runner_) has a step ready: a step of another instance now preempts it.
+  bool runner_ready() const;
   bool void_forever(const Job& job) const;
   void touch_instance(size_t instance, Access access = Access::write);
   void touch_database(ServiceId service);

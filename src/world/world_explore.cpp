@@ -28,8 +28,13 @@ bool World::explored_step() {
   const size_t choices_before = explorer_.choices_logged();
   if (explorer_.chooser_picks()) {
     explorer_.begin_chooser_options();
+    if (explorer_.counts_preemptions()) explorer_.mark_chooser_runner(runner_, runner_ready());
     for (const Job& job : scheduler_.pending()) {
-      explorer_.add_chooser_option(fingerprint_job(job), job.born, commutes_with_the_rest(job));
+      const int32_t step_of = explorer_.counts_preemptions() && live_step(job)
+                                  ? static_cast<int32_t>(job.instance)
+                                  : -1;
+      explorer_.add_chooser_option(fingerprint_job(job), job.born, commutes_with_the_rest(job),
+                                   step_of);
     }
   }
   const size_t option = choose(enabled, true);
@@ -55,13 +60,8 @@ bool World::at_frontier(size_t enabled) {
   // runner has its next step ready switches away from it.
   int64_t runner = -1;
   if (explorer_.counts_preemptions()) {
-    const std::vector<ReadyStep> ready = steps_ready();
-    if (std::any_of(ready.begin(), ready.end(), [&](const ReadyStep& step) {
-          return static_cast<int64_t>(step.instance) == runner_;
-        })) {
-      runner = runner_;
-    }
-    explorer_.mark_running(runner);
+    if (runner_ready()) runner = runner_;
+    explorer_.mark_running(runner_);
   }
   bool some_step_does_not_preempt = false;
   for (const Job& job : scheduler_.pending()) {
@@ -88,12 +88,15 @@ void World::take_and_dispatch(size_t option) {
   const Job job = clocked() ? scheduler_.take_due(option) : scheduler_.take(option);
   // A bounded search: the runner, and whether the event is inert (ExploreOutcome::inert).
   std::vector<ReadyStep> ready_before;
+  const bool live = explorer_.counts_preemptions() && live_step(job);
+  const bool compare_ready = explorer_.counts_preemptions() &&
+                             (explorer_.recording() || (explorer_.control().log_events && !live));
   if (explorer_.counts_preemptions()) {
-    if (live_step(job)) {
+    if (live) {
       runner_ = static_cast<int64_t>(job.instance);
       explorer_.not_inert();
     }
-    if (explorer_.recording()) ready_before = steps_ready();
+    if (compare_ready) ready_before = steps_ready();
   }
   if (clocked()) maybe_cleanup();
   if (explorer_.control().log_events) {
@@ -120,10 +123,14 @@ void World::take_and_dispatch(size_t option) {
   // The footprint leaves out the queues a pump did not dispatch from; that is sound only
   // because nothing is ever left dispatchable after an event.
   INBOXSIM_ASSERT(!broker_->dispatchable());
-  if (explorer_.in_event()) explorer_.end_event(broker_->take_touched());
-  if (explorer_.counts_preemptions() && explorer_.recording() && steps_ready() != ready_before) {
-    explorer_.not_inert();
+  if (compare_ready) {
+    if (steps_ready() != ready_before) {
+      explorer_.not_inert();
+    } else if (!live) {
+      explorer_.event_inert();
+    }
   }
+  if (explorer_.in_event()) explorer_.end_event(broker_->take_touched());
 }
 
 void World::story_point() { explorer_.story_point(!scheduler_.empty()); }
@@ -191,6 +198,13 @@ bool World::void_forever(const Job& job) const {
 // The next step of a handler that is still alive: what a preemption switches away from.
 bool World::live_step(const Job& job) const {
   return job.kind() == JobKind::resume && !void_forever(job);
+}
+
+bool World::runner_ready() const {
+  const std::vector<ReadyStep> ready = steps_ready();
+  return std::any_of(ready.begin(), ready.end(), [&](const ReadyStep& step) {
+    return static_cast<int64_t>(step.instance) == runner_;
+  });
 }
 
 std::vector<World::ReadyStep> World::steps_ready() const {
