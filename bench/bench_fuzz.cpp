@@ -216,6 +216,7 @@ struct ExploreRow {
   std::vector<inboxsim::FaultKind> kinds;  // empty: every explorable kind
   int64_t max_states;
   const char* target;
+  int64_t preemptions;  // --preemptions P; -1: no bound
 };
 
 void time_explore_row(const ExploreRow& row) {
@@ -224,6 +225,7 @@ void time_explore_row(const ExploreRow& row) {
   settings.persistent_sets = true;
   settings.faults = row.faults;
   settings.max_states = row.max_states;
+  settings.preemptions = row.preemptions;
   if (row.kinds.empty()) {
     settings.fault_kinds = inboxsim::explorable_fault_kinds();
   } else {
@@ -268,27 +270,35 @@ bool time_exploration() {
   reference.config.account_instances = 2;
   reference.config.transfer_instances = 2;
   using inboxsim::FaultKind;
-  std::printf("explore, --reduction dpor,persistent (one thread):\n\n"
+  std::printf("explore, --reduction dpor,persistent (one thread; a bounded row is bounded "
+              "partial-order reduction):\n\n"
               "| story | states | search | final states | wall | CPU | target |\n"
               "|---|---:|---|---:|---:|---:|---|\n");
   const std::vector<ExploreRow> rows = {
-      {"one transfer, no fault", &*happy.scenario, 0, {}, 1'000'000, ""},
+      {"one transfer, no fault", &*happy.scenario, 0, {}, 1'000'000, "", -1},
       {"one transfer, one duplicate anywhere", &*happy.scenario, 1, {FaultKind::duplicate},
-       1'000'000, ""},
+       1'000'000, "", -1},
       {"one transfer, one crash anywhere", &*happy.scenario, 1, {FaultKind::crash}, 1'000'000,
-       "at most 20,000 states"},
-      {"one transfer, one fault of any kind anywhere", &*happy.scenario, 1, {}, 1'000'000, ""},
+       "at most 20,000 states", -1},
+      {"one transfer, one fault of any kind anywhere", &*happy.scenario, 1, {}, 1'000'000, "",
+       -1},
       {"two transfers, four accounts, 1+1 instances, no fault", &*four.scenario, 0, {},
-       1'000'000, "at most 50,000 states"},
+       1'000'000, "at most 50,000 states", -1},
       {"lesson 77: the same, one message at a time (prefetch 1), no fault", &*lesson.scenario, 0,
-       {}, 1'000'000, ""},
+       {}, 1'000'000, "", -1},
       {"lesson 77, one duplicate anywhere", &*lesson.scenario, 1, {FaultKind::duplicate},
-       1'000'000, ""},
+       1'000'000, "", -1},
       {"lesson 77, one crash anywhere", &*lesson.scenario, 1, {FaultKind::crash}, 200'000,
-       "complete"},
+       "complete", -1},
       {"two transfers, two accounts, 2+2 instances, no fault", &reference, 0, {}, 200'000,
-       "complete in at most 1,000,000"},
-      {"the same, one fault of any kind anywhere", &reference, 1, {}, 200'000, "complete"},
+       "complete in at most 1,000,000", -1},
+      {"the same, one fault of any kind anywhere", &reference, 1, {}, 200'000, "complete", -1},
+      {"lesson 77, one crash anywhere, at most 0 preemptions", &*lesson.scenario, 1,
+       {FaultKind::crash}, 1'000'000, "", 0},
+      {"two transfers, two accounts, 2+2 instances, no fault, at most 0 preemptions",
+       &reference, 0, {}, 1'000'000, "complete", 0},
+      {"the same, two faults of any kind anywhere, at most 2 preemptions", &reference, 2, {},
+       200'000, "complete", 2},
   };
   for (const ExploreRow& row : rows) time_explore_row(row);
   return true;

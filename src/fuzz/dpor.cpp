@@ -216,16 +216,8 @@ int64_t Search::choose(World& world) {
     stack_.push_back(std::move(node));
     return 1;
   }
-  // Under a bound, a state reached with fewer preemptions left, or with another runner that
-  // has a step ready, has another future: each is a state of the search.
-  const int64_t preemptions = bounded() ? preemptions_so_far() : 0;
-  const Fingerprint state =
-      !bounded() ? world.fingerprint()
-                 : Hasher()
-                       .add(world.fingerprint())
-                       .add_signed(preemptions)
-                       .add_signed(choice.runner)
-                       .finish();
+  place(node, world, choice);
+  const Fingerprint state = node.state;
   if (states_.insert(state).second) {
     ++result_.states;
     count_coverage(world.coverage());
@@ -236,15 +228,8 @@ int64_t Search::choose(World& world) {
     stopped_ = true;
     return -1;
   }
-  node.state = state;
   node.enabled = choice.enabled;
   node.logged = static_cast<int64_t>(log.events.size());
-  if (bounded()) {
-    node.preemptions = preemptions;
-    node.step_of = choice.step_of;
-    node.runner = choice.runner;
-    node.runner_ready = choice.runner_ready;
-  }
   node.sleep = asleep_on_arrival(log);
   if (on_stack_.count(state) > 0) {
     // A cycle: this order came back to a state it passed. Nothing new is past it; what it
@@ -269,6 +254,25 @@ int64_t Search::choose(World& world) {
   }
   ++result_.sleep_blocked;  // every event left is asleep: this order adds nothing
   return -1;
+}
+
+// The state a new event choice stands for, and what a bound reads of it. Under a bound, a
+// state reached with fewer preemptions left, or with another runner (with a step ready or not:
+// a delivery may give it one), has another future: each is a state of the search.
+void Search::place(Node& node, World& world, const LoggedChoice& choice) const {
+  if (!bounded()) {
+    node.state = world.fingerprint();
+    return;
+  }
+  node.preemptions = preemptions_so_far();
+  node.step_of = choice.step_of;
+  node.runner = choice.runner;
+  node.runner_ready = choice.runner_ready;
+  node.state = Hasher()
+                   .add(world.fingerprint())
+                   .add_signed(node.preemptions)
+                   .add_signed(choice.runner)
+                   .finish();
 }
 
 // The choice at a point past a violation: the search stops there (-1) unless violations do not

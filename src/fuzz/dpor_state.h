@@ -237,6 +237,7 @@ class Search {
                   const std::optional<RunResult>& finished);
   void record_counterexamples(const std::vector<Violation>& violations, const EventLog& log);
   int64_t choose(World& world);
+  void place(Node& node, World& world, const LoggedChoice& choice) const;
   int64_t choose_past_violation(const World& world, Node node);
   std::vector<Sleeper> asleep_on_arrival(const EventLog& log) const;
   bool covered_by_cache(const EventLog& log, const LoggedChoice& choice, const Node& node);
