@@ -414,9 +414,7 @@ TEST_CASE("with no preemption a handler runs on, and every order still reaches i
   REQUIRE(every.complete);
   REQUIRE(none.complete);
   CHECK(none.leaf_states == every.leaf_states);
-  // Pinned: a merged state or a stranded order changes it (7,223 with a runner that has no
-  // step ready left out of the key).
-  CHECK(none.states == 7539);
+  CHECK(none.states == 7539);  // pinned: a merged state or a stranded order changes it
 }
 
 TEST_CASE("with its defences off, a duplicate by hand is found to debit twice, and run replays it",
