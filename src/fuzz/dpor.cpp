@@ -25,7 +25,8 @@ Search::Search(const Scenario& scenario, const ExploreSettings& settings)
   result_.fault_kinds = settings.fault_kinds;
   result_.ack_wait_expiries = ack_wait_bound(scenario, settings);
   result_.dpor = true;
-  result_.sleep_sets = true;  // under a bound, of inert events only (asleep_on_arrival)
+  // Under a bound, of inert events only (asleep_on_arrival).
+  result_.sleep_sets = settings.dpor_sleep_sets;
   result_.preemption_bound = settings.preemptions;
 }
 
@@ -121,7 +122,7 @@ void Search::execute(size_t first_new) {
   }
   if (!goals_.empty()) note_goals(world, log, finished);
   const std::vector<Bits> before = happens_before(log);
-  if (!bounded()) summarise(log, before, first_new);
+  summarise(log, before, first_new);
   analyse(log, before, first_new);
   if (settings_.progress && (result_.replays == 1 || result_.replays % 64 == 0)) {
     settings_.progress(result_.states, result_.transitions, static_cast<int64_t>(stack_.size()),
@@ -297,6 +298,7 @@ int64_t Search::choose_past_violation(const World& world, Node node) {
 // commutes with every event taken since.
 std::vector<Sleeper> Search::asleep_on_arrival(const EventLog& log) const {
   std::vector<Sleeper> sleep;
+  if (!settings_.dpor_sleep_sets) return sleep;
   for (auto at = stack_.rbegin(); at != stack_.rend(); ++at) {
     if (!at->event) continue;
     for (const std::vector<Sleeper>* list : {&at->sleep, &at->explored}) {
@@ -331,10 +333,22 @@ bool Search::covered_by_cache(const EventLog& log, const LoggedChoice& choice, c
   }
   // Explored before with no more asleep than now: its subtree holds every order from
   // here. Only its races with this order's events are new.
-  replay_races(log, choice, cached->second.summary);
-  // A race in the subtree wanted a switch before its state: here, the last switch above.
+  const std::vector<Bits> before = happens_before(log);
+  replay_races(log, before, choice, cached->second.summary);
+  // A race in the subtree wanted a switch before its state: here, the last switch above. An
+  // initial of the events after that switch's that do not follow it starts the reordered
+  // events; when every event since follows it, the initials are among the jobs that waited
+  // there and still wait here (none within the bound: every event there).
   if (bounded() && cached->second.switch_wanted_above) {
-    if (Node* last = want_last_switch(stack_.size())) every(*last);
+    SwitchPoint point = last_switch_for(stack_.size(), log, before);
+    if (point.last != nullptr && !point.last->every) {
+      if (point.unordered_after) {
+        ask_for_initial(*point.last, log, before, static_cast<size_t>(point.last->logged),
+                        std::nullopt);
+      } else if (!ask_for_waiting(*point.last, choice, settings_.preemptions)) {
+        every(*point.last);
+      }
+    }
   }
   for (Node& earlier : stack_) {
     if (!earlier.event || earlier.frozen) continue;

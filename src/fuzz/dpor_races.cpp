@@ -192,32 +192,44 @@ bool races(const SummaryEntry& entry, const LoggedEvent& taken, const WhatFollow
   return true;
 }
 
-// Asks `node` (the state before e) for the initials of a race with `entry` when everything
-// after e follows it: those of the entry's job and roots that are enabled there, or, if none
-// is, every job enabled there that still waits now (at `here`), e's left out.
-// Under a preemption bound (`bound` >= 0) an option past it is as if not enabled. Returns
+// Asks `node` for `job` if it is enabled there within a preemption bound (`bound` >= 0; an
+// option past it is as if not enabled). Returns whether it is.
+bool ask_for_job(Node& node, const Fingerprint& job, int64_t bound) {
+  const auto named = std::find(node.enabled.begin(), node.enabled.end(), job);
+  if (named == node.enabled.end()) return false;
+  const auto option = static_cast<uint32_t>(named - node.enabled.begin());
+  if (!within_bound(node, option, bound)) return false;
+  if (!contains(node.backtrack, option)) node.backtrack.push_back(option);
+  return true;
+}
+
+}  // namespace
+
+// Asks `node` (the state before e) for every job enabled there that still waits now (at
+// `here`), e's left out: when every event after e follows it, an event that does not follow e
+// in what comes next has its cone's roots among them (one taken since follows e). Returns
 // whether it asked for one.
-bool ask_for_roots(Node& node, const SummaryEntry& entry, const LoggedChoice& here,
-                   int64_t bound) {
+bool ask_for_waiting(Node& node, const LoggedChoice& here, int64_t bound) {
   bool found = false;
-  const auto ask = [&](const Fingerprint& job) {
-    const auto named = std::find(node.enabled.begin(), node.enabled.end(), job);
-    if (named == node.enabled.end()) return;
-    const auto option = static_cast<uint32_t>(named - node.enabled.begin());
-    if (!within_bound(node, option, bound)) return;
-    found = true;
-    if (!contains(node.backtrack, option)) node.backtrack.push_back(option);
-  };
-  ask(entry.job);
-  for (const Fingerprint& root : entry.roots) ask(root);
-  if (!found) {
-    // Its roots are another state's (handed up from a hit below): the initials are among
-    // the jobs waiting before e that still wait now (one taken since follows e).
-    for (const Fingerprint& job : here.enabled) {
-      if (job != node.current.job) ask(job);
-    }
+  for (const Fingerprint& job : here.enabled) {
+    if (job != node.current.job && ask_for_job(node, job, bound)) found = true;
   }
   return found;
+}
+
+namespace {
+
+// Asks `node` (the state before e) for the initials of a race with `entry` when everything
+// after e follows it: those of the entry's job and roots that are enabled there, or, if none
+// is, the jobs that still wait (ask_for_waiting). Returns whether it asked for one.
+bool ask_for_roots(Node& node, const SummaryEntry& entry, const LoggedChoice& here,
+                   int64_t bound) {
+  bool found = ask_for_job(node, entry.job, bound);
+  for (const Fingerprint& root : entry.roots) {
+    if (ask_for_job(node, root, bound)) found = true;
+  }
+  // Its roots are another state's (handed up from a hit below).
+  return found || ask_for_waiting(node, here, bound);
 }
 
 }  // namespace
@@ -228,9 +240,8 @@ bool ask_for_roots(Node& node, const SummaryEntry& entry, const LoggedChoice& he
 // here (e included) meets the resources of its cone in the subtree, nothing that strictly
 // follows e meets it, and none of its roots was made by something that follows e. For each
 // race it asks what source-DPOR asks for, as if the event were taken next.
-void Search::replay_races(const EventLog& log, const LoggedChoice& here,
-                          const std::vector<uint32_t>& summary) {
-  const std::vector<Bits> before = happens_before(log);
+void Search::replay_races(const EventLog& log, const std::vector<Bits>& before,
+                          const LoggedChoice& here, const std::vector<uint32_t>& summary) {
   for (const uint32_t id : summary) {
     if (entries_[id].pending_story) {
       for (Node& node : stack_) every(node);
@@ -257,15 +268,18 @@ void Search::replay_races(const EventLog& log, const LoggedChoice& here,
     // The jobs waiting now that something following e made.
     const std::vector<Fingerprint> made_after = made_by_followers(here, before, earlier);
     bool asked = false;
-    bool switch_asked = false;
+    SwitchPoint point;
+    if (bounded()) {
+      // Under a bound each race is also reversed at the last switch before it (unless that is
+      // this node, where it is reversed anyway).
+      point = last_switch_for(static_cast<size_t>(&node - stack_.data()) + 1, log, before);
+      if (point.last == &node) point.last = nullptr;
+    }
     for (const uint32_t id : summary) {
       const SummaryEntry& entry = entries_[id];
       if (!races(entry, taken, after, made_after)) continue;
       ++result_.races;
-      if (bounded() && !switch_asked) {
-        ask_at_last_switch(node, log, before, std::nullopt);
-        switch_asked = true;
-      }
+      if (point.last != nullptr) ask_at_switch_point(point, entry, here, log, before);
       if (node.every) continue;
       if (after.unordered_after) {
         // An initial of the events after e that do not follow it starts the other order,
@@ -408,20 +422,54 @@ void Search::ask_for_initial(Node& node, const EventLog& log, const std::vector<
 }
 
 // Bounded partial-order reduction's conservative backtrack point (Coons, Musuvathi and
-// McKinley, OOPSLA 2013): a race found at `node` is also reversed at the last state at or
-// before it where the runner switched, where the instance the race wants first may take over
-// without a preemption. Nothing is asked when no switch came before (no runner yet: nothing
-// preempts). Without `later` (the race is with an event of a cached subtree, which this log
-// does not hold), that state explores every event.
+// McKinley, OOPSLA 2013): a race of `node`'s event with event `later` is also reversed at the
+// last state at or before it where the runner switched, where the instance the race wants
+// first may take over without a preemption. Nothing is asked when no switch came before (no
+// runner yet: nothing preempts). A race with an event of a cached subtree: ask_at_switch_point.
 void Search::ask_at_last_switch(const Node& node, const EventLog& log,
-                                const std::vector<Bits>& before, std::optional<size_t> later) {
+                                const std::vector<Bits>& before, size_t later) {
   Node* last = want_last_switch(static_cast<size_t>(&node - stack_.data()) + 1);
   if (last == nullptr || last == &node || last->every || last->alone) return;
-  if (later) {
-    ask_for_initial(*last, log, before, static_cast<size_t>(last->logged), later);
-  } else {
-    every(*last);
+  ask_for_initial(*last, log, before, static_cast<size_t>(last->logged), later);
+}
+
+// Where a race of `node`'s event with an event of a cached subtree is also reversed under a
+// bound (see ask_at_last_switch): the last switch at or before `node`, and whether some event
+// after the switch's own does not follow it.
+Search::SwitchPoint Search::last_switch_for(size_t below, const EventLog& log,
+                                            const std::vector<Bits>& before) {
+  SwitchPoint point;
+  Node* last = want_last_switch(below);
+  if (last == nullptr || last->alone) return point;
+  point.last = last;
+  const auto switched = static_cast<size_t>(last->logged);
+  for (size_t event = switched + 1; event < log.events.size(); ++event) {
+    if (!before[event].test(switched)) {
+      point.unordered_after = true;
+      break;
+    }
   }
+  return point;
+}
+
+// Reverses a race with a cached subtree's `entry` at the switch point too: the reordered events
+// are those after the switch's event that do not follow it, then the entry's cone. An initial of
+// the first is one of the whole (asked once); when every event after the switch follows it, the
+// initials are among the entry's job and roots (ask_for_roots), or, if none is within the bound
+// there, every event.
+void Search::ask_at_switch_point(SwitchPoint& point, const SummaryEntry& entry,
+                                 const LoggedChoice& here, const EventLog& log,
+                                 const std::vector<Bits>& before) {
+  Node& last = *point.last;
+  if (last.every) return;
+  if (point.unordered_after) {
+    if (!point.asked) {
+      ask_for_initial(last, log, before, static_cast<size_t>(last.logged), std::nullopt);
+    }
+    point.asked = true;
+    return;
+  }
+  if (!ask_for_roots(last, entry, here, settings_.preemptions)) every(last);
 }
 
 // The last switch among the stack's first `below` nodes; each state after it (among them) is

@@ -137,6 +137,10 @@ inline bool switches(const Node& node) {
   return step >= 0 && step != node.runner;
 }
 
+// Asks `node` for every job enabled there that still waits at `here` but the one it took
+// (dpor_races.cpp); whether it asked for one.
+bool ask_for_waiting(Node& node, const LoggedChoice& here, int64_t bound);
+
 // What a state's subtree did, kept once it is explored (the visited-state cache): what slept
 // there, and every event taken in it.
 struct Visited {
@@ -268,7 +272,7 @@ class Search {
   // dpor_races.cpp: happens-before, the states' summaries and the races.
   uint32_t intern(SummaryEntry entry);
   void summarise(const EventLog& log, const std::vector<Bits>& before, size_t first_new);
-  void replay_races(const EventLog& log, const LoggedChoice& here,
+  void replay_races(const EventLog& log, const std::vector<Bits>& before, const LoggedChoice& here,
                     const std::vector<uint32_t>& summary);
   Node* node_of(const LoggedEvent& event);
   std::vector<bool> taken_alone(size_t count) const;
@@ -277,8 +281,16 @@ class Search {
   void ask_for_initial(Node& node, const EventLog& log, const std::vector<Bits>& before,
                        size_t earlier, std::optional<size_t> later);
   void ask_at_last_switch(const Node& node, const EventLog& log, const std::vector<Bits>& before,
-                          std::optional<size_t> later);
+                          size_t later);
   Node* want_last_switch(size_t below);
+  struct SwitchPoint {
+    Node* last = nullptr;
+    bool unordered_after = false;
+    bool asked = false;
+  };
+  SwitchPoint last_switch_for(size_t below, const EventLog& log, const std::vector<Bits>& before);
+  void ask_at_switch_point(SwitchPoint& point, const SummaryEntry& entry, const LoggedChoice& here,
+                           const EventLog& log, const std::vector<Bits>& before);
 
   const Scenario& scenario_;
   const ExploreSettings& settings_;

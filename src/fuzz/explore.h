@@ -47,10 +47,14 @@ struct ExploreSettings {
   // read). explore, matrix --exhaustive and the playground set it (their default); the struct's
   // default stays the breadth-first search, which the tests compare it with.
   bool dpor = false;
+  // DPOR's own sleep sets, on unless a test turns them off: without them every race the
+  // visited-state cache must replay shows in the final states (docs/model.md, "A preemption
+  // bound"). No flag sets it.
+  bool dpor_sleep_sets = true;
   // A preemption bound (CHESS's): only orders with at most this many preemptions, a preemption
   // being a step of a handler of one instance taken while a handler another instance started
   // has its next step ready. -1: no bound. What is proven is then proven up to the bound.
-  // Breadth-first search only.
+  // With dpor, bounded partial-order reduction (docs/model.md, "A preemption bound").
   int64_t preemptions = -1;
   // The operator the fuzzer's stories have (src/fuzz/generator.cpp, draw_ending): when faults
   // are injected (K > 0), the story is explored with rounds of "run until quiescent; redrive
