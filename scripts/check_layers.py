@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """Checks that each folder of src/ includes only folders below it in the layering of
-STYLE.md: kernel, domain, broker, services, check, world, scenario, fuzz, report, play, app.
+docs/architecture.md: kernel, domain, broker, services, check, world, scenario, fuzz, report,
+play, app.
 Exits 1 and lists every include that goes up or sideways."""
 import pathlib
 import re
