@@ -135,6 +135,19 @@ class Broker final : public MessageBroker {
   std::string_view closed_connection_words() const override {
     return "the broker requeued the message when the connection closed";
   }
+  std::string_view cancelled_handler_words() const override {
+    return "the broker requeued the message";
+  }
+  std::string_view late_ack_words() const override { return "the message was already requeued"; }
+  std::string_view process_death_words() const override {
+    return "unacked deliveries go back to the queue";
+  }
+  bool leases_end_by_timer() const override { return false; }
+  bool has_heartbeats() const override { return true; }
+  bool redelivers_without_limit() const override { return !quorum_; }
+  std::string_view unlimited_queue_words() const override {
+    return "classic queue, which has no delivery limit";
+  }
 
   // Settles an unacked delivery and returns it, or nothing if the channel closed meanwhile
   // (the message was already requeued).

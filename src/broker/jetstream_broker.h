@@ -84,6 +84,17 @@ class JetStreamBroker final : public MessageBroker {
   std::string_view closed_connection_words() const override {
     return "the message stays pending on the consumer until its ack wait runs out";
   }
+  std::string_view cancelled_handler_words() const override { return closed_connection_words(); }
+  std::string_view late_ack_words() const override { return closed_connection_words(); }
+  std::string_view process_death_words() const override {
+    return "what it had not acked stays pending until its ack wait runs out";
+  }
+  bool leases_end_by_timer() const override { return true; }
+  bool has_heartbeats() const override { return false; }
+  bool redelivers_without_limit() const override { return config_.max_deliver <= 0; }
+  std::string_view unlimited_queue_words() const override {
+    return "JetStream consumer, with no MaxDeliver";
+  }
 
   void close_connection(size_t consumer, int64_t now_ms, std::string_view reason) override;
   void open_connection(size_t consumer, int64_t now_ms) override;

@@ -131,6 +131,22 @@ class MessageBroker {
   virtual bool channel_still_open(size_t consumer, uint64_t channel) const = 0;
   // What a settle on a closed connection finds: the message's fate, in words.
   virtual std::string_view closed_connection_words() const = 0;
+  // The same for the World's own events: a handler cancelled because its connection closed,
+  // an ack that arrived on a closed connection, and what a dead process had not acked.
+  virtual std::string_view cancelled_handler_words() const = 0;
+  virtual std::string_view late_ack_words() const = 0;
+  virtual std::string_view process_death_words() const = 0;
+  // Leases end by a timer as well as by a settle, so an ack races the timer (the explorer lets
+  // no ack commute). RabbitMQ's do not.
+  virtual bool leases_end_by_timer() const = 0;
+  // A silent client's connection is closed by heartbeats (RabbitMQ's; JetStream's pull
+  // consumers lose nothing to a silent client).
+  virtual bool has_heartbeats() const = 0;
+  // A message may be redelivered without limit (a classic queue; JetStream without
+  // MaxDeliver), so the World stops a story whose message would go round for ever; and what
+  // does so, in words.
+  virtual bool redelivers_without_limit() const = 0;
+  virtual std::string_view unlimited_queue_words() const = 0;
 
   // Connection loss and recovery.
   virtual void close_connection(size_t consumer, int64_t now_ms, std::string_view reason) = 0;

@@ -150,7 +150,7 @@ bool World::commutes_with_the_rest(const Job& job) const {
   if (void_forever(job)) return true;
   // On JetStream an ack races an ack wait running out (which of the two comes first decides
   // whether the message goes again), and any consumer may be full: nothing commutes.
-  if (config_.broker_kind == BrokerKind::jetstream) return false;
+  if (broker_->leases_end_by_timer()) return false;
   switch (job.kind()) {
     case JobKind::ack:
       return !may_strike(FaultKind::crash) && !may_strike(FaultKind::drop_connection) &&

@@ -72,10 +72,7 @@ void World::cancel_handler(uint64_t id) {
   event.detail =
       "cancelled: its channel closed, so MassTransit cancelled the consume context; rolled back, "
       "locks released, not retried, nothing moved to the _error queue (" +
-      std::string(config_.broker_kind == BrokerKind::jetstream
-                      ? broker_->closed_connection_words()
-                      : "the broker requeued the message") +
-      ")";
+      std::string(broker_->cancelled_handler_words()) + ")";
   event.cause = FaultCause::cancelled;
   record(std::move(event));
 }

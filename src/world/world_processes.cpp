@@ -124,7 +124,7 @@ void World::pause(size_t index, int64_t ms, CrashPoint point, const Message& mes
   record(std::move(event));
   schedule(instance.paused_until_ms, Job::of_instance(index, job::PauseEnd{}));
   // RabbitMQ's heartbeat (JetStream's pull consumers lose nothing to a silent client).
-  if (config_.broker_heartbeat_ms > 0 && config_.broker_kind == BrokerKind::rabbitmq) {
+  if (config_.broker_heartbeat_ms > 0 && broker_->has_heartbeats()) {
     // A pause that ends before the close resumes the heartbeats in time (pause_end runs first
     // when the two fall on the same millisecond: it was scheduled first).
     const int64_t close_ms = heartbeat_close_ms(instance);
@@ -188,10 +188,7 @@ void World::crashed(size_t index) {
     handlers_.erase(id);
   }
   if (instance.transfer) instance.transfer->crash();
-  close_instance_connections(
-      index, config_.broker_kind == BrokerKind::jetstream
-                 ? "process died; what it had not acked stays pending until its ack wait runs out"
-                 : "process died; unacked deliveries go back to the queue");
+  close_instance_connections(index, "process died; " + std::string(broker_->process_death_words()));
   schedule(now_ms() + instance.restart_after_ms,
            Job::of_instance(index, job::Restart{}, instance.incarnation));
 }

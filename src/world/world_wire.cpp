@@ -22,18 +22,13 @@ void World::on_deliver(const job::Deliver& deliver) {
   INBOXSIM_ASSERT(instance.up);
   record(delivery_event(EventKind::deliver, now_ms(), participant::broker, consumer.participant,
                         delivery));
-  const bool jetstream = config_.broker_kind == BrokerKind::jetstream;
-  const bool unlimited = jetstream ? config_.broker_max_deliver <= 0
-                                   : config_.broker_queue_type == QueueType::classic;
-  if (unlimited && delivery.attempts + 1 >= kDeliveriesPerMessageMax) {
-    halted_reason_ = "message " + delivery.message->message_id + " (" +
-                     std::string(message_type_name(delivery.message->type)) + " " +
-                     delivery.message->transfer + ") was delivered " +
-                     std::to_string(delivery.attempts + 1) + " times from " +
-                     std::string(consumer.participant) +
-                     (jetstream ? "'s JetStream consumer, with no MaxDeliver"
-                                : "'s classic queue, which has no delivery limit") +
-                     ": a poison message loops, and the run stopped at its bound";
+  if (broker_->redelivers_without_limit() && delivery.attempts + 1 >= kDeliveriesPerMessageMax) {
+    halted_reason_ =
+        "message " + delivery.message->message_id + " (" +
+        std::string(message_type_name(delivery.message->type)) + " " + delivery.message->transfer +
+        ") was delivered " + std::to_string(delivery.attempts + 1) + " times from " +
+        std::string(consumer.participant) + "'s " + std::string(broker_->unlimited_queue_words()) +
+        ": a poison message loops, and the run stopped at its bound";
     return;
   }
   const Message& message = *delivery.message;
@@ -133,12 +128,10 @@ void World::on_ack(const job::Ack& ack) {
   if (const auto settled = broker_->ack(ack.consumer, ack.channel, ack.delivery_tag, now_ms())) {
     record(delivery_event(EventKind::ack, now_ms(), consumer, participant::broker, *settled));
   } else {
-    TraceEvent event = instance_event(
-        EventKind::ack_lost, now_ms(), consumer,
-        "ack for tag " + std::to_string(ack.delivery_tag) + " arrived on a closed channel; " +
-            (config_.broker_kind == BrokerKind::jetstream
-                 ? std::string(broker_->closed_connection_words())
-                 : std::string("the message was already requeued")));
+    TraceEvent event = instance_event(EventKind::ack_lost, now_ms(), consumer,
+                                      "ack for tag " + std::to_string(ack.delivery_tag) +
+                                          " arrived on a closed channel; " +
+                                          std::string(broker_->late_ack_words()));
     event.target = participant::broker;
     record(std::move(event));
   }
