@@ -335,20 +335,10 @@ bool Search::covered_by_cache(const EventLog& log, const LoggedChoice& choice, c
   // here. Only its races with this order's events are new.
   const std::vector<Bits> before = happens_before(log);
   replay_races(log, before, choice, cached->second.summary);
-  // A race in the subtree wanted a switch before its state: here, the last switch above. An
-  // initial of the events after that switch's that do not follow it starts the reordered
-  // events; when every event since follows it, the initials are among the jobs that waited
-  // there and still wait here (none within the bound: every event there).
+  // A race in the subtree wanted a switch before its state: here, the last switch above.
   if (bounded() && cached->second.switch_wanted_above) {
     SwitchPoint point = last_switch_for(stack_.size(), log, before);
-    if (point.last != nullptr && !point.last->every) {
-      if (point.unordered_after) {
-        ask_for_initial(*point.last, log, before, static_cast<size_t>(point.last->logged),
-                        std::nullopt);
-      } else if (!ask_for_waiting(*point.last, choice, settings_.preemptions)) {
-        every(*point.last);
-      }
-    }
+    if (point.last != nullptr) ask_at_switch_point(point, nullptr, choice, log, before);
   }
   for (Node& earlier : stack_) {
     if (!earlier.event || earlier.frozen) continue;

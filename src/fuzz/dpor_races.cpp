@@ -203,8 +203,6 @@ bool ask_for_job(Node& node, const Fingerprint& job, int64_t bound) {
   return true;
 }
 
-}  // namespace
-
 // Asks `node` (the state before e) for every job enabled there that still waits now (at
 // `here`), e's left out: when every event after e follows it, an event that does not follow e
 // in what comes next has its cone's roots among them (one taken since follows e). Returns
@@ -216,8 +214,6 @@ bool ask_for_waiting(Node& node, const LoggedChoice& here, int64_t bound) {
   }
   return found;
 }
-
-namespace {
 
 // Asks `node` (the state before e) for the initials of a race with `entry` when everything
 // after e follows it: those of the entry's job and roots that are enabled there, or, if none
@@ -279,7 +275,7 @@ void Search::replay_races(const EventLog& log, const std::vector<Bits>& before,
       const SummaryEntry& entry = entries_[id];
       if (!races(entry, taken, after, made_after)) continue;
       ++result_.races;
-      if (point.last != nullptr) ask_at_switch_point(point, entry, here, log, before);
+      if (point.last != nullptr) ask_at_switch_point(point, &entry, here, log, before);
       if (node.every) continue;
       if (after.unordered_after) {
         // An initial of the events after e that do not follow it starts the other order,
@@ -456,8 +452,9 @@ Search::SwitchPoint Search::last_switch_for(size_t below, const EventLog& log,
 // are those after the switch's event that do not follow it, then the entry's cone. An initial of
 // the first is one of the whole (asked once); when every event after the switch follows it, the
 // initials are among the entry's job and roots (ask_for_roots), or, if none is within the bound
-// there, every event.
-void Search::ask_at_switch_point(SwitchPoint& point, const SummaryEntry& entry,
+// there, every event. Without an entry (a cached subtree whose race wanted a switch above its
+// state), they are among the jobs that waited at the switch and still wait at `here`.
+void Search::ask_at_switch_point(SwitchPoint& point, const SummaryEntry* entry,
                                  const LoggedChoice& here, const EventLog& log,
                                  const std::vector<Bits>& before) {
   Node& last = *point.last;
@@ -469,7 +466,9 @@ void Search::ask_at_switch_point(SwitchPoint& point, const SummaryEntry& entry,
     point.asked = true;
     return;
   }
-  if (!ask_for_roots(last, entry, here, settings_.preemptions)) every(last);
+  const bool asked = entry != nullptr ? ask_for_roots(last, *entry, here, settings_.preemptions)
+                                      : ask_for_waiting(last, here, settings_.preemptions);
+  if (!asked) every(last);
 }
 
 // The last switch among the stack's first `below` nodes; each state after it (among them) is

@@ -137,10 +137,6 @@ inline bool switches(const Node& node) {
   return step >= 0 && step != node.runner;
 }
 
-// Asks `node` for every job enabled there that still waits at `here` but the one it took
-// (dpor_races.cpp); whether it asked for one.
-bool ask_for_waiting(Node& node, const LoggedChoice& here, int64_t bound);
-
 // What a state's subtree did, kept once it is explored (the visited-state cache): what slept
 // there, and every event taken in it.
 struct Visited {
@@ -289,7 +285,7 @@ class Search {
     bool asked = false;
   };
   SwitchPoint last_switch_for(size_t below, const EventLog& log, const std::vector<Bits>& before);
-  void ask_at_switch_point(SwitchPoint& point, const SummaryEntry& entry, const LoggedChoice& here,
+  void ask_at_switch_point(SwitchPoint& point, const SummaryEntry* entry, const LoggedChoice& here,
                            const EventLog& log, const std::vector<Bits>& before);
 
   const Scenario& scenario_;
