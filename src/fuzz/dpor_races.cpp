@@ -265,16 +265,19 @@ void Search::replay_races(const EventLog& log, const std::vector<Bits>& before,
     const std::vector<Fingerprint> made_after = made_by_followers(here, before, earlier);
     bool asked = false;
     SwitchPoint point;
-    if (bounded()) {
-      // Under a bound each race is also reversed at the last switch before it (unless that is
-      // this node, where it is reversed anyway).
-      point = last_switch_for(static_cast<size_t>(&node - stack_.data()) + 1, log, before);
-      if (point.last == &node) point.last = nullptr;
-    }
+    bool point_known = !bounded();
     for (const uint32_t id : summary) {
       const SummaryEntry& entry = entries_[id];
       if (!races(entry, taken, after, made_after)) continue;
       ++result_.races;
+      if (!point_known) {
+        // Under a bound each race is also reversed at the last switch before it (unless that
+        // is this node, where it is reversed anyway). Found at the node's first race only, so
+        // that a node with none marks nothing as wanting a switch above it.
+        point = last_switch_for(static_cast<size_t>(&node - stack_.data()) + 1, log, before);
+        if (point.last == &node) point.last = nullptr;
+        point_known = true;
+      }
       if (point.last != nullptr) ask_at_switch_point(point, &entry, here, log, before);
       if (node.every) continue;
       if (after.unordered_after) {
