@@ -41,7 +41,7 @@
 #include "world/limits.h"
 #include "world/publication_log.h"
 #include "world/awaited_confirms.h"
-#include "world/recoverability.h"
+#include "services/recoverability.h"
 #include "world/retention.h"
 #include "world/row_locks.h"
 #include "world/row_recorder.h"

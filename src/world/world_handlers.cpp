@@ -1,6 +1,6 @@
 // The handler runtime: a delivery's handler runs as a coroutine in steps (each a job of its
 // own), waits at row locks, and ends acked, nacked, faulted or crashed; a faulted one goes where
-// the consumer's recoverability (world/recoverability.h) says.
+// the consumer's recoverability (services/recoverability.h) says.
 #include <string>
 #include <utility>
 #include <vector>

@@ -1,4 +1,4 @@
-#include "world/recoverability.h"
+#include "services/recoverability.h"
 
 namespace inboxsim {
 
