@@ -18,7 +18,8 @@
 namespace inboxsim {
 
 // processed_after: processed_messages in the same database, but inserted by a second
-// transaction after the business commit (the seed's atomicity argument inside one store).
+// transaction after the business commit: one store is not enough, one transaction is
+// (scenario 45).
 enum class TransferDedupe : uint8_t {
   processed_messages,
   none,
@@ -102,8 +103,8 @@ struct Config {
   // Whether account-service records a rejected debit under the transfer's
   // key (table rejected_debits) and rejects a later copy of it again, and whether a copy of a
   // debited transfer's request goes to the ledger key instead of being judged against the
-  // balance (scenario 51). Our own addition, which the seed's bank does not have: off by
-  // default, so the bank is modelled as the seed describes it.
+  // balance (scenario 51). Our own addition to the bank: off by default, so that the default
+  // bank keeps no record of its decisions (docs/model.md, "account-service").
   bool account_remember_rejections = false;
   LedgerConflict account_ledger_conflict = LedgerConflict::fault;
   // RabbitMQ's dead-lettering and consumer timeout (docs/contract.md §8.2).

@@ -46,7 +46,7 @@ std::optional<FaultKind> parse_fault_kind(std::string_view name);
 // Who makes a `duplicate` fault's copy (its `by` key): the narration and the diagrams name it, and
 // nothing else depends on it (every copy is routed and counted alike).
 enum class CopySource : uint8_t {
-  operator_,  // a person publishes it again by hand (the seed's exercise 2), the default
+  operator_,  // a person publishes it again by hand (exercise 2, docs/scenarios.md), the default
   broker,     // the broker delivers one published message twice
   network,    // a second copy on the wire below the application (a proxy or a client resending)
 };

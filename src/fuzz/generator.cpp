@@ -510,9 +510,9 @@ void StoryGenerator::draw_fault_action(FaultAction action, size_t first) {
     return;
   }
   if (action == FaultAction::drop_index) {
-    // The seed's experiment: delete the unique index from processed_messages, and see whether
-    // the saga state machine still holds. The notifications consumer has no second line of
-    // defence, so there the drop is the known break of processed_unique=false.
+    // Exercise 3 (docs/scenarios.md): delete the unique index from processed_messages, and see
+    // whether the saga state machine still holds. The notifications consumer has no second line
+    // of defence, so there the drop is the known break of processed_unique=false.
     if (index_dropped_ || !options_.drop_indexes || header_.config.transfer_notifications) {
       return;
     }
@@ -560,7 +560,7 @@ void StoryGenerator::draw_fault_action(FaultAction action, size_t first) {
 // The story's ending. With late duplicates: everything settles, virtual time jumps past the
 // account inbox's DuplicateDetectionWindow and its cleanup, and old messages are published
 // again. (Not past the processed_messages TTL: a day is longer than any redelivery plausibly
-// takes, which is why the seed keeps dedupe records for days.)
+// takes, which is why transfer.processed_ttl_ms is a day by default.)
 //
 // Then the operator's last act: the world settles, every message parked in an error or
 // dead-letter queue is replayed, and the world settles again. Without it, a message parked by

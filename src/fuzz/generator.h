@@ -41,7 +41,7 @@ std::optional<Workload> parse_workload(std::string_view name);
 
 // What the generator may draw. Kinds of fault a seed can inject: the faults of docs/contract.md §2 plus
 // two story shapes, a late duplicate (virtual time jumps past a dedupe window, then a message is
-// published again) and the seed's dropped unique index.
+// published again) and a dropped unique index (exercise 3 of docs/scenarios.md).
 enum class FaultAction : uint8_t {
   crash,
   drop_ack,
@@ -76,12 +76,12 @@ struct GeneratorOptions {
   // dedupe windows and the TTLs expire during it as they do in production.
   std::optional<int64_t> rate_per_second;
   bool swarm = false;
-  // Whether a story may drop processed_messages' unique index mid-run (the seed's "delete the
-  // unique index" experiment). The matrix turns it off: its rows say which defences are on.
+  // Whether a story may drop processed_messages' unique index mid-run (exercise 3 of
+  // docs/scenarios.md). The matrix turns it off: its rows say which defences are on.
   bool drop_indexes = true;
   // The configuration under test, copied into every scenario. Campaigns test the bank with
   // every defence, ours included: account.remember_rejections is off in Config (so that `run`
-  // models the seed's bank as it is), and a campaign on the seed's bank finds scenario 29's
+  // models the default bank), and a campaign on the default bank finds scenario 29's
   // late duplicate of a rejected transfer within a few seeds. A --set of the key overrides it.
   Config config = campaign_config();
   // Concurrency (docs/contract.md §8.1) is drawn per seed, as part of the story, unless the campaign

@@ -147,7 +147,7 @@ std::optional<std::vector<std::string>> AccountService::drop_index(IndexName ind
     case IndexName::account_inbox_state: {
       std::vector<std::string> sql = index_statements(
           db_, {"inbox_state_key", "inbox_documents_key", "wolverine_incoming_key"});
-      // Dropped as the seed's experiment drops it: the key goes, lookups scan.
+      // Dropped as exercise 3 drops it (docs/scenarios.md): the key goes, lookups scan.
       db_.exec("DROP INDEX IF EXISTS inbox_state_key");
       db_.exec("DROP INDEX IF EXISTS inbox_documents_key");
       db_.exec("DROP INDEX IF EXISTS wolverine_incoming_key");

@@ -178,7 +178,7 @@ bool empty_for_reuse(SharedDatabase::Pooled& pooled) {
   }
   Connection& first = *pooled.connections.front();
   if (schema_version(first) != pooled.schema_version) {
-    // A scenario dropped an index (the seed's experiment): make it again, as created, and
+    // A scenario dropped an index (exercise 3, docs/scenarios.md): make it again, as created, and
     // reuse the database only if that gives back the schema exactly.
     const auto now = read_schema(first);
     for (const auto& entry : pooled.schema) {

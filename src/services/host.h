@@ -20,7 +20,7 @@
 
 namespace inboxsim {
 
-// The seed's "Redis SET of seen messageIds": it survives a service crash, but it is not in the
+// A "Redis SET of seen messageIds": it survives a service crash, but it is not in the
 // service's database, so no transaction covers it. One store per service, shared by its
 // instances, as one Redis would be. A call is atomic, as a Redis command is: contains() and
 // mark() are two calls (check-then-add), add() is one.

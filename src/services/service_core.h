@@ -1,7 +1,7 @@
 // What both services do the same way: one instance's connection to its service's database, the
 // unit of work that commits a transaction and reports it, step boundaries and crash points, the
-// trace lines of a dedupe hit or a dedupe record, and the external seen-set of the seed's
-// "Redis SET" question. What the real systems differ in (MassTransit's passes, Marten's
+// trace lines of a dedupe hit or a dedupe record, and the external seen-set (a "Redis SET of
+// seen messageIds"). What the real systems differ in (MassTransit's passes, Marten's
 // document, the NestJS handler, the relay) stays in each service.
 #pragma once
 

@@ -134,9 +134,9 @@ void TransferService::request(const TransferSpec& transfer) {
   commit(work);
 }
 
-// The NestJS handler (account-events.handler.ts in the seed): processed_messages, the saga and
-// the next command's outbox row in one transaction; or, in the external modes, the seed's
-// "Redis SET" checked first and marked before or after that transaction.
+// The NestJS handler (docs/model.md, "transfer-service"): processed_messages, the saga and the
+// next command's outbox row in one transaction; or, in the external modes, the seen-set (a
+// "Redis SET") checked first and marked before or after that transaction.
 Task<Outcome> TransferService::handle(TransferConsumer consumer, MessagePtr message_ptr) {
   const Message& message = *message_ptr;
   const std::string_view consumer_name =

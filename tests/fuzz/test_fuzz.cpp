@@ -279,7 +279,7 @@ TEST_CASE("the matrix sets each defence independently", "[fuzz]") {
   REQUIRE_FALSE(all_off.relay_stable_message_id);
   const Config all_on = config_with_defences(Config{}, {true, true, true, true, true});
   // The ledger defence is the per-transfer key: the index and the remembered rejections, off by
-  // default (the seed's bank has no record of a rejection).
+  // default (the default bank has no record of a rejection).
   REQUIRE(config_diff_json(all_on).dump() == R"({"account.remember_rejections":true})");
 }
 
@@ -326,7 +326,7 @@ TEST_CASE("every broken configuration is found within 500 seeds and shrunk small
        config_from({{"transfer.dedupe", "none"},
                     {"transfer.state_machine", "false"},
                     {"account.ledger_unique", "false"}})},
-      {"the seed's dropped processed_messages index (state machine off)",
+      {"exercise 3's dropped processed_messages index (state machine off)",
        config_from({{"transfer.state_machine", "false"}})},
       {"account external-before", config_from({{"account.inbox", "external-before"}})},
       {"account external-after (no ledger index)",
@@ -347,7 +347,7 @@ TEST_CASE("every broken configuration is found within 500 seeds and shrunk small
        config_from({{"transfer.notifications", "true"}})},
       // Only concurrency breaks this one: see the next test case.
       // Scenario 29: a rejected transfer's Transfer.Requested replayed after the inbox window.
-      {"the seed's bank as it is (no remembered rejections)", Config{}},
+      {"the default bank (no remembered rejections)", Config{}},
       {"MassTransit's inbox without its (message_id, consumer_id) key",
        config_from({{"account.inbox_unique", "false"}})},
       {"the Marten inbox without its key and without the ledger index",
@@ -413,7 +413,7 @@ TEST_CASE("a mutant only concurrency can expose passes sequentially and is caugh
 }
 
 TEST_CASE("every correct configuration passes thousands of seeds", "[.teeth]") {
-  // account.remember_rejections is off by default (the seed's bank as it is, which
+  // account.remember_rejections is off by default (the default bank, which
   // the broken list below shows failing); the correct banks are the ones the fuzz CLI tests.
   const std::vector<std::pair<std::string, Config>> correct = {
       {"default, rejections remembered", config_from({{"account.remember_rejections", "true"}})},

@@ -138,7 +138,7 @@ TEST_CASE("a crash after commit, before the ack: the redelivery is deduped and a
   REQUIRE(result.violations.empty());
 }
 
-TEST_CASE("the seed's Redis SET: marked before the commit loses the work", "[runner]") {
+TEST_CASE("a Redis SET of seen ids: marked before the commit loses the work", "[runner]") {
   Scenario scenario = one_transfer();
   scenario.config.account_inbox = AccountInbox::external_before;
   add_fault(scenario,
@@ -149,7 +149,7 @@ TEST_CASE("the seed's Redis SET: marked before the commit loses the work", "[run
   REQUIRE(violated(result) == std::vector<Invariant>{Invariant::termination});
 }
 
-TEST_CASE("the seed's Redis SET: marked after the commit does the work twice", "[runner]") {
+TEST_CASE("a Redis SET of seen ids: marked after the commit does the work twice", "[runner]") {
   Scenario scenario = one_transfer();
   scenario.config.account_inbox = AccountInbox::external_after;
   scenario.config.account_ledger_unique = false;

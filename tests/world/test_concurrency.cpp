@@ -1,7 +1,7 @@
 // Concurrency (docs/contract.md §8.1): several instances of a service compete on its queue, handlers take
 // virtual time in steps, row locks make them take turns, a pause longer than the broker's
-// heartbeat turns an instance into a zombie whose ack is void, and one instance behaves exactly
-// as it did before any of this existed.
+// heartbeat turns an instance into a zombie whose ack is void, and with one instance of each
+// service and no work time a run is the same as without any of this.
 #include <SQLiteCpp/SQLiteCpp.h>
 #include <unistd.h>
 
@@ -628,8 +628,8 @@ TEST_CASE("one instance of each service replays the traces recorded before concu
       {"13-redis-mark-after-commit.json", "1c6a2fc3e39e529f"},
       {"20-dedupe-key-too-coarse.json", "d24e908ebda4c3eb"},
       {"28-marten-inbox.json", "2eb83896a33c8f83"},
-      // account.remember_rejections is a key of its own, off by default, and the file now
-      // shows the seed's bank; "account.remember_rejections = true" replays the recorded trace
+      // account.remember_rejections is a key of its own, off by default, and the file
+      // shows the default bank; "account.remember_rejections = true" replays the recorded trace
       // (the next test case).
       {"29-late-duplicate-after-rejection.json", "9b9447c6cfaf2b02"},
   };

@@ -1,4 +1,4 @@
-// The seed's "Redis SET of seen messageIds" (account.inbox = external-before, external-after):
+// A "Redis SET of seen messageIds" (account.inbox = external-before, external-after):
 // an external seen-set that survives a crash but is in no transaction of the database, checked
 // and then marked with a second call (check-then-add: SISMEMBER, then SADD), before or after the
 // business commit. A crash between the mark and the commit loses the work (before) or does it
