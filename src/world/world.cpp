@@ -455,7 +455,7 @@ void World::dispatch(const Job& job) {
                  [&](const job::Restart&) { on_restart(job.instance); },
                  [&](const job::Reconnect& reconnect) { on_reconnect(job.instance, reconnect); },
                  [&](const job::Resume& resume) {
-                   if (handlers_.count(resume.handler) == 0) return;
+                   if (!handlers_.contains(resume.handler)) return;
                    send_in_progress(resume.handler);
                    run_handler(resume.handler);
                  },

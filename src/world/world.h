@@ -31,17 +31,18 @@
 #include "kernel/trace.h"
 #include "services/account_service.h"
 #include "services/host.h"
+#include "services/recoverability.h"
 #include "services/sql.h"
 #include "services/transfer_service.h"
+#include "world/awaited_confirms.h"
 #include "world/coverage_recorder.h"
 #include "world/explore_control.h"
 #include "world/explore_driver.h"
 #include "world/faults.h"
+#include "world/handler_table.h"
 #include "world/job.h"
 #include "world/limits.h"
 #include "world/publication_log.h"
-#include "world/awaited_confirms.h"
-#include "services/recoverability.h"
 #include "world/retention.h"
 #include "world/row_locks.h"
 #include "world/row_recorder.h"
@@ -189,24 +190,6 @@ class World {
     std::unique_ptr<InstanceHost> host;
     std::unique_ptr<AccountService> account;
     std::unique_ptr<TransferService> transfer;
-  };
-
-  // A delivery being handled: the handler runs in steps until it acks or nacks. A faulted
-  // account-service handler waiting for its retry stays here, with no task, until it starts.
-  struct ActiveHandler {
-    size_t instance = 0;
-    Delivery delivery;
-    Task<Outcome> task;
-    size_t attempt = 0;   // 0 for the first, then one per retry
-    uint64_t resume = 0;  // where it waits and what it still needs (ServiceHost::between_steps)
-    std::string next_step;  // what it does when it goes on (ServiceHost::between_steps)
-    // It took (or waits for) a row lock since its last step boundary: in an exploration without
-    // a clock, the boundary that follows is no event of its own (World::between_steps).
-    bool right_after_lock = false;
-    // The wolverine inbox: the envelope is in the incoming table and the broker was acked (by
-    // this handler's ack_now, or long ago: the durability agent recovered it); the handler's end
-    // acks nothing, and its next attempt runs from the table.
-    bool from_table = false;
   };
 
   // Wiring.
@@ -397,9 +380,7 @@ class World {
   std::vector<Instance> instances_;
   std::array<ExternalSeenStore, 2> seen_stores_;
   std::array<RowLocks, 2> locks_;
-  std::map<uint64_t, ActiveHandler> handlers_;  // by handler id, in start order
-  uint64_t next_handler_id_ = 1;
-  uint64_t current_handler_ = 0;  // the handler running now, 0 outside handlers
+  HandlerTable handlers_;  // every handler not yet ended, and the one running now
   // A preemption-bounded exploration: the instance that took the last step of a handler (a
   // live `resume`); -1 before any. Deliveries start handlers but do not switch the runner.
   int64_t runner_ = -1;

@@ -185,8 +185,8 @@ bool World::void_forever(const Job& job) const {
             const Delivery& delivery = wire_.at(deliver.delivery_id);
             return !broker_->channel_still_open(delivery.consumer, delivery.channel);
           },
-          [&](const job::Resume& resume) { return handlers_.count(resume.handler) == 0; },
-          [&](const job::Retry& retry) { return handlers_.count(retry.handler) == 0; },
+          [&](const job::Resume& resume) { return !handlers_.contains(resume.handler); },
+          [&](const job::Retry& retry) { return !handlers_.contains(retry.handler); },
           [&](const job::RelayPoll&) { return crashed_since; },
           [&](const job::AccountSweep&) { return crashed_since; },
           [&](const job::DurabilityPoll&) { return crashed_since; },

@@ -104,9 +104,9 @@ Fingerprint World::fingerprint_delivery(const Delivery& delivery) const {
 }
 
 Fingerprint World::fingerprint_handler(uint64_t id) const {
-  const auto found = handlers_.find(id);
-  if (found == handlers_.end()) return Fingerprint{};
-  const ActiveHandler& handler = found->second;
+  const ActiveHandler* found = handlers_.find(id);
+  if (found == nullptr) return Fingerprint{};
+  const ActiveHandler& handler = *found;
   Hasher hasher;
   hasher.add(static_cast<uint64_t>(handler.instance)).add(static_cast<uint64_t>(handler.attempt));
   hasher.add(fingerprint_delivery(handler.delivery));

@@ -18,7 +18,7 @@ namespace inboxsim {
 void World::start_handler(size_t instance_index, const Delivery& delivery, size_t attempt,
                           bool from_table) {
   Instance& instance = instances_[instance_index];
-  const uint64_t id = next_handler_id_++;
+  const uint64_t id = handlers_.new_id();
   ActiveHandler handler;
   handler.instance = instance_index;
   handler.delivery = delivery;
@@ -45,7 +45,7 @@ void World::start_handler(size_t instance_index, const Delivery& delivery, size_
       handler.task = instance.transfer->handle(TransferConsumer::notifications, delivery.message);
       break;
   }
-  handlers_.emplace(id, std::move(handler));
+  handlers_.add(id, std::move(handler));
   run_handler(id);
 }
 
@@ -61,10 +61,7 @@ bool World::cancelled_by_close(const ActiveHandler& handler) const {
 // its row locks, is not retried, and moves nothing to the _error queue: the rescue pipe ignores
 // OperationCanceledException, and the broker requeued the delivery when the channel closed.
 void World::cancel_handler(uint64_t id) {
-  const auto found = handlers_.find(id);
-  INBOXSIM_ASSERT(found != handlers_.end());
-  ActiveHandler handler = std::move(found->second);
-  handlers_.erase(found);
+  ActiveHandler handler = handlers_.take(id);
   release_locks(handler.instance, id);
   const Delivery& delivery = handler.delivery;
   TraceEvent event = event_about(EventKind::consumer_fault, now_ms(),
@@ -79,24 +76,15 @@ void World::cancel_handler(uint64_t id) {
 
 // Runs a handler until its next suspension; a handler that ended is settled at once.
 void World::run_handler(uint64_t id) {
-  const auto found = handlers_.find(id);
-  INBOXSIM_ASSERT(found != handlers_.end());
-  if (cancelled_by_close(found->second)) {
+  if (cancelled_by_close(handlers_.at(id))) {
     cancel_handler(id);
     return;
   }
-  INBOXSIM_ASSERT(current_handler_ == 0);
-  current_handler_ = id;
-  const bool ended = found->second.task.resume();
-  current_handler_ = 0;
-  if (ended) finish_handler(id);
+  if (handlers_.resume(id)) finish_handler(id);
 }
 
 void World::finish_handler(uint64_t id) {
-  const auto found = handlers_.find(id);
-  INBOXSIM_ASSERT(found != handlers_.end());
-  ActiveHandler handler = std::move(found->second);
-  handlers_.erase(found);
+  ActiveHandler handler = handlers_.take(id);
   Outcome outcome = Outcome::ack;
   try {
     outcome = handler.task.result();
@@ -145,25 +133,24 @@ void World::handler_faulted(ActiveHandler handler, const ConsumerFault& fault) {
   retry.target = {};
   retry.detail = std::move(decision.words);
   record(std::move(retry));
-  const uint64_t id = next_handler_id_++;
+  const uint64_t id = handlers_.new_id();
   const Job job = Job::of_instance(handler.instance, job::Retry{id});
   ++handler.attempt;
   handler.task = Task<Outcome>();
   handler.resume = 0;
-  handlers_.emplace(id, std::move(handler));
+  handlers_.add(id, std::move(handler));
   schedule(now_ms() + decision.wait_ms, job);
 }
 
 void World::on_retry(uint64_t id) {
-  const auto found = handlers_.find(id);
-  if (found == handlers_.end()) return;  // the instance died while it waited
+  const ActiveHandler* found = handlers_.find(id);
+  if (found == nullptr) return;  // the instance died while it waited
   // RetryFilter's Task.Delay waits on the consume context's token (RetryFilter.cs).
-  if (cancelled_by_close(found->second)) {
+  if (cancelled_by_close(*found)) {
     cancel_handler(id);
     return;
   }
-  const ActiveHandler waiting = std::move(found->second);
-  handlers_.erase(found);
+  const ActiveHandler waiting = handlers_.take(id);
   start_handler(waiting.instance, waiting.delivery, waiting.attempt, waiting.from_table);
 }
 
@@ -191,9 +178,9 @@ void World::move_to_error_queue(const ActiveHandler& handler, std::string_view r
 
 Suspend World::between_steps(size_t index, CrashPointSet points, const Message& message,
                              uint64_t resume, std::string next) {
-  INBOXSIM_ASSERT(current_handler_ != 0);
+  INBOXSIM_ASSERT(handlers_.running() != 0);
   const Instance& instance = instances_[index];
-  ActiveHandler& handler = handlers_.at(current_handler_);
+  ActiveHandler& handler = handlers_.at(handlers_.running());
   handler.resume = resume;
   handler.next_step = std::move(next);
   for (size_t point = 0; point < kCrashPointCount; ++point) {
@@ -221,14 +208,14 @@ Suspend World::between_steps(size_t index, CrashPointSet points, const Message& 
   const bool fused = std::exchange(handler.right_after_lock, false) && points.empty();
   if (fused && clockless() && explorer_.control().fuse_lock_steps) return Suspend{false};
   if (start_ms + work == now_ms() && !clockless()) return Suspend{false};
-  schedule(start_ms + work, Job::of_instance(index, job::Resume{current_handler_}));
+  schedule(start_ms + work, Job::of_instance(index, job::Resume{handlers_.running()}));
   return Suspend{true};
 }
 
 Suspend World::lock_row(size_t index, const std::string& key, uint64_t resume,
                         std::string next) {
-  INBOXSIM_ASSERT(current_handler_ != 0);
-  ActiveHandler& handler = handlers_.at(current_handler_);
+  INBOXSIM_ASSERT(handlers_.running() != 0);
+  ActiveHandler& handler = handlers_.at(handlers_.running());
   handler.resume = resume;
   handler.next_step = std::move(next);
   handler.right_after_lock = true;
@@ -236,12 +223,12 @@ Suspend World::lock_row(size_t index, const std::string& key, uint64_t resume,
   RowLocks& locks = locks_of(instance.service);
   touch_row_lock(instance.service, key);
   const std::optional<uint64_t> holder = locks.owner(key);
-  if (locks.acquire(key, current_handler_)) return Suspend{false};
-  const auto owner = handlers_.find(*holder);
-  const Delivery& waiting = handlers_.at(current_handler_).delivery;
-  const std::string_view held_by = owner == handlers_.end()
+  if (locks.acquire(key, handlers_.running())) return Suspend{false};
+  const ActiveHandler* owner = handlers_.find(*holder);
+  const Delivery& waiting = handlers_.at(handlers_.running()).delivery;
+  const std::string_view held_by = owner == nullptr
                                        ? std::string_view("another handler")
-                                       : consumers_[owner->second.delivery.consumer].participant;
+                                       : consumers_[owner->delivery.consumer].participant;
   TraceEvent event = event_about(EventKind::lock_wait, now_ms(),
                                  consumers_[waiting.consumer].participant, *waiting.message);
   event.detail = "waits for the row lock on " + key + ", held by " + std::string(held_by);
@@ -250,21 +237,21 @@ Suspend World::lock_row(size_t index, const std::string& key, uint64_t resume,
 }
 
 Suspend World::sleep(size_t index, int64_t ms, uint64_t resume, std::string next) {
-  INBOXSIM_ASSERT(current_handler_ != 0);
+  INBOXSIM_ASSERT(handlers_.running() != 0);
   INBOXSIM_ASSERT(ms > 0);
-  ActiveHandler& handler = handlers_.at(current_handler_);
+  ActiveHandler& handler = handlers_.at(handlers_.running());
   handler.resume = resume;
   handler.next_step = std::move(next);
   handler.right_after_lock = false;  // a wait is an event's boundary whatever came before
-  schedule(now_ms() + ms, Job::of_instance(index, job::Resume{current_handler_}));
+  schedule(now_ms() + ms, Job::of_instance(index, job::Resume{handlers_.running()}));
   return Suspend{true};
 }
 
 void World::unlock_row(size_t index, const std::string& key) {
-  INBOXSIM_ASSERT(current_handler_ != 0);
+  INBOXSIM_ASSERT(handlers_.running() != 0);
   RowLocks& locks = locks_of(instances_[index].service);
   touch_row_lock(instances_[index].service, key);
-  if (const std::optional<uint64_t> next = locks.release(key, current_handler_)) {
+  if (const std::optional<uint64_t> next = locks.release(key, handlers_.running())) {
     grant_lock(key, *next);
   }
 }
@@ -282,14 +269,13 @@ void World::release_locks(size_t index, uint64_t handler) {
 
 // The waiter that now owns `key` goes on with its step.
 void World::grant_lock(const std::string& key, uint64_t handler) {
-  const auto found = handlers_.find(handler);
-  INBOXSIM_ASSERT(found != handlers_.end());
-  const Delivery& delivery = found->second.delivery;
+  const ActiveHandler& waiter = handlers_.at(handler);
+  const Delivery& delivery = waiter.delivery;
   TraceEvent event = event_about(EventKind::lock_granted, now_ms(),
                                  consumers_[delivery.consumer].participant, *delivery.message);
   event.detail = "got the row lock on " + key;
   record(std::move(event));
-  schedule(now_ms(), Job::of_instance(found->second.instance, job::Resume{handler}));
+  schedule(now_ms(), Job::of_instance(waiter.instance, job::Resume{handler}));
 }
 
 }  // namespace inboxsim

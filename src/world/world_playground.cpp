@@ -220,16 +220,16 @@ void World::describe_confirm(const Job& job, bool confirm, int64_t outbox_seq,
 // A handler's next step, or its next attempt after a failure.
 void World::describe_handler_step(bool resume, uint64_t handler, PendingEvent& event) const {
   event.kind = resume ? "step" : "retry";
-  const auto found = handlers_.find(handler);
-  if (found != handlers_.end()) {
-    event.message = found->second.delivery.message;
-    event.participant = consumers_[found->second.delivery.consumer].participant;
+  const ActiveHandler* found = handlers_.find(handler);
+  if (found != nullptr) {
+    event.message = found->delivery.message;
+    event.participant = consumers_[found->delivery.consumer].participant;
   }
-  event.label = resume && found != handlers_.end()
-                    ? event.participant + ", handling " + message_words(event.message.get()) +
-                          ": " + found->second.next_step
-                    : event.participant + " retries its handler of " +
-                          message_words(event.message.get());
+  event.label =
+      resume && found != nullptr
+          ? event.participant + ", handling " + message_words(event.message.get()) + ": " +
+                found->next_step
+          : event.participant + " retries its handler of " + message_words(event.message.get());
 }
 
 // The broker's ack wait running out: without a clock, the oldest lease of one work queue.

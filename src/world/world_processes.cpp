@@ -176,10 +176,7 @@ void World::crashed(size_t index) {
   // `inboxsim explore`: a late confirm of the old channel used to take the new one's place).
   ++instance.publish_channel;
   confirms_.forget(index);
-  std::vector<uint64_t> dying;
-  for (const auto& [id, handler] : handlers_) {
-    if (handler.instance == index) dying.push_back(id);
-  }
+  const std::vector<uint64_t> dying = handlers_.of_instance(index);
   // None of them may be handed a lock another of them releases.
   for (const uint64_t id : dying) touch_row_locks_of(instance.service, id);
   for (const uint64_t id : dying) locks_of(instance.service).withdraw(id);
