@@ -2,9 +2,9 @@
 #include <memory>
 #include <utility>
 
-#include "broker/broker.h"
-#include "broker/jetstream_broker.h"
+#include "broker/jetstream/jetstream_broker.h"
 #include "broker/message_broker.h"
+#include "broker/rabbitmq/broker.h"
 #include "domain/config.h"
 
 namespace inboxsim {

@@ -4,10 +4,10 @@
 // (ack), returns it (nack) or gives up on it (reject); a closed connection ends its leases; what
 // nobody consumes (dead-letter and error queues) is parked until an operator redrives it.
 //
-// Two brokers implement it: the RabbitMQ model (broker/broker.h, `broker.kind = rabbitmq`)
-// and the JetStream one (broker/jetstream_broker.h, `broker.kind = jetstream`), whose leases
-// also end by timer: a delivery not settled within its ack wait is leased again, to whichever
-// consumer asks next. docs/architecture.md ("The broker seam") says who calls what.
+// Two brokers implement it: the RabbitMQ model (broker/rabbitmq/broker.h, `broker.kind = rabbitmq`)
+// and the JetStream one (broker/jetstream/jetstream_broker.h, `broker.kind = jetstream`), whose
+// leases also end by timer: a delivery not settled within its ack wait is leased again, to
+// whichever consumer asks next. docs/architecture.md ("The broker seam") says who calls what.
 #pragma once
 
 #include <cstdint>
@@ -152,7 +152,7 @@ class MessageBroker {
   virtual void close_connection(size_t consumer, int64_t now_ms, std::string_view reason) = 0;
   virtual void open_connection(size_t consumer, int64_t now_ms) = 0;
   virtual bool connected(size_t consumer) const = 0;
-  // RabbitMQ's consumer timeout (broker/broker.h); nothing on a broker without one.
+  // RabbitMQ's consumer timeout (broker/rabbitmq/broker.h); nothing on a broker without one.
   virtual std::optional<ConsumerTimeout> next_consumer_timeout(int64_t timeout_ms,
                                                                int64_t tick_ms) const = 0;
 
@@ -163,7 +163,7 @@ class MessageBroker {
   virtual std::vector<ParkedMessage> parked() const = 0;
   virtual const std::map<std::string, int64_t>& parked_totals() const = 0;
 
-  // The queue contents for the views (broker/broker.h's Broker::contents says the order).
+  // The queue contents for the views (broker/rabbitmq/broker.h's Broker::contents says the order).
   virtual std::vector<QueueEntry> contents() const = 0;
   virtual void keep_changed_entries() = 0;
   virtual std::vector<std::pair<size_t, uint64_t>> take_changed_entries() = 0;

@@ -60,9 +60,10 @@ enum class MartenAppend : uint8_t { rich, quick };
 // its notification row and processed_messages record), after_commit (it commits, then calls
 // the mail API).
 enum class EmailSend : uint8_t { none, before_commit, after_commit };
-// Which broker the bank runs on (broker.kind): RabbitMQ (broker/broker.h), or NATS JetStream
-// (broker/jetstream_broker.h), which redelivers by timer: a delivery not acked within the ack
-// wait is delivered again, to any consumer (docs/model.md, "JetStream in the world").
+// Which broker the bank runs on (broker.kind): RabbitMQ (broker/rabbitmq/broker.h), or NATS
+// JetStream (broker/jetstream/jetstream_broker.h), which redelivers by timer: a delivery not acked
+// within the ack wait is delivered again, to any consumer (docs/model.md, "JetStream in the
+// world").
 enum class BrokerKind : uint8_t { rabbitmq, jetstream };
 
 // MassTransit's UseMessageRetry on account-service's endpoint: the waits before each retry of a

@@ -6,7 +6,7 @@
 #include <map>
 #include <optional>
 
-#include "broker/broker.h"
+#include "broker/rabbitmq/broker.h"
 #include "services/host.h"
 
 using namespace inboxsim;

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "broker/jetstream.h"
+#include "broker/jetstream/jetstream.h"
 #include "services/host.h"
 
 using namespace inboxsim;

@@ -1,5 +1,5 @@
-// The fake broker (src/broker/broker.h) behind the driver interface: each operation becomes the
-// Broker call the World makes for it, and each Delivery an observation line.
+// The fake broker (src/broker/rabbitmq/broker.h) behind the driver interface: each operation
+// becomes the Broker call the World makes for it, and each Delivery an observation line.
 //
 // What the Broker leaves to the World, the driver does the World's way, and says where:
 // publisher confirms (World::publish_and_confirm confirms every publish the broker took, and a
@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "broker/broker.h"
+#include "broker/rabbitmq/broker.h"
 #include "driver.h"
 
 namespace inboxsim::conformance {

@@ -1,7 +1,7 @@
-// The JetStream model (src/broker/jetstream.h) behind the script driver: each operation becomes
-// the model's call, on a clock that moves 1 ms per step, by each wait, and by a pull request's
-// expiry when it could not be filled (kFetchExpiresMs: the server holds such a request that
-// long). The model has no connections: a pull consumer's pending deliveries belong to the
+// The JetStream model (src/broker/jetstream/jetstream.h) behind the script driver: each operation
+// becomes the model's call, on a clock that moves 1 ms per step, by each wait, and by a pull
+// request's expiry when it could not be filled (kFetchExpiresMs: the server holds such a request
+// that long). The model has no connections: a pull consumer's pending deliveries belong to the
 // consumer, not to the client that fetched them, so `kill` and `reconnect` only change which
 // client may act.
 #pragma once
@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "broker/jetstream.h"
+#include "broker/jetstream/jetstream.h"
 #include "jetstream_script.h"
 
 namespace inboxsim::conformance {

@@ -1,7 +1,7 @@
 // A JetStream conformance script: client operations on streams and durable pull consumers and,
 // after each, what nats-server was seen to do (docs/conformance.md, "JetStream"). Like the
-// RabbitMQ scripts (script.h), one runs against the model (src/broker/jetstream.h) and against
-// a real nats-server, and the observations are compared. The file:
+// RabbitMQ scripts (script.h), one runs against the model (src/broker/jetstream/jetstream.h) and
+// against a real nats-server, and the observations are compared. The file:
 //
 //   { "description": "...", "claims": ["docs/model.md, JetStream: ..."],
 //     "jetstream": { "ack_wait_ms": 1000, "max_deliver": -1, "max_ack_pending": 100,

@@ -5,13 +5,13 @@
 // Leaving them out merges states, so the searches are smaller and find fewer final states; these
 // tests show that every merged state had the same future: the search that keeps the numbers
 // reaches the same final states, named without them, and breaks the same invariants.
-#include <catch2/catch.hpp>
 #include <algorithm>
+#include <catch2/catch.hpp>
 #include <cstdint>
 #include <string>
 #include <vector>
 
-#include "broker/broker.h"
+#include "broker/rabbitmq/broker.h"
 #include "fuzz/explore.h"
 #include "services/host.h"
 #include "support/explore.h"

@@ -6,7 +6,7 @@
 #include <sstream>
 #include <string>
 
-#include "broker/jetstream_broker.h"
+#include "broker/jetstream/jetstream_broker.h"
 #include "fuzz/explore.h"
 #include "report/explore_view.h"
 #include "scenario/runner.h"

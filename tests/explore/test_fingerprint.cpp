@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "broker/broker.h"
+#include "broker/rabbitmq/broker.h"
 #include "fuzz/explore.h"
 #include "services/host.h"
 #include "support/explore.h"

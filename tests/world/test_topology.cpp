@@ -2,15 +2,14 @@
 // scenario's redrive may name, and each one the parser accepts exists in the run. And the same
 // topology on JetStream (broker.kind = jetstream): redelivery by ack wait with no fault, the
 // late ack, MaxDeliver, the dedupe window's edge, and the keys and steps it refuses.
-#include <catch2/catch.hpp>
-
 #include <algorithm>
+#include <catch2/catch.hpp>
 #include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
-#include "broker/jetstream_broker.h"
+#include "broker/jetstream/jetstream_broker.h"
 #include "domain/config.h"
 #include "domain/topology.h"
 #include "scenario/parse.h"
@@ -70,7 +69,8 @@ TEST_CASE("topology: a queue's error and dead-letter queues are named after it",
   CHECK(declared_queues(config).back()->name == "transfer-service.notifications");
 }
 
-// ---- The topology on JetStream (broker.kind = jetstream, broker/jetstream_broker.h) -------------
+// ---- The topology on JetStream (broker.kind = jetstream, broker/jetstream/jetstream_broker.h)
+// -------------
 
 namespace {
 

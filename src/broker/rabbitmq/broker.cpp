@@ -1,4 +1,4 @@
-#include "broker/broker.h"
+#include "broker/rabbitmq/broker.h"
 
 #include <algorithm>
 
@@ -244,10 +244,9 @@ size_t Broker::publish(const MessagePtr& message, std::string_view key, bool def
   size_t routed = 0;
   for (Queue& queue : queues_) {
     const bool bound =
-        default_exchange
-            ? queue.name == key
-            : std::any_of(queue.patterns.begin(), queue.patterns.end(),
-                          [&](const std::string& p) { return topic_matches(p, key); });
+        default_exchange ? queue.name == key
+                         : std::any_of(queue.patterns.begin(), queue.patterns.end(),
+                                       [&](const std::string& p) { return topic_matches(p, key); });
     if (!bound) continue;
     touch(static_cast<size_t>(&queue - queues_.data()));
     queue.ready.push_back(Queued{message, next_position_++, 0, 0, false, ""});

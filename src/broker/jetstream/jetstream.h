@@ -157,10 +157,10 @@ class JetStream {
   std::optional<int64_t> next_due_ms() const;
 
   JetStreamConsumerInfo info(size_t consumer) const;
-  // What a view of the consumer shows (broker/jetstream_broker.h): the stored message at a
-  // stream sequence, the messages pending on the consumer (in stream order, with whether each
-  // is queued for redelivery), and the stream sequences it has not delivered yet.
-  // REQUIRES (message_at): 1 <= sequence <= the stream's last.
+  // What a view of the consumer shows (broker/jetstream/jetstream_broker.h): the stored message at
+  // a stream sequence, the messages pending on the consumer (in stream order, with whether each is
+  // queued for redelivery), and the stream sequences it has not delivered yet. REQUIRES
+  // (message_at): 1 <= sequence <= the stream's last.
   const MessagePtr& message_at(size_t stream, uint64_t sequence) const;
   struct PendingEntry {
     uint64_t stream_sequence = 0;

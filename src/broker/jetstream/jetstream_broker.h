@@ -1,6 +1,6 @@
-// The JetStream model (broker/jetstream.h) behind the broker seam (broker/message_broker.h):
-// what `broker.kind = jetstream` runs. docs/model.md ("JetStream in the world") maps each part
-// to the server.
+// The JetStream model (broker/jetstream/jetstream.h) behind the broker seam
+// (broker/message_broker.h): what `broker.kind = jetstream` runs. docs/model.md ("JetStream in the
+// world") maps each part to the server.
 //
 // - Streams: one per publishing service (domain/topology.h, kStreams), with the service's
 //   subjects; a message's routing key is its subject and its message id its Nats-Msg-Id, so a
@@ -29,7 +29,7 @@
 #include <utility>
 #include <vector>
 
-#include "broker/jetstream.h"
+#include "broker/jetstream/jetstream.h"
 #include "broker/message_broker.h"
 #include "kernel/trace.h"
 
@@ -142,8 +142,8 @@ class JetStreamBroker final : public MessageBroker {
     size_t durable = 0;                 // work queues: the JetStream consumer
     std::vector<std::string> patterns;  // the topology's bindings (AMQP topic patterns)
     std::vector<std::pair<uint64_t, MessagePtr>> parked;  // error queues: (position, message)
-    std::vector<size_t> clients;        // work queues: in the order they were added
-    size_t turn = 0;                    // whose turn it is to pull first
+    std::vector<size_t> clients;  // work queues: in the order they were added
+    size_t turn = 0;              // whose turn it is to pull first
   };
   struct Held {
     JetStreamDelivery delivery;
@@ -163,8 +163,8 @@ class JetStreamBroker final : public MessageBroker {
   static Delivery as_delivery(const JetStreamDelivery& delivery, size_t client,
                               uint64_t connection);
   void record_advisories();
-  void record(EventKind kind, const MessagePtr& message, std::string_view queue,
-              std::string detail, int64_t now_ms);
+  void record(EventKind kind, const MessagePtr& message, std::string_view queue, std::string detail,
+              int64_t now_ms);
   bool bound(const Queue& queue, std::string_view subject) const;
   std::vector<QueueEntry> entries_of(size_t queue) const;
 
@@ -177,7 +177,8 @@ class JetStreamBroker final : public MessageBroker {
   uint64_t next_parked_position_ = 1;
   bool journal_kept_ = false;
   std::set<std::pair<size_t, uint64_t>> shown_;
-  std::set<std::pair<size_t, uint64_t>> nakked_;  // (durable, stream sequence) due again by nak  // the rows of the last take_changed_entries
+  std::set<std::pair<size_t, uint64_t>> nakked_;  // (durable, stream sequence) due again by nak  //
+                                                  // the rows of the last take_changed_entries
 };
 
 }  // namespace inboxsim

@@ -1,12 +1,12 @@
 // broker.kind = jetstream: the topology on JetStream streams and durable pull consumers
-// (broker/jetstream_broker.h says how each part maps).
-#include "broker/jetstream_broker.h"
+// (broker/jetstream/jetstream_broker.h says how each part maps).
+#include "broker/jetstream/jetstream_broker.h"
 
 #include <algorithm>
 #include <string>
 #include <utility>
 
-#include "broker/broker.h"
+#include "broker/rabbitmq/broker.h"
 #include "domain/messages.h"
 #include "domain/participants.h"
 #include "domain/topology.h"
@@ -61,8 +61,8 @@ JetStreamBroker::JetStreamBroker(std::function<void(TraceEvent)> record,
   for (const StreamSpec& spec : kStreams) {
     std::string error;
     const auto added = js_.add_stream(
-        JetStreamStreamConfig{std::string(spec.name), {std::string(spec.subject)},
-                              config_.dedupe_window_ms},
+        JetStreamStreamConfig{
+            std::string(spec.name), {std::string(spec.subject)}, config_.dedupe_window_ms},
         error);
     INBOXSIM_ASSERT(added.has_value());
   }
@@ -195,17 +195,17 @@ std::optional<Delivery> JetStreamBroker::pull(size_t client_index, int64_t now_m
     }
     if (delivery.delivery_count > 1) {
       const bool nakked = nakked_.erase({delivery.consumer, delivery.stream_sequence}) > 0;
-      record(EventKind::requeue, delivery.message, queue.name,
-             (nakked ? "nakked" + (config_.nak_delay_ms > 0
-                                       ? " with a delay of " + std::to_string(config_.nak_delay_ms) +
-                                             " ms"
-                                       : std::string())
-                     : "no ack within the ack wait (" + std::to_string(config_.ack_wait_ms) +
-                           " ms)") +
-                 ": delivered again, as delivery " + std::to_string(delivery.delivery_count) +
-                 ", to " + client.name +
-                 (nakked ? std::string() : ", while whoever had it may still be handling it"),
-             now_ms);
+      record(
+          EventKind::requeue, delivery.message, queue.name,
+          (nakked ? "nakked" +
+                        (config_.nak_delay_ms > 0
+                             ? " with a delay of " + std::to_string(config_.nak_delay_ms) + " ms"
+                             : std::string())
+                  : "no ack within the ack wait (" + std::to_string(config_.ack_wait_ms) + " ms)") +
+              ": delivered again, as delivery " + std::to_string(delivery.delivery_count) +
+              ", to " + client.name +
+              (nakked ? std::string() : ", while whoever had it may still be handling it"),
+          now_ms);
     }
     Delivery out = as_delivery(delivery, client_index, client.connection);
     client.held.emplace(static_cast<int64_t>(delivery.consumer_sequence),

@@ -1,6 +1,6 @@
 // The JetStream model. Each rule names the nats-server 2.9.10 function it follows; docs/model.md
 // ("JetStream") quotes them.
-#include "broker/jetstream.h"
+#include "broker/jetstream/jetstream.h"
 
 #include <algorithm>
 #include <array>
@@ -444,7 +444,8 @@ std::vector<JetStream::PendingEntry> JetStream::pending_entries(size_t consumer_
   for (const auto& [sequence, pending] : consumer.pending) {
     const auto count = consumer.redelivery_count.find(sequence);
     const int64_t redeliveries = count == consumer.redelivery_count.end() ? 0 : count->second;
-    out.push_back(PendingEntry{sequence, redeliveries + 1, queued_for_redelivery(consumer, sequence)});
+    out.push_back(
+        PendingEntry{sequence, redeliveries + 1, queued_for_redelivery(consumer, sequence)});
   }
   return out;
 }

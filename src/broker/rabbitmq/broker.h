@@ -29,8 +29,8 @@
 #include <vector>
 
 #include "broker/message_broker.h"
-#include "kernel/assert.h"
 #include "domain/message.h"
+#include "kernel/assert.h"
 #include "kernel/fingerprint.h"
 #include "kernel/trace.h"
 
@@ -103,7 +103,9 @@ class Broker final : public MessageBroker {
 
   // Routes a message through the exchange to every bound queue; returns how many it reached.
   size_t publish(const MessagePtr& message);
-  size_t publish(const MessagePtr& message, int64_t /*now_ms*/) override { return publish(message); }
+  size_t publish(const MessagePtr& message, int64_t /*now_ms*/) override {
+    return publish(message);
+  }
   // The same with the publisher's own routing key (a message published by hand): through the
   // exchange, or with `default_exchange` straight to the queue the key names (RabbitMQ's
   // default exchange binds every queue by its name). Unroutable: it reaches no queue.
