@@ -113,6 +113,10 @@ struct Match {
   int64_t occurrence = 1;  // fire on the n-th matching event after the fault is armed
 };
 
+// How long a crashed instance stays down when its crash fault does not say (restart_after_ms):
+// a FaultSpec's default and a World instance's until its first crash.
+inline constexpr int64_t kRestartAfterMsDefault = 1000;
+
 struct FaultSpec {
   FaultKind kind = FaultKind::crash;
   std::optional<ServiceId> service;
@@ -122,11 +126,11 @@ struct FaultSpec {
   CrashPoint at = CrashPoint::before_tx;
   bool has_match = false;
   Match match;
-  int64_t ms = 0;                   // delay: how long the delivery is held back; pause: how long
-  int64_t restart_after_ms = 1000;  // crash: how long the service stays down
-  int64_t times = 1;                // nack: how many consecutive failures
-  CopySource copied_by = CopySource::operator_;  // duplicate: who makes the copy
-  FailureCause cause = FailureCause::transient;  // nack: what the narration says fails
+  int64_t ms = 0;  // delay: how long the delivery is held back; pause: how long
+  int64_t restart_after_ms = kRestartAfterMsDefault;  // crash: how long the service stays down
+  int64_t times = 1;                                  // nack: how many consecutive failures
+  CopySource copied_by = CopySource::operator_;       // duplicate: who makes the copy
+  FailureCause cause = FailureCause::transient;       // nack: what the narration says fails
 };
 
 // Returns one line describing a fault ("crash account-service at after_commit on
