@@ -7,6 +7,7 @@
 #include "domain/broker_keys.h"
 #include "domain/participants.h"
 #include "kernel/assert.h"
+#include "kernel/enum_names.h"
 #include "kernel/text.h"
 
 namespace inboxsim {
@@ -15,17 +16,28 @@ namespace {
 
 constexpr std::array<std::string_view, 5> kTransferDedupeNames = {
     "processed_messages", "none", "external-before", "external-after", "processed-after"};
+static_assert(names_every(kTransferDedupeNames, TransferDedupe::processed_after));
 constexpr std::array<std::string_view, 2> kDedupeKeyNames = {"message_id", "message_id+consumer"};
+static_assert(names_every(kDedupeKeyNames, DedupeKey::message_id_and_consumer));
 constexpr std::array<std::string_view, 2> kQueueTypeNames = {"quorum", "classic"};
+static_assert(names_every(kQueueTypeNames, QueueType::classic));
 constexpr std::array<std::string_view, 2> kLedgerConflictNames = {"fault", "ack"};
+static_assert(names_every(kLedgerConflictNames, LedgerConflict::ack));
 constexpr std::array<std::string_view, 2> kDeadLetterNames = {"none", "dlx"};
+static_assert(names_every(kDeadLetterNames, DeadLetter::dlx));
 constexpr std::array<std::string_view, 3> kMassTransitVersionNames = {"8.5", "8.3", "8.2"};
+static_assert(names_every(kMassTransitVersionNames, MassTransitVersion::v8_2));
 constexpr std::array<std::string_view, 2> kAccountDatabaseNames = {"postgres", "sqlserver"};
+static_assert(names_every(kAccountDatabaseNames, AccountDatabase::sqlserver));
 constexpr std::array<std::string_view, 2> kIsolationNames = {"repeatable_read", "read_committed"};
+static_assert(names_every(kIsolationNames, Isolation::read_committed));
 constexpr std::array<std::string_view, 2> kMartenAppendNames = {"rich", "quick"};
+static_assert(names_every(kMartenAppendNames, MartenAppend::quick));
 constexpr std::array<std::string_view, 3> kEmailSendNames = {"none", "before_commit",
                                                              "after_commit"};
+static_assert(names_every(kEmailSendNames, EmailSend::after_commit));
 constexpr std::array<std::string_view, 2> kBrokerKindNames = {"rabbitmq", "jetstream"};
+static_assert(names_every(kBrokerKindNames, BrokerKind::jetstream));
 
 // The largest value accepted for a millisecond window: 100 years, well inside int64.
 constexpr int64_t kWindowMsMax = 100LL * 365 * 24 * 3600 * 1000;

@@ -1,5 +1,7 @@
 #include "domain/messages.h"
 
+#include <algorithm>
+
 #include "kernel/assert.h"
 
 namespace inboxsim {
@@ -19,6 +21,12 @@ constexpr std::array<TypeNames, kMessageTypeCount> kNames = {{
     {"Account.CreditRejected", "accounts.credit.rejected"},
     {"Account.Refunded", "accounts.account.refunded"},
 }};
+// The count names the last type, and every type has a name and a routing key (std::array would
+// pad a short list with empty ones).
+static_assert(static_cast<size_t>(MessageType::account_refunded) + 1 == kMessageTypeCount);
+static_assert(std::none_of(kNames.begin(), kNames.end(), [](const TypeNames& names) {
+  return names.name.empty() || names.routing_key.empty();
+}));
 }  // namespace
 
 std::string_view message_type_name(MessageType type) {

@@ -13,9 +13,12 @@ namespace inboxsim {
 
 namespace {
 
-constexpr std::array<std::string_view, kFaultKindCount> kFaultKindNames = {
-    "crash",        "drop_ack", "drop_connection", "nack",        "duplicate",
-    "lose_confirm", "delay",    "pause",           "publish_nack"};
+// The names of kFaultKinds (domain/scenario.h), the home of each kind's name and keys.
+constexpr std::array<std::string_view, kFaultKindCount> kFaultKindNames = [] {
+  std::array<std::string_view, kFaultKindCount> names{};
+  for (size_t i = 0; i < kFaultKindCount; ++i) names[i] = kFaultKinds[i].name;
+  return names;
+}();
 static_assert(names_every(kFaultKindNames, FaultKind::publish_nack));
 
 constexpr std::array<std::string_view, kCopySourceCount> kCopySourceNames = {"operator", "broker",

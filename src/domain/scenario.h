@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <map>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -27,19 +28,60 @@ namespace inboxsim {
 // through a JSON number in any language.
 inline constexpr int64_t kAmountMax = int64_t{1} << 53;
 
+// The faults a scenario can inject; the keys each one takes are in kFaultKinds below.
 enum class FaultKind : uint8_t {
-  crash,            // service, at, match (optional: without it, the next time `at` is reached)
-  drop_ack,         // match: the ack of the matched delivery is lost, the connection resets
-  drop_connection,  // service, match (optional: without it, at once)
-  nack,             // match, times, cause: the handler fails `times` times in a row
-  duplicate,        // match, by: a copy with the same message id (by the operator by default)
-  lose_confirm,     // match: the publisher confirm of the matched publish is lost
-  delay,            // match, ms: the matched delivery is held back
-  pause,            // service, instance, at, ms, match: the instance stops for ms (docs/contract.md §8.1)
-  publish_nack,     // match: the broker nacks the matched publish (basic.nack): it is not routed
+  crash,            // an instance stops at a point (without a match, the next time it reaches it)
+  drop_ack,         // the ack of the matched delivery is lost, the connection resets
+  drop_connection,  // an instance's connection closes (without a match, at once)
+  nack,             // the handler fails `times` times in a row
+  duplicate,        // a copy with the same message id (by the operator by default)
+  lose_confirm,     // the publisher confirm of the matched publish is lost
+  delay,            // the matched delivery is held back for ms
+  pause,            // the instance stops at a point for ms (docs/contract.md §8.1)
+  publish_nack,     // the broker nacks the matched publish (basic.nack): it is not routed
 };
 
 inline constexpr size_t kFaultKindCount = 9;
+
+// A fault kind as a scenario file writes it: its name and the keys a fault of it may have, "kind"
+// first, in the order an error message lists them. The parser reads a fault by it and the writer
+// writes one by it. A kind that acts on a service needs its "service", and its "match" is then
+// optional; every other kind needs a "match".
+struct FaultKindSpec {
+  std::string_view name;
+  std::array<std::string_view, 7> key_slots;  // the keys, then empty slots
+  bool on_service = false;
+
+  constexpr std::span<const std::string_view> keys() const {
+    size_t count = 0;
+    while (count < key_slots.size() && !key_slots[count].empty()) ++count;
+    return {key_slots.data(), count};
+  }
+  constexpr bool takes(std::string_view key) const {
+    for (const std::string_view taken : keys()) {
+      if (taken == key) return true;
+    }
+    return false;
+  }
+};
+
+// Indexed by FaultKind (names.cpp holds it to the enum's size).
+inline constexpr std::array<FaultKindSpec, kFaultKindCount> kFaultKinds = {{
+    {"crash", {"kind", "service", "instance", "at", "match", "restart_after_ms"}, true},
+    {"drop_ack", {"kind", "service", "instance", "match"}, false},
+    {"drop_connection", {"kind", "service", "instance", "match"}, true},
+    {"nack", {"kind", "service", "instance", "match", "times", "cause"}, false},
+    {"duplicate", {"kind", "match", "by"}, false},
+    {"lose_confirm", {"kind", "match"}, false},
+    {"delay", {"kind", "match", "ms"}, false},
+    {"pause", {"kind", "service", "instance", "at", "ms", "match"}, true},
+    {"publish_nack", {"kind", "match"}, false},
+}};
+
+inline const FaultKindSpec& fault_kind_spec(FaultKind kind) {
+  return kFaultKinds[static_cast<size_t>(kind)];
+}
+
 std::string_view fault_kind_name(FaultKind kind);
 std::optional<FaultKind> parse_fault_kind(std::string_view name);
 
@@ -71,6 +113,10 @@ struct Match {
   int64_t occurrence = 1;  // fire on the n-th matching event after the fault is armed
 };
 
+// How long a crashed instance stays down when its crash fault does not say (restart_after_ms):
+// a FaultSpec's default and a World instance's until its first crash.
+inline constexpr int64_t kRestartAfterMsDefault = 1000;
+
 struct FaultSpec {
   FaultKind kind = FaultKind::crash;
   std::optional<ServiceId> service;
@@ -80,11 +126,11 @@ struct FaultSpec {
   CrashPoint at = CrashPoint::before_tx;
   bool has_match = false;
   Match match;
-  int64_t ms = 0;                   // delay: how long the delivery is held back; pause: how long
-  int64_t restart_after_ms = 1000;  // crash: how long the service stays down
-  int64_t times = 1;                // nack: how many consecutive failures
-  CopySource copied_by = CopySource::operator_;  // duplicate: who makes the copy
-  FailureCause cause = FailureCause::transient;  // nack: what the narration says fails
+  int64_t ms = 0;  // delay: how long the delivery is held back; pause: how long
+  int64_t restart_after_ms = kRestartAfterMsDefault;  // crash: how long the service stays down
+  int64_t times = 1;                                  // nack: how many consecutive failures
+  CopySource copied_by = CopySource::operator_;       // duplicate: who makes the copy
+  FailureCause cause = FailureCause::transient;       // nack: what the narration says fails
 };
 
 // Returns one line describing a fault ("crash account-service at after_commit on

@@ -354,10 +354,7 @@ std::optional<Workload> parse_workload(std::string_view name) {
 }
 
 std::string_view fault_action_name(FaultAction action) {
-  static constexpr std::array<std::string_view, kFaultActionCount> kNames = {
-      "crash", "drop_ack",       "drop_connection", "nack",  "duplicate",   "lose_confirm",
-      "delay", "late_duplicate", "drop_index",      "pause", "publish_nack"};
-  return kNames[static_cast<size_t>(action)];
+  return name_of(kFaultActionNames, action);
 }
 
 std::string describe_drawn(const DrawnOptions& drawn) {

@@ -15,11 +15,13 @@
 #include <deque>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
 #include "domain/config.h"
 #include "domain/scenario.h"
+#include "kernel/enum_names.h"
 #include "kernel/rng.h"
 
 namespace inboxsim {
@@ -56,6 +58,10 @@ enum class FaultAction : uint8_t {
   publish_nack,
 };
 inline constexpr size_t kFaultActionCount = 11;
+inline constexpr std::array<std::string_view, kFaultActionCount> kFaultActionNames = {
+    "crash", "drop_ack",       "drop_connection", "nack",  "duplicate",   "lose_confirm",
+    "delay", "late_duplicate", "drop_index",      "pause", "publish_nack"};
+static_assert(names_every(kFaultActionNames, FaultAction::publish_nack));
 std::string_view fault_action_name(FaultAction action);
 
 // Returns the default configuration of a campaign: Config's defaults with the rejections

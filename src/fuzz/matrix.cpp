@@ -14,6 +14,12 @@ namespace inboxsim {
 
 namespace {
 
+constexpr std::array<std::string_view, kDefenceCount> kDefenceNames = {
+    "inbox", "ledger", "processed", "state", "stable"};
+// Every defence has a name (std::array would pad a short list with empty ones).
+static_assert(std::none_of(kDefenceNames.begin(), kDefenceNames.end(),
+                           [](std::string_view name) { return name.empty(); }));
+
 std::string row_tag(const std::array<bool, kDefenceCount>& defences) {
   std::string tag = "matrix-";
   for (size_t i = 0; i < kDefenceCount; ++i) {
@@ -25,11 +31,7 @@ std::string row_tag(const std::array<bool, kDefenceCount>& defences) {
 
 }  // namespace
 
-const std::array<std::string_view, kDefenceCount>& defence_names() {
-  static constexpr std::array<std::string_view, kDefenceCount> kNames = {
-      "inbox", "ledger", "processed", "state", "stable"};
-  return kNames;
-}
+const std::array<std::string_view, kDefenceCount>& defence_names() { return kDefenceNames; }
 
 Config config_with_defences(const Config& base, const std::array<bool, kDefenceCount>& defences) {
   Config config = base;

@@ -90,40 +90,54 @@ ServiceId as_service(const Node& node) {
   return as_choice(node, parse_service, "account-service, transfer-service");
 }
 
-// The keys each fault kind takes. The first kFaultKindCount rows are indexed by FaultKind; the
-// last two are the fault spellings of the advance and drop_index steps (docs/contract.md §2 lists
-// them).
-struct FaultKeys {
+// What a fault's "kind" may name: the fault kinds (kFaultKinds, domain/scenario.h: the rows
+// indexed by FaultKind), then the fault spellings of the advance and drop_index steps
+// (docs/contract.md §2 lists them).
+struct FaultRow {
   std::string_view kind;
-  std::array<std::string_view, 7> keys;
-  size_t key_count;
+  std::span<const std::string_view> keys;
 };
+constexpr std::array<std::string_view, 2> kFaultAdvanceKeys = {"kind", "ms"};
+constexpr std::array<std::string_view, 2> kFaultDropIndexKeys = {"kind", "index"};
 constexpr size_t kFaultAdvanceRow = kFaultKindCount;
 constexpr size_t kFaultDropIndexRow = kFaultKindCount + 1;
-constexpr std::array<FaultKeys, kFaultKindCount + 2> kFaultKeysByKind = {{
-    {"crash", {"kind", "service", "instance", "at", "match", "restart_after_ms"}, 6},
-    {"drop_ack", {"kind", "service", "instance", "match"}, 4},
-    {"drop_connection", {"kind", "service", "instance", "match"}, 4},
-    {"nack", {"kind", "service", "instance", "match", "times", "cause"}, 6},
-    {"duplicate", {"kind", "match", "by"}, 3},
-    {"lose_confirm", {"kind", "match"}, 2},
-    {"delay", {"kind", "match", "ms"}, 3},
-    {"pause", {"kind", "service", "instance", "at", "ms", "match"}, 6},
-    {"publish_nack", {"kind", "match"}, 2},
-    {"advance", {"kind", "ms"}, 2},
-    {"drop_index", {"kind", "index"}, 2},
-}};
+constexpr std::array<FaultRow, kFaultKindCount + 2> kFaultRows = [] {
+  std::array<FaultRow, kFaultKindCount + 2> rows{};
+  for (size_t i = 0; i < kFaultKindCount; ++i) {
+    rows[i] = {kFaultKinds[i].name, kFaultKinds[i].keys()};
+  }
+  rows[kFaultAdvanceRow] = {"advance", kFaultAdvanceKeys};
+  rows[kFaultDropIndexRow] = {"drop_index", kFaultDropIndexKeys};
+  return rows;
+}();
+// Every key of any row, in the order the "unknown key" message lists them.
 constexpr std::array<std::string_view, 11> kAllFaultKeys = {
     "kind",  "service", "instance", "at",   "match", "ms", "restart_after_ms",
     "times", "index",   "by",       "cause"};
 
+// Whether kAllFaultKeys holds the keys of the rows and no other.
+constexpr bool all_fault_keys_are_the_rows() {
+  const auto listed = [](std::string_view key) {
+    return std::find(kAllFaultKeys.begin(), kAllFaultKeys.end(), key) != kAllFaultKeys.end();
+  };
+  for (const FaultRow& row : kFaultRows) {
+    if (!std::all_of(row.keys.begin(), row.keys.end(), listed)) return false;
+  }
+  return std::all_of(kAllFaultKeys.begin(), kAllFaultKeys.end(), [](std::string_view key) {
+    return std::any_of(kFaultRows.begin(), kFaultRows.end(), [&](const FaultRow& row) {
+      return std::find(row.keys.begin(), row.keys.end(), key) != row.keys.end();
+    });
+  });
+}
+static_assert(all_fault_keys_are_the_rows());
+
 size_t as_fault_row(const Node& node) {
   std::vector<std::string_view> kinds;
-  for (const auto& row : kFaultKeysByKind) kinds.push_back(row.kind);
+  for (const FaultRow& row : kFaultRows) kinds.push_back(row.kind);
   const std::string expected = "one of " + join(kinds);
   const std::string& text = as_string(node, expected);
-  for (size_t row = 0; row < kFaultKeysByKind.size(); ++row) {
-    if (kFaultKeysByKind[row].kind == text) return row;
+  for (size_t row = 0; row < kFaultRows.size(); ++row) {
+    if (kFaultRows[row].kind == text) return row;
   }
   expect_failed(node, expected);
 }
@@ -145,8 +159,7 @@ FaultSpec parse_fault(const Node& node, FaultKind kind, const Context& context) 
   FaultSpec fault;
   fault.kind = kind;
   // crash, pause and drop_connection act on a service; for them the match is optional.
-  const bool on_service =
-      kind == FaultKind::crash || kind == FaultKind::drop_connection || kind == FaultKind::pause;
+  const bool on_service = fault_kind_spec(kind).on_service;
   const Node service = field(node, "service");
   if (on_service || service.value != nullptr) fault.service = as_service(service);
   if (const Node instance = field(node, "instance"); instance.value != nullptr) {
@@ -194,9 +207,9 @@ Step parse_fault_step(const Node& node, const Context& context) {
   as_object(node, "a fault: an object with a \"kind\"");
   check_keys(node, kAllFaultKeys, "unknown key");
   const size_t row = as_fault_row(field(node, "kind"));
-  const FaultKeys& keys = kFaultKeysByKind[row];
+  const FaultRow& keys = kFaultRows[row];
   const std::string why = "not used by a " + std::string(keys.kind) + " fault";
-  check_keys(node, std::span(keys.keys.data(), keys.key_count), why);
+  check_keys(node, keys.keys, why);
   Step step;
   if (row == kFaultAdvanceRow) {
     step.kind = StepKind::advance;

@@ -41,31 +41,27 @@ ordered_json match_to_json(const Match& match) {
   return out;
 }
 
+// Writes the keys the fault's kind takes (kFaultKinds), those with their default value left out.
 ordered_json fault_to_json(const FaultSpec& fault) {
-  const bool on_service = fault.kind == FaultKind::crash ||
-                          fault.kind == FaultKind::drop_connection ||
-                          fault.kind == FaultKind::pause;
-  const bool at_point = fault.kind == FaultKind::crash || fault.kind == FaultKind::pause;
-  INBOXSIM_ASSERT(!on_service || fault.service.has_value());
-  INBOXSIM_ASSERT(on_service || fault.has_match);
+  const FaultKindSpec& spec = fault_kind_spec(fault.kind);
+  INBOXSIM_ASSERT(!spec.on_service || fault.service.has_value());
+  INBOXSIM_ASSERT(spec.on_service || fault.has_match);
   INBOXSIM_ASSERT(!fault.instance || fault.service.has_value());
   ordered_json out;
-  out["kind"] = fault_kind_name(fault.kind);
+  out["kind"] = spec.name;
   if (fault.service) out["service"] = service_name(*fault.service);
   if (fault.instance) out["instance"] = *fault.instance;
-  if (at_point) out["at"] = crash_point_name(fault.at);
+  if (spec.takes("at")) out["at"] = crash_point_name(fault.at);
   if (fault.has_match) out["match"] = match_to_json(fault.match);
-  if (fault.kind == FaultKind::delay || fault.kind == FaultKind::pause) out["ms"] = fault.ms;
-  if (fault.kind == FaultKind::crash && fault.restart_after_ms != kDefaultFault.restart_after_ms) {
+  if (spec.takes("ms")) out["ms"] = fault.ms;
+  if (spec.takes("restart_after_ms") && fault.restart_after_ms != kDefaultFault.restart_after_ms) {
     out["restart_after_ms"] = fault.restart_after_ms;
   }
-  if (fault.kind == FaultKind::nack && fault.times != kDefaultFault.times) {
-    out["times"] = fault.times;
-  }
-  if (fault.kind == FaultKind::nack && fault.cause != kDefaultFault.cause) {
+  if (spec.takes("times") && fault.times != kDefaultFault.times) out["times"] = fault.times;
+  if (spec.takes("cause") && fault.cause != kDefaultFault.cause) {
     out["cause"] = failure_cause_name(fault.cause);
   }
-  if (fault.kind == FaultKind::duplicate && fault.copied_by != kDefaultFault.copied_by) {
+  if (spec.takes("by") && fault.copied_by != kDefaultFault.copied_by) {
     out["by"] = copy_source_name(fault.copied_by);
   }
   return out;

@@ -178,7 +178,7 @@ class World {
     InstanceNames names;
     bool up = true;
     uint64_t incarnation = 1;
-    int64_t restart_after_ms = 1000;
+    int64_t restart_after_ms = kRestartAfterMsDefault;  // its last crash fault's
     int64_t paused_until_ms = -1;  // paused while now < paused_until_ms
     int64_t pause_started_ms = 0;
     int64_t connected_ms = 0;  // when its broker connection last opened: the heartbeat's phase
