@@ -8,14 +8,12 @@
 
 #include "broker/rabbitmq/broker.h"
 #include "services/host.h"
+#include "support/messages.h"
 
 using namespace inboxsim;
+using inboxsim::testing::message;
 
 namespace {
-
-MessagePtr message(const std::string& id, MessageType type = MessageType::transfer_requested) {
-  return make_message(id, type, "t1", "alice", "bob", 100, "", 0);
-}
 
 struct Fixture {
   std::vector<TraceEvent> events;

@@ -8,14 +8,12 @@
 
 #include "broker/jetstream/jetstream.h"
 #include "services/host.h"
+#include "support/messages.h"
 
 using namespace inboxsim;
+using inboxsim::testing::message;
 
 namespace {
-
-MessagePtr message(const std::string& id) {
-  return make_message(id, MessageType::transfer_requested, "t1", "alice", "bob", 100, "", 0);
-}
 
 constexpr int64_t kAckWaitMs = 1'000;
 constexpr int64_t kWindowMs = 5'000;

@@ -1,7 +1,7 @@
 // The library as a course: the new config keys, the narration's money sentence,
 // legend and deciding lines, and `demo` in the guide's lesson order.
-#include <catch2/catch.hpp>
 #include <algorithm>
+#include <catch2/catch.hpp>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -9,7 +9,6 @@
 #include <sstream>
 #include <string>
 
-#include "support/scenarios.h"
 #include "app/course.h"
 #include "app/demo.h"
 #include "domain/config.h"
@@ -18,26 +17,17 @@
 #include "report/narrate.h"
 #include "scenario/parse.h"
 #include "scenario/runner.h"
+#include "support/scenarios.h"
+#include "support/text.h"
 
 using namespace inboxsim;
+using inboxsim::testing::contains;
 using inboxsim::testing::library_scenario;
+using inboxsim::testing::narrated;
 
 namespace {
 
 const std::string kLibrary = INBOXSIM_SOURCE_DIR "/scenarios/";
-
-// Runs a library file narrated, as `inboxsim run` does, and returns what it printed.
-std::string narrated(const Scenario& scenario, RunResult* result = nullptr) {
-  std::ostringstream out;
-  NarratedRunOptions options;
-  RunResult run = narrated_run(scenario, options, out);
-  if (result != nullptr) *result = std::move(run);
-  return out.str();
-}
-
-bool contains(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
-}
 
 }  // namespace
 

@@ -17,25 +17,16 @@
 #include "scenario/runner.h"
 #include "scenario/write.h"
 #include "support/scenarios.h"
+#include "support/text.h"
 
 using namespace inboxsim;
+using inboxsim::testing::contains;
 using inboxsim::testing::library_files;
 using inboxsim::testing::library_scenario;
+using inboxsim::testing::narrated;
 using inboxsim::testing::parse_ok;
 
 namespace {
-
-// Runs a scenario narrated, as `inboxsim run` does, and returns what it printed.
-std::string narrated(const Scenario& scenario, RunResult* result = nullptr) {
-  std::ostringstream out;
-  RunResult run = narrated_run(scenario, NarratedRunOptions{}, out);
-  if (result != nullptr) *result = std::move(run);
-  return out.str();
-}
-
-bool contains(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
-}
 
 size_t count_of(const std::string& text, const std::string& part) {
   size_t count = 0;

@@ -15,12 +15,14 @@
 #include "fuzz/explore.h"
 #include "services/host.h"
 #include "support/explore.h"
+#include "support/messages.h"
 #include "support/scenarios.h"
 
 namespace inboxsim {
 
 using testing::broken_invariants;
 using testing::library_scenario;
+using testing::message;
 using testing::with_faults;
 namespace {
 
@@ -43,10 +45,6 @@ ExploreResult check_merges_only_equal_futures(const Scenario& scenario, ExploreS
   CHECK(distinct(kept.leaf_states) == merged.leaf_states);
   CHECK(broken_invariants(merged) == broken_invariants(kept));
   return merged;
-}
-
-MessagePtr message(const std::string& id) {
-  return make_message(id, MessageType::transfer_requested, "t1", "alice", "bob", 100, "", 0);
 }
 
 Fingerprint fingerprint(const Broker& broker, bool counters) {

@@ -12,17 +12,15 @@
 #include "fuzz/explore.h"
 #include "services/host.h"
 #include "support/explore.h"
+#include "support/messages.h"
 #include "support/scenarios.h"
 
 namespace inboxsim {
 
 using testing::library_scenario;
+using testing::message;
 using testing::with_faults;
 namespace {
-
-MessagePtr message(const std::string& id, MessageType type = MessageType::transfer_requested) {
-  return make_message(id, type, "t1", "alice", "bob", 100, "", 0);
-}
 
 // A quorum broker with account-service's queue (and its error queue) and two consumers on it,
 // prefetch 1, so that which consumer holds what can be steered from the test.

@@ -11,8 +11,10 @@
 #include "app/demo.h"
 #include "report/narrate.h"
 #include "support/scenarios.h"
+#include "support/text.h"
 
 using namespace inboxsim;
+using inboxsim::testing::contains;
 using inboxsim::testing::library_scenario;
 
 namespace {
@@ -36,10 +38,6 @@ Narration narrate_file(const std::string& file, bool verbose = false, bool show_
   std::istringstream lines(narration.text);
   for (std::string line; std::getline(lines, line);) narration.lines.push_back(line);
   return narration;
-}
-
-bool contains(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
 }
 
 // The index of the first line containing `part`, or lines.size().

@@ -15,8 +15,10 @@
 #include "report/json_output.h"
 #include "report/mermaid.h"
 #include "report/narrate.h"
+#include "support/text.h"
 
 using namespace inboxsim;
+using inboxsim::testing::contains;
 
 namespace {
 
@@ -193,10 +195,6 @@ std::string narrate(const RunResult& run, NarratorOptions options) {
   for (const TraceEvent& event : run.events) narrator.on_event(event);
   narrator.summary(run);
   return out.str();
-}
-
-bool contains(const std::string& text, std::string_view part) {
-  return text.find(part) != std::string::npos;
 }
 
 size_t occurrences(const std::string& text, std::string_view part) {

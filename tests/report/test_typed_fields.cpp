@@ -13,10 +13,12 @@
 #include "report/narrate.h"
 #include "scenario/runner.h"
 #include "support/scenarios.h"
+#include "support/text.h"
 
 using namespace inboxsim;
 using inboxsim::testing::library_files;
 using inboxsim::testing::library_scenario;
+using inboxsim::testing::narrated_events;
 
 namespace {
 
@@ -25,16 +27,6 @@ RunResult traced(const Scenario& scenario) {
   RunOptions options;
   options.keep_trace = true;
   return run_scenario(scenario, options);
-}
-
-// The narration of `run`, a run of `scenario`.
-std::string narrated(const Scenario& scenario, const RunResult& run) {
-  std::ostringstream out;
-  Narrator narrator(out, NarratorOptions{});
-  narrator.set_config(scenario.config);
-  for (const TraceEvent& event : run.events) narrator.on_event(event);
-  narrator.flush();
-  return out.str();
 }
 
 // `run` with the sentence of every event of `kinds` reworded.
@@ -153,8 +145,8 @@ TEST_CASE("the views read the typed fields, not the sentence", "[trace][typed]")
   // reworded sentence changes nothing.
   const Scenario scenario = library_scenario("10-crash-between-inbox-steps.json");
   const RunResult result = traced(scenario);
-  const std::string plain = narrated(scenario, result);
-  const std::string again = narrated(
+  const std::string plain = narrated_events(scenario, result);
+  const std::string again = narrated_events(
       scenario, reworded(result, {EventKind::dedupe_record, EventKind::consumer_fault,
                                   EventKind::dedupe_hit, EventKind::effect, EventKind::crash}));
   const std::string why = lines_with(plain, "↳");
@@ -171,19 +163,18 @@ TEST_CASE("processed_messages' lines are written from the typed fields, with the
     CAPTURE(file);
     const Scenario scenario = library_scenario(file);
     const RunResult result = traced(scenario);
-    const std::string plain = lines_with(narrated(scenario, result), "processed_messages: ");
+    const std::string plain = lines_with(narrated_events(scenario, result), "processed_messages: ");
     CHECK_FALSE(plain.empty());
-    CHECK(plain ==
-          lines_with(narrated(scenario, reworded(result, {EventKind::dedupe_record,
-                                                          EventKind::dedupe_hit})),
-                     "processed_messages: "));
+    CHECK(plain == lines_with(narrated_events(scenario, reworded(result, {EventKind::dedupe_record,
+                                                                          EventKind::dedupe_hit})),
+                              "processed_messages: "));
   }
   const Scenario per_consumer = library_scenario("21-dedupe-key-per-consumer.json");
-  const std::string keyed = narrated(per_consumer, traced(per_consumer));
+  const std::string keyed = narrated_events(per_consumer, traced(per_consumer));
   CHECK(keyed.find(", saga) inserted") != std::string::npos);
   CHECK(keyed.find(", notifications) inserted") != std::string::npos);
   const Scenario late = library_scenario("29-late-duplicate-after-rejection.json");
-  const std::string refused = narrated(late, traced(late));
+  const std::string refused = narrated_events(late, traced(late));
   CHECK(refused.find("inserted, committed alone: the state machine refuses the event") !=
         std::string::npos);
 }

@@ -42,6 +42,26 @@ inline Scenario parse_ok(const std::string& text, const std::string& label = "te
   return std::move(*parsed.scenario);
 }
 
+// The text of a story with alice (10000) and bob (0): `config` is its config object, `steps`
+// what its steps array holds.
+inline std::string text_of(const std::string& config, const std::string& steps) {
+  return R"({"accounts": {"alice": 10000, "bob": 0}, "config": )" + config + R"(, "steps": [)" +
+         steps + "]}";
+}
+
+// The parser's message for `text`, or "(parsed)" when it parses.
+inline std::string parse_error(const std::string& text) {
+  const ParseResult parsed = parse_scenario_text(text, "test.json");
+  return parsed.error ? parsed.error->message() : std::string("(parsed)");
+}
+
+// A scenario written in the test, run with its trace kept.
+inline RunResult run_traced(const std::string& text) {
+  RunOptions options;
+  options.keep_trace = true;
+  return run_scenario(parse_ok(text), options);
+}
+
 // A scenario as a user meets a file the tool wrote (a counterexample, a goal's witness):
 // written, parsed back, run. It must parse, with its schedule.
 inline RunResult replay_written(const Scenario& scenario) {

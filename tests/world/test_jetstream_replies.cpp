@@ -12,7 +12,10 @@
 
 using namespace inboxsim;
 using inboxsim::testing::events_with;
+using inboxsim::testing::parse_error;
 using inboxsim::testing::parse_ok;
+using inboxsim::testing::run_traced;
+using inboxsim::testing::text_of;
 
 namespace {
 
@@ -20,24 +23,20 @@ const std::string kTransfer =
     R"({"transfer": {"id": "t1", "from": "alice", "to": "bob", "amount": 2500}}, )"
     R"({"run": {"until": "quiescent"}})";
 
-std::string text_of(const std::string& config, const std::string& steps) {
-  return R"({"accounts": {"alice": 10000, "bob": 0}, "config": {"broker.kind": "jetstream", )" +
-         config + R"(}, "steps": [)" + steps + "]}";
-}
-
-RunResult run_traced(const std::string& text) {
-  RunOptions options;
-  options.keep_trace = true;
-  return run_scenario(parse_ok(text), options);
+// A story on JetStream: `config` is what its config object holds besides broker.kind.
+std::string jetstream_text(const std::string& config, const std::string& steps) {
+  return text_of(R"({"broker.kind": "jetstream", )" + config + "}", steps);
 }
 
 // Lesson 74's bank: a 2 s ack wait, two account-service instances, `work` ms a step.
 std::string slow_bank(int64_t work, bool in_progress) {
-  return text_of(R"("broker.ack_wait_ms": 2000, "account.instances": 2, "consumer.work_ms": )" +
-                     std::to_string(work) + R"(, "account.database": "sqlserver", )"
-                     R"("consumer.in_progress": )" +
-                     (in_progress ? "true" : "false"),
-                 kTransfer);
+  return jetstream_text(
+      R"("broker.ack_wait_ms": 2000, "account.instances": 2, "consumer.work_ms": )" +
+          std::to_string(work) +
+          R"(, "account.database": "sqlserver", )"
+          R"("consumer.in_progress": )" +
+          (in_progress ? "true" : "false"),
+      kTransfer);
 }
 
 // The longest silence of a consumer on the delivery of `message_id`: from its delivery, or its
@@ -64,11 +63,6 @@ std::optional<int64_t> first_time(const RunResult& result, EventKind kind,
     }
   }
   return std::nullopt;
-}
-
-std::string parse_error(const std::string& text) {
-  const ParseResult parsed = parse_scenario_text(text, "test.json");
-  return parsed.error ? parsed.error->message() : std::string("(parsed)");
 }
 
 }  // namespace
@@ -119,8 +113,8 @@ TEST_CASE("jetstream: a nak with a delay is redelivered no sooner than the delay
       R"({"type": "Account.Debited", "transfer": "t1"}}}, )";
   for (const int64_t delay : {int64_t{0}, int64_t{3000}}) {
     CAPTURE(delay);
-    const RunResult result =
-        run_traced(text_of(R"("consumer.nak_delay_ms": )" + std::to_string(delay), fault + kTransfer));
+    const RunResult result = run_traced(
+        jetstream_text(R"("consumer.nak_delay_ms": )" + std::to_string(delay), fault + kTransfer));
     CHECK(result.passed);
     const std::optional<int64_t> nakked = first_time(result, EventKind::nack, "Account.Debited", false);
     const std::optional<int64_t> again =
@@ -158,7 +152,8 @@ TEST_CASE("jetstream: a handler terms a delivery made consumer.term_after times,
   const std::string poison =
       R"({"fault": {"kind": "nack", "times": 10, "cause": "poison", "match": )"
       R"({"type": "Account.Debited", "transfer": "t1"}}}, )";
-  const RunResult result = run_traced(text_of(R"("consumer.term_after": 3)", poison + kTransfer));
+  const RunResult result =
+      run_traced(jetstream_text(R"("consumer.term_after": 3)", poison + kTransfer));
   int64_t deliveries = 0;
   for (const TraceEvent& event : result.events) {
     if (event.kind == EventKind::deliver && event.type == "Account.Debited") ++deliveries;
@@ -191,7 +186,7 @@ TEST_CASE("an ack wait that runs out while every client is down redelivers after
       R"({"fault": {"kind": "crash", "service": "transfer-service", "at": "after_effect", )"
       R"("match": {"transfer": "t1", "type": "Account.Debited"}}}, )"
       R"({"run": {"until": "quiescent"}})";
-  const RunResult result = run_traced(text_of(R"("broker.ack_wait_ms": 1000)", steps));
+  const RunResult result = run_traced(jetstream_text(R"("broker.ack_wait_ms": 1000)", steps));
   for (const Violation& violation : result.violations) INFO(violation.detail);
   REQUIRE(result.violations.empty());
   REQUIRE(result.stats.crashes == 2);

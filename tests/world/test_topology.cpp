@@ -19,7 +19,10 @@
 
 using namespace inboxsim;
 using inboxsim::testing::events_with;
+using inboxsim::testing::parse_error;
 using inboxsim::testing::parse_ok;
+using inboxsim::testing::run_traced;
+using inboxsim::testing::text_of;
 
 namespace {
 
@@ -94,25 +97,9 @@ struct TwoClients {
   }
 };
 
-std::string text_of(const std::string& config, const std::string& steps) {
-  return R"({"accounts": {"alice": 10000, "bob": 0}, "config": )" + config + R"(, "steps": [)" +
-         steps + "]}";
-}
-
 const std::string kTransfer =
     R"({"transfer": {"id": "t1", "from": "alice", "to": "bob", "amount": 2500}}, )"
     R"({"run": {"until": "quiescent"}})";
-
-std::string parse_error(const std::string& text) {
-  const ParseResult parsed = parse_scenario_text(text, "test.json");
-  return parsed.error ? parsed.error->message() : std::string("(parsed)");
-}
-
-RunResult run_traced(const std::string& text) {
-  RunOptions options;
-  options.keep_trace = true;
-  return run_scenario(parse_ok(text), options);
-}
 
 }  // namespace
 
