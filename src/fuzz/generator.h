@@ -41,9 +41,9 @@ enum class Workload : uint8_t { small, standard, large };
 std::string_view workload_name(Workload workload);
 std::optional<Workload> parse_workload(std::string_view name);
 
-// What the generator may draw. Kinds of fault a seed can inject: the faults of docs/contract.md §2 plus
-// two story shapes, a late duplicate (virtual time jumps past a dedupe window, then a message is
-// published again) and a dropped unique index (exercise 3 of docs/scenarios.md).
+// What the generator may draw. Kinds of fault a seed can inject: the faults of docs/contract.md §2
+// plus two story shapes, a late duplicate (virtual time jumps past a dedupe window, then a message
+// is published again) and a dropped unique index (exercise 3 of docs/scenarios.md).
 enum class FaultAction : uint8_t {
   crash,
   drop_ack,

@@ -43,8 +43,9 @@ TEST_CASE("the course's config keys refuse bad values and name what they expect"
         R"({"account.remember_rejections":true,"account.ledger_conflict":"ack"})");
 }
 
-TEST_CASE("the default bank debits a rejected transfer replayed late, and remembered rejections stop it",
-          "[course]") {
+TEST_CASE(
+    "the default bank debits a rejected transfer replayed late, and remembered rejections stop it",
+    "[course]") {
   Scenario scenario = library_scenario("29-late-duplicate-after-rejection.json");
   const RunResult seed_bank = run_scenario(scenario, RunOptions{});
   CHECK(seed_bank.passed);

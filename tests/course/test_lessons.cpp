@@ -191,8 +191,7 @@ TEST_CASE(
   CHECK_FALSE(contains(described(scenario), "consumed and delivered"));
 }
 
-TEST_CASE("05: exercise 2 is a publish by hand, and the inbox catches the same id",
-          "[lessons]") {
+TEST_CASE("05: exercise 2 is a publish by hand, and the inbox catches the same id", "[lessons]") {
   RunResult result;
   const std::string text = narrated(library_scenario("05-duplicate-by-hand.json"), &result);
   INFO(lines_with(text, "operator"));

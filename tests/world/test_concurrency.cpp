@@ -1,7 +1,7 @@
-// Concurrency (docs/contract.md §8.1): several instances of a service compete on its queue, handlers take
-// virtual time in steps, row locks make them take turns, a pause longer than the broker's
-// heartbeat turns an instance into a zombie whose ack is void, and with one instance of each
-// service and no work time a run is the same as without any of this.
+// Concurrency (docs/contract.md §8.1): several instances of a service compete on its queue,
+// handlers take virtual time in steps, row locks make them take turns, a pause longer than the
+// broker's heartbeat turns an instance into a zombie whose ack is void, and with one instance of
+// each service and no work time a run is the same as without any of this.
 #include <SQLiteCpp/SQLiteCpp.h>
 #include <unistd.h>
 
