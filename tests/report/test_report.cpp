@@ -62,11 +62,12 @@ TraceEvent inside(int64_t t, EventKind kind, std::string_view service, std::stri
   return e;
 }
 
-TraceEvent effect(int64_t t, std::string account, int64_t amount, std::string entry) {
-  TraceEvent e = inside(t, EventKind::effect, p::account_service, std::move(entry));
+TraceEvent effect(int64_t t, std::string account, int64_t amount, EntryType entry) {
+  TraceEvent e =
+      inside(t, EventKind::effect, p::account_service, std::string(entry_type_name(entry)));
   e.account = std::move(account);
   e.amount = amount;
-  e.entry = parse_entry_type(e.detail);
+  e.entry = entry;
   return e;
 }
 
@@ -90,7 +91,7 @@ std::vector<TraceEvent> sample_events() {
   events.push_back(publish);
   events.push_back(message(5, K::confirm, p::broker, p::relay, "m-1", requested));
   events.push_back(message(6, K::deliver, p::broker, p::account_service, "m-1", requested, 1));
-  events.push_back(effect(7, "alice", -2500, "DEBIT"));
+  events.push_back(effect(7, "alice", -2500, EntryType::debit));
   TraceEvent debited_publish =
       message(8, K::publish, p::account_service, p::broker, "m-2", debited);
   debited_publish.detail = "accounts.account.debited";
@@ -126,7 +127,7 @@ std::vector<TraceEvent> sample_events() {
   events.push_back(message(1015, K::confirm, p::broker, p::relay, "m-3", credit_requested));
   events.push_back(
       message(1016, K::deliver, p::broker, p::account_service, "m-3", credit_requested, 2));
-  events.push_back(effect(1017, "bob", 2500, "CREDIT"));
+  events.push_back(effect(1017, "bob", 2500, EntryType::credit));
   TraceEvent credited_publish =
       message(1018, K::publish, p::account_service, p::broker, "m-4", credited);
   credited_publish.detail = "accounts.account.credited";

@@ -17,6 +17,7 @@
 #include "support/scenarios.h"
 
 using namespace inboxsim;
+using inboxsim::testing::hits_of;
 using inboxsim::testing::library_scenario;
 using inboxsim::testing::parse_ok;
 using inboxsim::testing::TemporaryDirectory;
@@ -286,7 +287,8 @@ TEST_CASE("a copy that gets the row between the send pass and the delivered pass
   // as #1's send pass committed it: sent, not yet delivered.
   const RunResult result = run_scenario(library_scenario("32-masstransit-row-lock.json"), {});
   CHECK(result.sends.at(MessageType::account_debited) == 1);
-  CHECK(has_event(result, EventKind::dedupe_hit, "sending nothing, setting delivered"));
+  // The copy's hit is the resend step (consumed, not delivered), and it sent nothing: one send.
+  CHECK(hits_of(result, DedupeStep::inbox_resend, "m-1") == 1);
   CHECK(at_or_zero(result.dedupe_hits, ServiceId::account) == 1);
   CHECK(result.violations.empty());
 }
