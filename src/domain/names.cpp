@@ -121,7 +121,7 @@ std::string describe_fault(const FaultSpec& fault) {
   std::string text(fault_kind_name(fault.kind));
   if (fault.service) text += " " + std::string(service_name(*fault.service));
   if (fault.instance) text += "#" + std::to_string(*fault.instance);
-  if (fault.kind == FaultKind::crash || fault.kind == FaultKind::pause) {
+  if (fault_kind_spec(fault.kind).takes("at")) {
     text += " at " + std::string(crash_point_name(fault.at));
   }
   if (fault.has_match) {

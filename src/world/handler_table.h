@@ -92,6 +92,11 @@ class HandlerTable {
 
   // The handler running now (between resume's start and its return), 0 outside handlers.
   uint64_t running() const { return running_; }
+  // REQUIRES: a handler is running.
+  ActiveHandler& running_handler() {
+    INBOXSIM_ASSERT(running_ != 0);
+    return at(running_);
+  }
   // Runs handler `id` until its next suspension; returns whether it ended.
   // REQUIRES: `id` is in the table and no handler is running.
   bool resume(uint64_t id) {

@@ -82,8 +82,7 @@ void World::start_table_handler(size_t index, const MessagePtr& message) {
 // The ack reaches the broker at once (a lost ack, a closed channel still apply), so a crash at
 // after_ack is a crash after the broker has the ack; a crash before it is after_store.
 void World::ack_now(size_t index) {
-  INBOXSIM_ASSERT(handlers_.running() != 0);
-  ActiveHandler& handler = handlers_.at(handlers_.running());
+  ActiveHandler& handler = handlers_.running_handler();
   INBOXSIM_ASSERT(handler.instance == index);
   INBOXSIM_ASSERT(!handler.from_table);
   send_ack(handler, /*at_once=*/true);

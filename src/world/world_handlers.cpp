@@ -178,9 +178,8 @@ void World::move_to_error_queue(const ActiveHandler& handler, std::string_view r
 
 Suspend World::between_steps(size_t index, CrashPointSet points, const Message& message,
                              uint64_t resume, std::string next) {
-  INBOXSIM_ASSERT(handlers_.running() != 0);
   const Instance& instance = instances_[index];
-  ActiveHandler& handler = handlers_.at(handlers_.running());
+  ActiveHandler& handler = handlers_.running_handler();
   handler.resume = resume;
   handler.next_step = std::move(next);
   for (size_t point = 0; point < kCrashPointCount; ++point) {
@@ -214,8 +213,7 @@ Suspend World::between_steps(size_t index, CrashPointSet points, const Message& 
 
 Suspend World::lock_row(size_t index, const std::string& key, uint64_t resume,
                         std::string next) {
-  INBOXSIM_ASSERT(handlers_.running() != 0);
-  ActiveHandler& handler = handlers_.at(handlers_.running());
+  ActiveHandler& handler = handlers_.running_handler();
   handler.resume = resume;
   handler.next_step = std::move(next);
   handler.right_after_lock = true;
@@ -225,7 +223,7 @@ Suspend World::lock_row(size_t index, const std::string& key, uint64_t resume,
   const std::optional<uint64_t> holder = locks.owner(key);
   if (locks.acquire(key, handlers_.running())) return Suspend{false};
   const ActiveHandler* owner = handlers_.find(*holder);
-  const Delivery& waiting = handlers_.at(handlers_.running()).delivery;
+  const Delivery& waiting = handlers_.running_handler().delivery;
   const std::string_view held_by = owner == nullptr
                                        ? std::string_view("another handler")
                                        : consumers_[owner->delivery.consumer].participant;
@@ -237,9 +235,8 @@ Suspend World::lock_row(size_t index, const std::string& key, uint64_t resume,
 }
 
 Suspend World::sleep(size_t index, int64_t ms, uint64_t resume, std::string next) {
-  INBOXSIM_ASSERT(handlers_.running() != 0);
   INBOXSIM_ASSERT(ms > 0);
-  ActiveHandler& handler = handlers_.at(handlers_.running());
+  ActiveHandler& handler = handlers_.running_handler();
   handler.resume = resume;
   handler.next_step = std::move(next);
   handler.right_after_lock = false;  // a wait is an event's boundary whatever came before
