@@ -269,6 +269,8 @@ bool time_exploration() {
   inboxsim::Scenario reference = *parsed.scenario;
   reference.config.account_instances = 2;
   reference.config.transfer_instances = 2;
+  inboxsim::Scenario claiming = reference;  // relays that claim their rows
+  claiming.config.relay_claim = inboxsim::RelayClaim::skip_locked;
   using inboxsim::FaultKind;
   std::printf("explore, --reduction dpor,persistent (one thread; a bounded row is bounded "
               "partial-order reduction):\n\n"
@@ -293,6 +295,10 @@ bool time_exploration() {
       {"two transfers, two accounts, 2+2 instances, no fault", &reference, 0, {}, 200'000,
        "complete in at most 1,000,000", -1},
       {"the same, one fault of any kind anywhere", &reference, 1, {}, 200'000, "complete", -1},
+      {"the same, relays that claim their rows (relay.claim = skip_locked), no fault", &claiming,
+       0, {}, 1'000'000, "complete in at most 1,000,000", -1},
+      {"the same with claims, one fault of any kind anywhere", &claiming, 1, {}, 200'000,
+       "complete", -1},
       {"lesson 77, one crash anywhere, at most 0 preemptions", &*lesson.scenario, 1,
        {FaultKind::crash}, 200'000, "", 0},
       {"two transfers, two accounts, 2+2 instances, no fault, at most 0 preemptions",

@@ -19,6 +19,8 @@ constexpr std::array<std::string_view, 5> kTransferDedupeNames = {
 static_assert(names_every(kTransferDedupeNames, TransferDedupe::processed_after));
 constexpr std::array<std::string_view, 2> kDedupeKeyNames = {"message_id", "message_id+consumer"};
 static_assert(names_every(kDedupeKeyNames, DedupeKey::message_id_and_consumer));
+constexpr std::array<std::string_view, 2> kRelayClaimNames = {"none", "skip_locked"};
+static_assert(names_every(kRelayClaimNames, RelayClaim::skip_locked));
 constexpr std::array<std::string_view, 2> kQueueTypeNames = {"quorum", "classic"};
 static_assert(names_every(kQueueTypeNames, QueueType::classic));
 constexpr std::array<std::string_view, 2> kLedgerConflictNames = {"fault", "ack"};
@@ -283,6 +285,8 @@ const std::vector<KeyRow>& key_rows() {
           "transfer.notifications", "a second consumer in transfer-service, on the bank's events"),
       bool_key<&Config::relay_stable_message_id>(
           "relay.stable_message_id", "whether the outbox relay republishes with the stored id"),
+      choice_key<&Config::relay_claim, kRelayClaimNames>(
+          "relay.claim", "whether a relay locks the outbox rows it publishes (skip_locked)"),
       integer_key<&Config::broker_prefetch, 1, kPrefetchMax>(
           "broker.prefetch", "unacked deliveries a consumer may hold (basic.qos)"),
       integer_key<&Config::broker_delivery_limit, 1, kDeliveryLimitMax>(

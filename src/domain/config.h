@@ -28,6 +28,12 @@ enum class TransferDedupe : uint8_t {
   processed_after
 };
 enum class DedupeKey : uint8_t { message_id, message_id_and_consumer };
+// Whether transfer-service's relays claim the outbox rows they publish. none: a plain polling
+// relay, which claims nothing, so two relays may both publish one row. skip_locked: a relay
+// locks the rows it publishes and the others skip them (MassTransit's bus outbox delivery,
+// SELECT ... FOR UPDATE SKIP LOCKED), until the row is marked sent or the relay's process dies
+// (docs/model.md, "Relays").
+enum class RelayClaim : uint8_t { none, skip_locked };
 // RabbitMQ's queue types (docs/contract.md §8.2): a quorum queue counts deliveries (x-delivery-count) and
 // dead-letters past the delivery limit; a classic queue does neither.
 enum class QueueType : uint8_t { quorum, classic };
@@ -87,6 +93,7 @@ struct Config {
   bool transfer_state_machine = true;
   bool transfer_notifications = false;
   bool relay_stable_message_id = true;
+  RelayClaim relay_claim = RelayClaim::none;
   int64_t broker_prefetch = 16;
   int64_t broker_delivery_limit = 20;
   // Concurrency (docs/contract.md §8.1).

@@ -67,6 +67,10 @@ std::string_view event_kind_name(EventKind kind);
 // The event kind with that name, if any.
 std::optional<EventKind> parse_event_kind(std::string_view name);
 
+// What a cleanup event's rows were: the dedupe records (an inbox's rows, processed_messages) or
+// a service's outbox, sent or delivered.
+enum class CleanupOf : uint8_t { none, dedupe_records, outbox };
+
 // Which dedupe record a dedupe_record event writes, by mechanism and step (its "record" in the
 // trace): what the views act on, where the sentence only tells it.
 enum class DedupeRecord : uint8_t {
@@ -145,7 +149,8 @@ struct TraceEvent {
   std::string account;
   int64_t amount = 0;        // request, effect: money, in minor units (signed on an effect)
   int64_t duration_ms = 0;   // advance: the jump; paused: the pause's length
-  int64_t rows_deleted = 0;  // cleanup: the dedupe records retention deleted
+  int64_t rows_deleted = 0;  // cleanup: the rows retention deleted
+  CleanupOf cleaned = CleanupOf::none;  // cleanup: which rows (not in the trace line)
   std::string detail;        // the event in words, for people; the typed fields are its data
   DedupeRecord record = DedupeRecord::none;  // dedupe_record
   FaultCause cause = FaultCause::none;       // consumer_fault

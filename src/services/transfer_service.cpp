@@ -17,7 +17,8 @@ constexpr std::string_view kSagaConsumer = "saga";
 constexpr std::string_view kNotificationsConsumer = "notifications";
 
 void create_tables(SQLite::Database& db, const Config& config) {
-  db.exec(
+  const bool claims = config.relay_claim == RelayClaim::skip_locked;
+  db.exec(std::string(
       "CREATE TABLE sagas (transfer_id TEXT PRIMARY KEY, state TEXT NOT NULL,"
       "  from_account TEXT NOT NULL, to_account TEXT NOT NULL, amount INTEGER NOT NULL,"
       "  updated_ms INTEGER NOT NULL);"
@@ -27,11 +28,13 @@ void create_tables(SQLite::Database& db, const Config& config) {
       "CREATE TABLE outbox (seq INTEGER PRIMARY KEY, message_id TEXT NOT NULL,"
       "  type TEXT NOT NULL, transfer_id TEXT NOT NULL, from_account TEXT NOT NULL,"
       "  to_account TEXT NOT NULL, amount INTEGER NOT NULL, created_ms INTEGER NOT NULL,"
-      "  sent_ms INTEGER);"
+      "  sent_ms INTEGER" +
+      std::string(claims ? ", claimed_by TEXT" : "") +
+      ");"
       "CREATE INDEX outbox_unsent ON outbox (seq) WHERE sent_ms IS NULL;"
       "CREATE INDEX outbox_sent ON outbox (sent_ms) WHERE sent_ms IS NOT NULL;"
       "CREATE TABLE notifications (id INTEGER PRIMARY KEY, transfer_id TEXT NOT NULL,"
-      "  kind TEXT NOT NULL, created_ms INTEGER NOT NULL);");
+      "  kind TEXT NOT NULL, created_ms INTEGER NOT NULL);"));
   if (config.transfer_processed_unique) {
     db.exec(config.transfer_dedupe_key == DedupeKey::message_id
                 ? "CREATE UNIQUE INDEX processed_messages_key ON processed_messages (message_id)"
@@ -67,6 +70,17 @@ struct TransferService::Statements {
                       "SELECT seq, message_id, type, transfer_id, from_account, to_account,"
                       " amount, created_ms FROM outbox WHERE sent_ms IS NULL ORDER BY seq LIMIT " +
                           std::to_string(TransferService::kRelayBatchRows)),
+        // With relay.claim = skip_locked: the rows no other relay holds, then the claim of those
+        // this relay does not hold yet, and a dead relay's claims let go.
+        outbox_unclaimed(db,
+                         "SELECT seq, message_id, type, transfer_id, from_account, to_account,"
+                         " amount, created_ms, claimed_by IS NULL FROM outbox"
+                         " WHERE sent_ms IS NULL AND (claimed_by IS NULL OR claimed_by = ?1)"
+                         " ORDER BY seq LIMIT " +
+                             std::to_string(TransferService::kRelayBatchRows)),
+        outbox_claim(db, "UPDATE outbox SET claimed_by = ? WHERE seq = ? AND claimed_by IS NULL"),
+        outbox_release(
+            db, "UPDATE outbox SET claimed_by = NULL WHERE claimed_by = ? AND sent_ms IS NULL"),
         outbox_mark_sent(db, "UPDATE outbox SET sent_ms = ? WHERE seq = ? AND sent_ms IS NULL"),
         outbox_unsent_count(db, "SELECT COUNT(*) FROM outbox WHERE sent_ms IS NULL"),
         notification_insert(db,
@@ -82,6 +96,9 @@ struct TransferService::Statements {
   LazyStatement outbox_sent_cleanup;
   LazyStatement outbox_insert;
   LazyStatement outbox_unsent;
+  LazyStatement outbox_unclaimed;
+  LazyStatement outbox_claim;
+  LazyStatement outbox_release;
   LazyStatement outbox_mark_sent;
   LazyStatement outbox_unsent_count;
   LazyStatement notification_insert;
@@ -93,9 +110,12 @@ void TransferService::create_schema(SQLite::Database& db, const Config& config) 
 
 std::string TransferService::schema_key(const Config& config) {
   // The key names every config choice create_schema() depends on.
-  if (!config.transfer_processed_unique) return "not-unique";
-  return config.transfer_dedupe_key == DedupeKey::message_id ? "unique(message_id)"
-                                                             : "unique(message_id, consumer)";
+  std::string key = !config.transfer_processed_unique ? "not-unique"
+                    : config.transfer_dedupe_key == DedupeKey::message_id
+                        ? "unique(message_id)"
+                        : "unique(message_id, consumer)";
+  if (config.relay_claim == RelayClaim::skip_locked) key += "+claims";
+  return key;
 }
 
 TransferService::TransferService(ServiceHost& host, const Config& config, Connection& connection)
@@ -394,19 +414,56 @@ void TransferService::add_outbox(MessageType type, const std::string& transfer,
 }
 
 size_t TransferService::relay_poll() {
+  if (config_.relay_claim == RelayClaim::skip_locked) return relay_poll_claiming();
   std::vector<std::pair<int64_t, MessagePtr>> rows;
   {
     StatementUse unsent(statements_->outbox_unsent);
-    while (unsent->executeStep()) {
-      const auto type = parse_message_type(unsent->getColumn(2).getString());
-      INBOXSIM_ASSERT(type.has_value());
-      rows.emplace_back(
-          unsent->getColumn(0).getInt64(),
-          make_message(unsent->getColumn(1).getString(), *type, unsent->getColumn(3).getString(),
-                       unsent->getColumn(4).getString(), unsent->getColumn(5).getString(),
-                       unsent->getColumn(6).getInt64(), "", unsent->getColumn(7).getInt64()));
+    while (unsent->executeStep())
+      rows.emplace_back(unsent->getColumn(0).getInt64(), outbox_message(*unsent));
+  }
+  publish_rows(rows);
+  return rows.size();
+}
+
+// MassTransit's bus outbox delivery service locks what it delivers (`SELECT ... FOR UPDATE SKIP
+// LOCKED`) in a transaction it commits once the messages are sent; another instance's query
+// skips the locked row. Here the claim is a column: the poll's transaction claims the rows no
+// other relay holds, the confirm marks the row sent, and the process's death lets its claims go
+// (crash()).
+size_t TransferService::relay_poll_claiming() {
+  std::vector<std::pair<int64_t, MessagePtr>> rows;
+  std::vector<int64_t> unclaimed;
+  const std::string relay(host_.names().relay);
+  UnitOfWork work(*this);
+  {
+    StatementUse free_rows(statements_->outbox_unclaimed);
+    free_rows->bind(1, relay);
+    while (free_rows->executeStep()) {
+      const int64_t seq = free_rows->getColumn(0).getInt64();
+      rows.emplace_back(seq, outbox_message(*free_rows));
+      if (free_rows->getColumn(8).getInt() != 0) unclaimed.push_back(seq);
     }
   }
+  for (const int64_t seq : unclaimed) {
+    StatementUse claim(statements_->outbox_claim);
+    claim->bind(1, relay);
+    claim->bind(2, static_cast<int64_t>(seq));
+    claim->exec();
+  }
+  commit(work);
+  publish_rows(rows);
+  return rows.size();
+}
+
+MessagePtr TransferService::outbox_message(SQLite::Statement& row) {
+  const auto type = parse_message_type(row.getColumn(2).getString());
+  INBOXSIM_ASSERT(type.has_value());
+  return make_message(row.getColumn(1).getString(), *type, row.getColumn(3).getString(),
+                      row.getColumn(4).getString(), row.getColumn(5).getString(),
+                      row.getColumn(6).getInt64(), "", row.getColumn(7).getInt64());
+}
+
+void TransferService::publish_rows(std::vector<std::pair<int64_t, MessagePtr>>& rows) {
   for (auto& [seq, message] : rows) {
     if (awaiting_confirm_.count(seq) > 0) continue;
     if (!config_.relay_stable_message_id) {
@@ -420,8 +477,8 @@ size_t TransferService::relay_poll() {
     host_.relay_publish(message, seq);
     crash_point(CrashPoint::after_publish, *message);
   }
-  if (static_cast<int64_t>(rows.size()) == TransferService::kRelayBatchRows) host_.schedule_relay_poll();
-  return rows.size();
+  if (static_cast<int64_t>(rows.size()) == TransferService::kRelayBatchRows)
+    host_.schedule_relay_poll();
 }
 
 void TransferService::relay_confirmed(int64_t outbox_seq) {
@@ -443,7 +500,18 @@ void TransferService::relay_publish_nacked(int64_t outbox_seq) {
 
 void TransferService::relay_channel_closed() { awaiting_confirm_.clear(); }
 
-void TransferService::crash() { awaiting_confirm_.clear(); }
+void TransferService::crash() {
+  awaiting_confirm_.clear();
+  if (config_.relay_claim != RelayClaim::skip_locked) return;
+  // The process's connection died, so Postgres rolled its transaction back and its row locks
+  // went: the rows it claimed and did not mark sent are free, and each live relay finds them on
+  // its next poll.
+  UnitOfWork work(*this);
+  StatementUse release(statements_->outbox_release);
+  release->bind(1, std::string(host_.names().relay));
+  if (release->exec() > 0) pending_.outbox_written = true;
+  commit(work);
+}
 
 void TransferService::restart() { host_.schedule_relay_poll(); }
 

@@ -106,6 +106,13 @@ class TransferService : private ServiceCore {
   // Built only where the explorer or the playground reads them (ServiceHost::names_steps).
   StepLabels step_labels(TransferConsumer consumer) const;
   void record_processed_after(const Message& message, std::string_view consumer);
+  // relay_poll with relay.claim = skip_locked: claims the rows no other relay holds first.
+  size_t relay_poll_claiming();
+  // The message an outbox row (seq, message_id, type, transfer_id, from, to, amount,
+  // created_ms) carries.
+  static MessagePtr outbox_message(SQLite::Statement& row);
+  // Publishes each row not awaiting a confirm; a full batch polls again.
+  void publish_rows(std::vector<std::pair<int64_t, MessagePtr>>& rows);
   void insert_processed(const Message& message, std::string_view consumer, DedupeRecord record);
   bool already_seen(const Message& message, std::string_view consumer, const std::string& key);
   bool commit_event(TransferConsumer consumer, const Message& message);

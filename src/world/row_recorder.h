@@ -13,9 +13,9 @@
 // Which event a change belongs to: a commit's rows go to the first event the commit records
 // (its dedupe record, effect or saga change), or, when the commit records none, to the event
 // recorded just before it (the handler's own step). Rows written outside a transaction of a
-// handler (opening balances, cleanup) go to the next event. A queue's changes go to the event
-// after which they are seen, except that the broker settles an ack, a nack, a requeue or a
-// dead-letter before it records it: a change to that event's own message goes to that event.
+// handler (opening balances, a retention pass's deletes) go to the next event. A queue's changes go
+// to the event after which they are seen, except that the broker settles an ack, a nack, a requeue
+// or a dead-letter before it records it: a change to that event's own message goes to that event.
 //
 // A World creates a recorder only when a view will use it: without one no hook is installed
 // and a run (a fuzz seed) pays nothing.

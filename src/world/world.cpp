@@ -518,7 +518,7 @@ void World::record(TraceEvent event) {
 void World::committed(const CommitRecord& record_in) {
   stats_.count_transaction();
   coverage_.count_commit(record_in);
-  if (rows_ && record_in.events.empty()) rows_->commit_without_events();
+  if (rows_ && record_in.events.empty() && !cleaning_) rows_->commit_without_events();
   for (const TraceEvent& event : record_in.events) record(event);
   checker_.on_commit(record_in, now_ms());
   if (record_in.service != ServiceId::transfer || !record_in.outbox_written) return;

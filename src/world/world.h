@@ -340,7 +340,8 @@ class World {
   void schedule_loop(size_t instance, job::Payload loop, bool& pending, int64_t delay_ms);
   void maybe_cleanup();
   void on_cleanup(int64_t tick_ms);
-  void record_cleanup(std::string_view service, int64_t deleted, const std::string& detail);
+  void record_cleanup(std::string_view service, int64_t deleted, CleanupOf cleaned,
+                      const std::string& detail);
 
   // Observation.
   void record(TraceEvent event);
@@ -390,6 +391,7 @@ class World {
   // Declared after the instances so that it is destroyed first, while their connections still
   // hold its hooks.
   std::unique_ptr<RowRecorder> rows_;
+  bool cleaning_ = false;  // a retention pass runs (on_cleanup)
 
   // Faults and the run's progress.
   FaultBook faults_;

@@ -28,8 +28,11 @@ void World::on_confirm(const Job& job, const job::Confirm& confirm) {
   // Marking the row sent is left out of the footprint where only this relay polls the outbox:
   // its poll reads the row as awaited before the confirm and not at all after it (docs/model.md,
   // "The relay's confirms"). Another instance's relay would publish the row again if it polled
-  // first, so with two the mark stays in; with a clock, a cleanup could delete the row.
-  const bool mark_commutes = clockless() && config_.transfer_instances == 1;
+  // first, so with two the mark stays in, unless relays claim their rows: then the other relay
+  // skips the row as this one's claim before the confirm and as sent after it. With a clock, a
+  // cleanup could delete the row.
+  const bool mark_commutes = clockless() && (config_.transfer_instances == 1 ||
+                                             config_.relay_claim == RelayClaim::skip_locked);
   const SqlFootprint::Quiet quiet(mark_commutes ? sql_footprint_.get() : nullptr);
   guarded(job.instance, [&] { instance.transfer->relay_confirmed(confirm.outbox_seq); });
 }

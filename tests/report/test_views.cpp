@@ -194,6 +194,34 @@ TEST_CASE("row changes go to the event that made them", "[views]") {
         }) == 2);
 }
 
+TEST_CASE("a retention pass's deletes go to its cleanup event, not to the clock's jump",
+          "[views]") {
+  // Scenario 15: the clock runs on past the inbox window, and the cleanup that falls due
+  // meanwhile deletes the two inbox rows. The pass's commit records no event of its own: its
+  // rows belong to the cleanup event that follows it, which says how many there were.
+  const RunResult result = run_recorded(library_scenario("15-window-too-short-no-index.json"));
+  const RowHistory& rows = result.rows;
+  const TableColumns* inbox = find_table(rows, "account-service", "inbox_state");
+  REQUIRE(inbox != nullptr);
+  int64_t cleanups = 0;
+  for (size_t i = 0; i < result.events.size(); ++i) {
+    const TraceEvent& event = result.events[i];
+    const auto deleted = std::count_if(
+        rows.by_event[i].begin(), rows.by_event[i].end(), [&](const RowChange& change) {
+          return &rows.tables[change.table] == inbox && change.op == RowOp::remove;
+        });
+    CAPTURE(i, describe_event(event));
+    if (event.kind == EventKind::cleanup) {
+      ++cleanups;
+      CHECK(event.cleaned == CleanupOf::dedupe_records);
+      CHECK(deleted == event.rows_deleted);
+    } else {
+      CHECK(deleted == 0);
+    }
+  }
+  CHECK(cleanups == 1);
+}
+
 // The recorder only watches: a run records the same trace with or without it, and a run that
 // was not asked for rows keeps none.
 TEST_CASE("recording rows changes no trace, and is off unless asked for", "[views]") {

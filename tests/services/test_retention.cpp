@@ -46,10 +46,11 @@ std::string story(const std::string& inbox, int64_t advance_ms) {
   })";
 }
 
-bool has_cleanup(const RunResult& result, const std::string& service, const std::string& what) {
+// Whether `service` ran a cleanup that deleted rows of `what` (its dedupe records or its outbox).
+bool has_cleanup(const RunResult& result, const std::string& service, CleanupOf what) {
   return std::any_of(result.events.begin(), result.events.end(), [&](const TraceEvent& e) {
-    return e.kind == EventKind::cleanup && e.service == service &&
-           e.detail.find(what) != std::string::npos && e.rows_deleted > 0;
+    return e.kind == EventKind::cleanup && e.service == service && e.cleaned == what &&
+           e.rows_deleted > 0;
   });
 }
 
@@ -72,7 +73,7 @@ TEST_CASE("retention: the account outbox is cleaned in every inbox mode, not onl
     REQUIRE(count_rows(file, "SELECT COUNT(*) FROM outbox WHERE created_ms < 3600000") == 0);
     REQUIRE(count_rows(file, "SELECT COUNT(*) FROM ledger") == 4);
     if (inbox == "none" || inbox.rfind("external", 0) == 0) {
-      REQUIRE(has_cleanup(result, "account-service", "outbox cleanup"));
+      REQUIRE(has_cleanup(result, "account-service", CleanupOf::outbox));
     }
   }
 }
@@ -85,8 +86,8 @@ TEST_CASE("retention: the transfer outbox's sent rows go with the TTL, unsent on
   std::string text = story("masstransit", 2 * 86'400'000);
   const RunResult result = run_scenario(parse_ok(text), options);
   REQUIRE(result.violations.empty());
-  REQUIRE(has_cleanup(result, "transfer-service", "outbox rows sent"));
-  REQUIRE(has_cleanup(result, "transfer-service", "processed_messages"));
+  REQUIRE(has_cleanup(result, "transfer-service", CleanupOf::outbox));
+  REQUIRE(has_cleanup(result, "transfer-service", CleanupOf::dedupe_records));
   const auto file = dir.path / "retention.transfer-service.sqlite";
   REQUIRE(count_rows(file, "SELECT COUNT(*) FROM outbox") == 0);
   REQUIRE(count_rows(file, "SELECT COUNT(*) FROM processed_messages") == 0);
@@ -98,7 +99,7 @@ TEST_CASE("retention: the transfer outbox's sent rows go with the TTL, unsent on
   const TemporaryDirectory young("inboxsim-test-retention-transfer-young");
   options.db_dir = young.path.string();
   const RunResult kept = run_scenario(parse_ok(story("masstransit", 3'600'000)), options);
-  REQUIRE_FALSE(has_cleanup(kept, "transfer-service", "outbox rows sent"));
+  REQUIRE_FALSE(has_cleanup(kept, "transfer-service", CleanupOf::outbox));
   REQUIRE(count_rows(young.path / "retention.transfer-service.sqlite",
                      "SELECT COUNT(*) FROM outbox WHERE sent_ms IS NOT NULL") >= 4);
 }

@@ -9,6 +9,7 @@
 #include <catch2/catch.hpp>
 #include <filesystem>
 #include <functional>
+#include <map>
 #include <set>
 #include <string>
 #include <vector>
@@ -552,6 +553,95 @@ TEST_CASE("MassTransit's row lock makes the second instance wait, and the outbox
   REQUIRE(result.dedupe_hits.at(ServiceId::account) == 1);
   REQUIRE(ledger_entries(result, "t1", EntryType::debit) == 1);
   REQUIRE(result.balances.at("alice") == 7500);
+  REQUIRE(result.balances.at("bob") == 2500);
+  REQUIRE(result.violations.empty());
+}
+
+// ---- relays' claims ---------------------------------------------------------------------------
+
+namespace {
+
+// Six transfers through three transfer-service instances, whose relays claim what they publish
+// (relay.claim) or not.
+Scenario six_transfers_three_relays(const std::string& claim) {
+  std::string steps;
+  for (int i = 1; i <= 6; ++i) {
+    steps += R"({ "transfer": { "id": "t)" + std::to_string(i) +
+             R"(", "from": "alice", "to": "bob", "amount": 100 } },)";
+  }
+  return parse_ok(R"({ "config": { "transfer.instances": 3, "relay.claim": ")" + claim +
+                  R"(" }, "accounts": { "alice": 10000, "bob": 0 }, "steps": [)" + steps +
+                  R"({ "run": { "until": "quiescent" } } ] })");
+}
+
+// How many times relays published each message id.
+std::map<std::string, int> relay_publishes(const RunResult& result) {
+  std::map<std::string, int> count;
+  for (const TraceEvent& e : events_where(result, kind_is(EventKind::publish))) {
+    if (e.service.rfind("transfer-relay", 0) == 0) ++count[e.message_id];
+  }
+  return count;
+}
+
+}  // namespace
+
+TEST_CASE("claiming relays publish each row once, relays that claim nothing some rows twice",
+          "[concurrency][relay]") {
+  // Every commit that writes an outbox row wakes every relay. Without a claim each publishes
+  // what it reads unsent, so one row goes out more than once with no fault at all; with
+  // relay.claim = skip_locked the first poll claims the row and the others skip it.
+  int copies_without_claims = 0;
+  for (uint64_t seed = 1; seed <= 3; ++seed) {
+    INFO("seed " << seed);
+    for (const std::string claim : {"none", "skip_locked"}) {
+      INFO("relay.claim " << claim);
+      const RunResult result = run(six_transfers_three_relays(claim), seed);
+      REQUIRE(result.violations.empty());
+      REQUIRE(result.transfers.size() == 6);
+      for (const auto& [transfer, state] : result.transfers) REQUIRE(state == SagaState::completed);
+      const std::map<std::string, int> publishes = relay_publishes(result);
+      REQUIRE(publishes.size() == 12);  // each transfer's request and credit request
+      for (const auto& [id, times] : publishes) {
+        INFO(id);
+        if (claim == "skip_locked") REQUIRE(times == 1);
+        if (claim == "none" && times > 1) ++copies_without_claims;
+      }
+    }
+  }
+  CHECK(copies_without_claims > 0);
+}
+
+TEST_CASE("a relay that dies lets its claims go: another relay publishes the row at once",
+          "[concurrency][relay]") {
+  // The relay that publishes t1's request (transfer-relay#2's poll comes first with seed 1) dies
+  // before the confirm marks its row sent, and stays down for a minute. Its connection's locks go
+  // with it: the other relay claims the row and publishes it again, long before the dead one is
+  // back; the inbox takes the copy.
+  const RunResult result = run(parse_ok(R"({
+    "seed": 1,
+    "config": { "transfer.instances": 2, "relay.claim": "skip_locked" },
+    "accounts": { "alice": 10000, "bob": 0 },
+    "steps": [
+      { "fault": { "kind": "crash", "service": "transfer-service", "instance": 2,
+                   "at": "after_publish", "restart_after_ms": 60000,
+                   "match": { "type": "Transfer.Requested", "transfer": "t1" } } },
+      { "transfer": { "id": "t1", "from": "alice", "to": "bob", "amount": 2500 } },
+      { "run": { "until": "quiescent" } }
+    ]
+  })"));
+  REQUIRE(result.unfired_faults.empty());
+  const std::string id = message_id_of(result, "Transfer.Requested", "t1");
+  std::vector<TraceEvent> publishes = events_where(result, [&](const TraceEvent& e) {
+    return e.kind == EventKind::publish && e.message_id == id;
+  });
+  REQUIRE(publishes.size() == 2);
+  const auto crashes = events_where(result, kind_is(EventKind::crash));
+  REQUIRE(crashes.size() == 1);
+  // The first publisher died; the second is the other relay, within the minute.
+  CHECK(publishes[0].service != publishes[1].service);
+  CHECK(publishes[1].time_ms < crashes[0].time_ms + 60000);
+  REQUIRE(result.dedupe_hits.at(ServiceId::account) == 1);
+  REQUIRE(ledger_entries(result, "t1", EntryType::debit) == 1);
   REQUIRE(result.balances.at("bob") == 2500);
   REQUIRE(result.violations.empty());
 }

@@ -1,7 +1,6 @@
 // MassTransit's Entity Framework inbox and consumer outbox (account.inbox = masstransit): an
 // inbox_state row per (message_id, consumer_id), a loop of passes each its own transaction, the
-// outbox rows sent by the passes of a delivery while the row lock is held, and the
-// InboxCleanupService.
+// outbox rows the passes send while the row lock is held, and the InboxCleanupService.
 #include <algorithm>
 #include <array>
 
@@ -557,6 +556,7 @@ int64_t MassTransitInbox::cleanup_inbox_state(int64_t cutoff) {
       TraceEvent event;
       event.time_ms = host_.now_ms();
       event.kind = EventKind::cleanup;
+      event.cleaned = CleanupOf::dedupe_records;
       event.service = me();
       event.message_id = message_id;
       event.detail =
