@@ -78,8 +78,9 @@ std::vector<LessonBlock> make_blocks() {
   return {
       {"The mechanics: the pattern before anything fails, and the business outcomes",
        {{"01", 4}, {"02", 2}, {"03", 3}}},
-      {"Duplicates are normal: a lost ack, a lost confirm, a relay that dies, exercises 1 and 2",
-       {{"08", 3}, {"16", 3}, {"43", 3}, {"04", 3}, {"05", 2}, {"68", 2}}},
+      {"Duplicates are normal: a lost ack, a lost confirm, a relay that dies, two relays, "
+       "exercises 1 and 2",
+       {{"08", 3}, {"16", 3}, {"43", 3}, {"78", 2}, {"04", 3}, {"05", 2}, {"68", 2}}},
       {"Break it: delete a unique index, and ask why nothing broke", {{"06", 3}, {"07", 3}}},
       {"Crashes at every point, and why the dedupe record shares the transaction",
        {{"09", 3}, {"10", 3}, {"11", 3}, {"60", 3}, {"28", 2}, {"45", 3}, {"66", 3}, {"67", 2}}},

@@ -23,15 +23,23 @@ bool dependent(const LoggedEvent& a, const LoggedEvent& b) {
 }
 
 // A race in words, for the report of what the search spends its states on: the two events and
-// what they meet on ("resume account-service / resume account-service on row, next rowid").
+// what they meet on, a table's resources with the table's name ("resume account-service /
+// resume account-service on next rowid of account-service.ledger, row").
 std::string race_words(const LoggedEvent& first, const LoggedEvent& second) {
   std::string words = std::string(first.kind) + " " + std::string(first.who) + " / " +
                       std::string(second.kind) + " " + std::string(second.who) + " on ";
   if (everything(first) || everything(second)) return words + "everything";
+  std::vector<std::string> parts;
+  for (const uint64_t resource : meeting_resources(first.footprint, second.footprint)) {
+    std::string part(resource_class_name(static_cast<ResourceClass>(resource >> 56)));
+    if (const std::string name = resource_name(resource); !name.empty()) part += " of " + name;
+    if (std::find(parts.begin(), parts.end(), part) == parts.end()) parts.push_back(part);
+  }
+  std::sort(parts.begin(), parts.end());
   const char* separator = "";
-  for (const ResourceClass kind : meeting_classes(first.footprint, second.footprint)) {
+  for (const std::string& part : parts) {
     words += separator;
-    words += resource_class_name(kind);
+    words += part;
     separator = ", ";
   }
   return words;

@@ -11,6 +11,9 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <map>
+#include <mutex>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -124,6 +127,45 @@ bool for_each_meeting(const std::vector<uint64_t>& a, const std::vector<uint64_t
 // Whether two sorted footprints share a resource they use in ways that do not commute.
 inline bool footprints_meet(const std::vector<uint64_t>& a, const std::vector<uint64_t>& b) {
   return for_each_meeting(a, b, [](uint64_t) { return true; });
+}
+
+// A resource's payload is a hash, so a report cannot say which table a "next rowid" is of. The
+// SQL footprint names each table's resources here once per connection it watches, and the
+// report of what a search spends its states on reads the names back. Any thread may call these.
+namespace detail {
+struct ResourceNames {
+  std::mutex mutex;
+  std::map<uint64_t, std::string> names;
+};
+inline ResourceNames& resource_names() {
+  static ResourceNames table;
+  return table;
+}
+}  // namespace detail
+
+inline void name_resource(uint64_t resource, std::string_view name) {
+  detail::ResourceNames& table = detail::resource_names();
+  const std::lock_guard<std::mutex> lock(table.mutex);
+  table.names.try_emplace(resource, name);
+}
+
+// The name given to `resource`, or empty.
+inline std::string resource_name(uint64_t resource) {
+  detail::ResourceNames& table = detail::resource_names();
+  const std::lock_guard<std::mutex> lock(table.mutex);
+  const auto found = table.names.find(resource);
+  return found == table.names.end() ? std::string() : found->second;
+}
+
+// The resources on which two sorted footprints meet (what orders two events), in order.
+inline std::vector<uint64_t> meeting_resources(const std::vector<uint64_t>& a,
+                                               const std::vector<uint64_t>& b) {
+  std::vector<uint64_t> resources;
+  for_each_meeting(a, b, [&](uint64_t resource) {
+    resources.push_back(resource);
+    return false;
+  });
+  return resources;
 }
 
 // The classes of the resources on which two sorted footprints meet (what orders two events).

@@ -147,8 +147,10 @@ void add_service_terms(std::vector<GlossaryEntry>& out) {
        "rows, publishes each to the broker and marks it sent once the broker confirms it. A "
        "crash between the publish and the mark, or a lost confirm, publishes the row again: with "
        "its stored message id (relay.stable_message_id = true), or as a new message with a new "
-       "id (false).",
-       "16-lost-confirm, 43-relay-dies-after-publish, 17-unstable-message-id"});
+       "id (false). With several instances, relays that claim nothing publish one row twice "
+       "with no fault at all; relay.claim = skip_locked makes a poll claim what it publishes.",
+       "16-lost-confirm, 43-relay-dies-after-publish, 17-unstable-message-id, "
+       "78-two-relays-one-row"});
   out.push_back(
       {"pass",
        {"passes", "masstransit pass", "masstransit's passes"},

@@ -10,6 +10,7 @@
 #include <unordered_map>
 #include <utility>
 
+#include "domain/crash.h"
 #include "kernel/assert.h"
 #include "world/explore_driver.h"
 
@@ -406,6 +407,12 @@ void SqlFootprint::watch(sqlite3* handle, uint64_t scope, const std::string& sch
   watched->handle = handle;
   watched->scope = scope;
   watched->tables = &tables_of(handle, schema_key);
+  // The report of the races most reversed names a table's scan and next rowid.
+  const std::string service(service_name(static_cast<ServiceId>(scope)));
+  for (const auto& [name, table] : *watched->tables) {
+    name_resource(resource_of(ResourceClass::table_scan, scope, name), service + "." + name);
+    name_resource(resource_of(ResourceClass::table_insert, scope, name), service + "." + name);
+  }
   sqlite3_trace_v2(handle, SQLITE_TRACE_STMT, &SqlFootprint::on_statement, watched.get());
   sqlite3_preupdate_hook(handle, &SqlFootprint::on_preupdate, watched.get());
   watched_.push_back(std::move(watched));
