@@ -443,6 +443,22 @@ TEST_CASE("under a preemption bound, DPOR reaches what the bound allows: two ins
   check_dpor_loses_nothing(library_scenario("02-insufficient-funds.json"), fault);
 }
 
+namespace {
+
+// The bench's story (two transfers between two accounts, in opposite directions) with `config`
+// (a JSON object's members), searched to its end as `explore` searches by default.
+ExploreResult explore_bench_story(const std::string& config) {
+  const std::string story = R"({"name": "two-transfers", "accounts": {"alice": 10000, "bob": 0},
+    "config": {)" + config + R"(},
+    "steps": [{"transfer": {"id": "t1", "from": "alice", "to": "bob", "amount": 2500}},
+              {"transfer": {"id": "t2", "from": "bob", "to": "alice", "amount": 100}}]})";
+  ExploreSettings settings = with_faults(0, {});
+  settings.dpor = true;
+  return explore(testing::parse_ok(story), settings);
+}
+
+}  // namespace
+
 TEST_CASE(
     "two transfers with two account-service instances and one transfer-service instance "
     "are proven for every order",
@@ -450,13 +466,8 @@ TEST_CASE(
   // The bench's story (two transfers between two accounts, in opposite directions). With two
   // account-service instances and one transfer-service instance every order completes: pinned,
   // so a reduction that loses a race or a fingerprint that merges too much shows.
-  const std::string story = R"({"name": "two-transfers", "accounts": {"alice": 10000, "bob": 0},
-    "config": {"account.instances": 2, "transfer.instances": 1},
-    "steps": [{"transfer": {"id": "t1", "from": "alice", "to": "bob", "amount": 2500}},
-              {"transfer": {"id": "t2", "from": "bob", "to": "alice", "amount": 100}}]})";
-  ExploreSettings settings = with_faults(0, {});
-  settings.dpor = true;  // as `explore` searches by default
-  const ExploreResult two_accounts = explore(testing::parse_ok(story), settings);
+  const ExploreResult two_accounts =
+      explore_bench_story(R"("account.instances": 2, "transfer.instances": 1)");
   CHECK(two_accounts.complete);
   CHECK(broken_invariants(two_accounts).empty());
   CHECK(two_accounts.states == 19892);
@@ -469,13 +480,8 @@ TEST_CASE("the bench's story with two instances of each service is proven when r
   // instances, relays that claim the rows they publish (relay.claim = skip_locked): every order
   // completes. With relays that claim nothing both publish a row and the two copies' inbox
   // passes interleave; that search is not finished at 300,000 states (docs/model.md).
-  const std::string story = R"({"name": "two-transfers", "accounts": {"alice": 10000, "bob": 0},
-    "config": {"account.instances": 2, "transfer.instances": 2, "relay.claim": "skip_locked"},
-    "steps": [{"transfer": {"id": "t1", "from": "alice", "to": "bob", "amount": 2500}},
-              {"transfer": {"id": "t2", "from": "bob", "to": "alice", "amount": 100}}]})";
-  ExploreSettings settings = with_faults(0, {});
-  settings.dpor = true;  // as `explore` searches by default
-  const ExploreResult result = explore(testing::parse_ok(story), settings);
+  const ExploreResult result = explore_bench_story(
+      R"("account.instances": 2, "transfer.instances": 2, "relay.claim": "skip_locked")");
   CHECK(result.complete);
   CHECK(broken_invariants(result).empty());
   CHECK(result.states == 222651);
