@@ -172,11 +172,10 @@ inline std::vector<uint64_t> meeting_resources(const std::vector<uint64_t>& a,
 inline std::vector<ResourceClass> meeting_classes(const std::vector<uint64_t>& a,
                                                   const std::vector<uint64_t>& b) {
   std::vector<ResourceClass> classes;
-  for_each_meeting(a, b, [&](uint64_t resource) {
+  for (const uint64_t resource : meeting_resources(a, b)) {
     const auto kind = static_cast<ResourceClass>(resource >> 56);
     if (std::find(classes.begin(), classes.end(), kind) == classes.end()) classes.push_back(kind);
-    return false;
-  });
+  }
   std::sort(classes.begin(), classes.end());
   return classes;
 }

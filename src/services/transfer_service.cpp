@@ -15,6 +15,9 @@ namespace {
 
 constexpr std::string_view kSagaConsumer = "saga";
 constexpr std::string_view kNotificationsConsumer = "notifications";
+// What a relay reads of an outbox row, in the order outbox_message() takes it.
+constexpr const char* kOutboxColumns =
+    "seq, message_id, type, transfer_id, from_account, to_account, amount, created_ms";
 
 void create_tables(SQLite::Database& db, const Config& config) {
   const bool claims = config.relay_claim == RelayClaim::skip_locked;
@@ -66,18 +69,15 @@ struct TransferService::Statements {
         outbox_insert(db,
                       "INSERT INTO outbox (message_id, type, transfer_id, from_account,"
                       " to_account, amount, created_ms) VALUES (?, ?, ?, ?, ?, ?, ?)"),
-        outbox_unsent(db,
-                      "SELECT seq, message_id, type, transfer_id, from_account, to_account,"
-                      " amount, created_ms FROM outbox WHERE sent_ms IS NULL ORDER BY seq LIMIT " +
-                          std::to_string(TransferService::kRelayBatchRows)),
+        outbox_unsent(db, std::string("SELECT ") + kOutboxColumns +
+                              " FROM outbox WHERE sent_ms IS NULL ORDER BY seq LIMIT " +
+                              std::to_string(TransferService::kRelayBatchRows)),
         // With relay.claim = skip_locked: the rows no other relay holds, then the claim of those
         // this relay does not hold yet, and a dead relay's claims let go.
-        outbox_unclaimed(db,
-                         "SELECT seq, message_id, type, transfer_id, from_account, to_account,"
-                         " amount, created_ms, claimed_by IS NULL FROM outbox"
-                         " WHERE sent_ms IS NULL AND (claimed_by IS NULL OR claimed_by = ?1)"
-                         " ORDER BY seq LIMIT " +
-                             std::to_string(TransferService::kRelayBatchRows)),
+        outbox_unclaimed(db, std::string("SELECT ") + kOutboxColumns +
+                                 ", claimed_by IS NULL FROM outbox WHERE sent_ms IS NULL AND"
+                                 " (claimed_by IS NULL OR claimed_by = ?1) ORDER BY seq LIMIT " +
+                                 std::to_string(TransferService::kRelayBatchRows)),
         outbox_claim(db, "UPDATE outbox SET claimed_by = ? WHERE seq = ? AND claimed_by IS NULL"),
         outbox_release(
             db, "UPDATE outbox SET claimed_by = NULL WHERE claimed_by = ? AND sent_ms IS NULL"),
@@ -418,8 +418,9 @@ size_t TransferService::relay_poll() {
   std::vector<std::pair<int64_t, MessagePtr>> rows;
   {
     StatementUse unsent(statements_->outbox_unsent);
-    while (unsent->executeStep())
+    while (unsent->executeStep()) {
       rows.emplace_back(unsent->getColumn(0).getInt64(), outbox_message(*unsent));
+    }
   }
   publish_rows(rows);
   return rows.size();
@@ -477,8 +478,9 @@ void TransferService::publish_rows(std::vector<std::pair<int64_t, MessagePtr>>& 
     host_.relay_publish(message, seq);
     crash_point(CrashPoint::after_publish, *message);
   }
-  if (static_cast<int64_t>(rows.size()) == TransferService::kRelayBatchRows)
+  if (static_cast<int64_t>(rows.size()) == TransferService::kRelayBatchRows) {
     host_.schedule_relay_poll();
+  }
 }
 
 void TransferService::relay_confirmed(int64_t outbox_seq) {

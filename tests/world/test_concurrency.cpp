@@ -23,6 +23,7 @@
 using namespace inboxsim;
 using inboxsim::testing::parse_ok;
 using inboxsim::testing::TemporaryDirectory;
+using inboxsim::testing::text_of;
 
 namespace {
 
@@ -569,9 +570,8 @@ Scenario six_transfers_three_relays(const std::string& claim) {
     steps += R"({ "transfer": { "id": "t)" + std::to_string(i) +
              R"(", "from": "alice", "to": "bob", "amount": 100 } },)";
   }
-  return parse_ok(R"({ "config": { "transfer.instances": 3, "relay.claim": ")" + claim +
-                  R"(" }, "accounts": { "alice": 10000, "bob": 0 }, "steps": [)" + steps +
-                  R"({ "run": { "until": "quiescent" } } ] })");
+  return parse_ok(text_of(R"({ "transfer.instances": 3, "relay.claim": ")" + claim + R"(" })",
+                          steps + R"({ "run": { "until": "quiescent" } })"));
 }
 
 // How many times relays published each message id.
@@ -617,18 +617,14 @@ TEST_CASE("a relay that dies lets its claims go: another relay publishes the row
   // before the confirm marks its row sent, and stays down for a minute. Its connection's locks go
   // with it: the other relay claims the row and publishes it again, long before the dead one is
   // back; the inbox takes the copy.
-  const RunResult result = run(parse_ok(R"({
-    "seed": 1,
-    "config": { "transfer.instances": 2, "relay.claim": "skip_locked" },
-    "accounts": { "alice": 10000, "bob": 0 },
-    "steps": [
+  const RunResult result =
+      run(parse_ok(text_of(R"({ "transfer.instances": 2, "relay.claim": "skip_locked" })", R"(
       { "fault": { "kind": "crash", "service": "transfer-service", "instance": 2,
                    "at": "after_publish", "restart_after_ms": 60000,
                    "match": { "type": "Transfer.Requested", "transfer": "t1" } } },
       { "transfer": { "id": "t1", "from": "alice", "to": "bob", "amount": 2500 } },
-      { "run": { "until": "quiescent" } }
-    ]
-  })"));
+      { "run": { "until": "quiescent" } })")),
+          1);
   REQUIRE(result.unfired_faults.empty());
   const std::string id = message_id_of(result, "Transfer.Requested", "t1");
   std::vector<TraceEvent> publishes = events_where(result, [&](const TraceEvent& e) {
