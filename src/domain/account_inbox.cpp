@@ -72,13 +72,13 @@ constexpr std::array<AccountInboxKind, kAccountInboxCount> kKinds = {{
      "MassTransit's Entity Framework inbox and consumer outbox: an inbox_state row per message, "
      "a transaction per pass",
      InboxFramework::masstransit, true, false, false, kMassTransitPoints, false, kMassTransitProbes,
-     kMassTransitKeys, "", InboxRetention::delivered_rows, nullptr, false},
+     kMassTransitKeys, "", InboxRetention::delivered_rows, nullptr, false, true},
     {AccountInbox::marten, "marten",
      "Wolverine's inbox on Marten: a document per message looked up first, stored with the event "
      "append, its primary key the backstop",
      InboxFramework::wolverine, true, true, true, kMartenPoints, false, kMartenProbes, kMartenKeys,
      "inbox_documents' primary key (message_id)", InboxRetention::handled_documents, repair_marten,
-     false},
+     false, false},
     {AccountInbox::none,
      "none",
      "no inbox: every delivery runs the business change",
@@ -93,6 +93,7 @@ constexpr std::array<AccountInboxKind, kAccountInboxCount> kKinds = {{
      "",
      InboxRetention::delivered_rows,
      nullptr,
+     false,
      false},
     {AccountInbox::external_before,
      "external-before",
@@ -108,6 +109,7 @@ constexpr std::array<AccountInboxKind, kAccountInboxCount> kKinds = {{
      "",
      InboxRetention::delivered_rows,
      nullptr,
+     false,
      false},
     {AccountInbox::external_after,
      "external-after",
@@ -123,6 +125,7 @@ constexpr std::array<AccountInboxKind, kAccountInboxCount> kKinds = {{
      "",
      InboxRetention::delivered_rows,
      nullptr,
+     false,
      false},
     // Not a defence: the mark is still outside the transaction, so a mark whose transaction
     // rolls back makes the redelivery look like a duplicate (scenario 70).
@@ -141,6 +144,7 @@ constexpr std::array<AccountInboxKind, kAccountInboxCount> kKinds = {{
      "",
      InboxRetention::delivered_rows,
      nullptr,
+     false,
      false},
     // A defence with the ledger key: the store is the dedupe record, in its own transaction
     // before the ack, and the handler's transaction marks it Handled with the business write;
@@ -152,7 +156,7 @@ constexpr std::array<AccountInboxKind, kAccountInboxCount> kKinds = {{
      "node is gone",
      InboxFramework::wolverine, true, true, false, kWolverinePoints, false, kWolverineProbes,
      kWolverineKeys, "wolverine_incoming_envelopes' key (message_id)",
-     InboxRetention::handled_envelopes, nullptr, true},
+     InboxRetention::handled_envelopes, nullptr, true, false},
 }};
 
 // Row i is the mechanism whose value is i, and every row has a name, so AccountInbox indexes

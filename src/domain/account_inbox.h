@@ -81,6 +81,11 @@ struct AccountInboxKind {
   // (Wolverine's durable inbox): the world then runs the agent's poll and lets a handler ack
   // before it ends.
   bool store_and_ack;
+  // Whether the mechanism reads the order of its tables' rows and of message ids only among
+  // one message's rows (MassTransit: a message's outbox rows by seq, its inbox rows by id; no
+  // sweep across messages, no ORDER BY message_id): the explorer then lets the inserts and the
+  // ids of two messages commute (docs/model.md, "Names whose order nothing reads").
+  bool order_read_per_message;
 
   // Whether a delivery's handler passes `point`.
   bool has(CrashPoint point) const;

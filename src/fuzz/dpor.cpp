@@ -73,6 +73,7 @@ void Search::execute(size_t first_new) {
   options.explore.log_events = true;
   options.explore.check_void_events = settings_.check_void_events;
   options.explore.fuse_lock_steps = settings_.fuse_lock_steps;
+  options.explore.names_commute = settings_.names_commute;
   options.explore.keep_broker_counters = settings_.keep_broker_counters;
   options.explore.count_preemptions = bounded();
   options.explore.schedule = explore_schedule(prefix, settings_);
@@ -103,7 +104,7 @@ void Search::execute(size_t first_new) {
   std::vector<Violation> violations = world.violations();
   std::optional<RunResult> finished;
   if (!world.exploration_stopped() && violations.empty()) {
-    const Fingerprint leaf = world.fingerprint();
+    const Fingerprint leaf = world.final_fingerprint();
     finished = world.finish();
     violations = finished->violations;
     if (violations.empty() && leaves_.insert(leaf).second) {

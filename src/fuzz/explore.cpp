@@ -93,6 +93,7 @@ std::vector<NodeRun> run_node(const Scenario& scenario, const Choices& choices,
   options.explore.footprints_by_row = settings.sleep_sets;
   options.explore.check_void_events = settings.check_void_events;
   options.explore.fuse_lock_steps = settings.fuse_lock_steps;
+  options.explore.names_commute = settings.names_commute;
   options.explore.count_preemptions = settings.preemptions >= 0;
   options.explore.continue_alone = settings.persistent_sets && settings.continue_alone;
   options.explore.explored = explored;
@@ -103,7 +104,7 @@ std::vector<NodeRun> run_node(const Scenario& scenario, const Choices& choices,
   if (!world.exploration_stopped()) {
     // The story ended: the state is final. Its fingerprint first (finish() reads on).
     run.ended = true;
-    run.leaf_state = world.fingerprint();
+    run.leaf_state = world.final_fingerprint();
     const RunResult result = world.finish();
     run.violations = result.violations;
     run.goals = goals.reached(world.coverage(), &result);

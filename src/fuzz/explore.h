@@ -69,6 +69,9 @@ struct ExploreSettings {
   // search with the one that fuses them (ExploreControl::fuse_lock_steps). Its counterexamples
   // replay only with it off.
   bool fuse_lock_steps = true;
+  // Tests: off, every two mints and every two inserts into one table are ordered, as where
+  // something reads their order (ExploreControl::names_commute).
+  bool names_commute = true;
   // Tests (dynamic partial-order reduction only): the broker's counters in the state
   // (ExploreControl::keep_broker_counters); `leaf_states` are then named without them, to
   // compare with the search that leaves them out.

@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <cstring>
+#include <string>
 #include <string_view>
 
 namespace inboxsim {
@@ -31,6 +32,32 @@ struct Fingerprint {
   friend auto operator<=>(const Fingerprint&, const Fingerprint&) = default;
 };
 
+// What a canonical fingerprint renames (World::canonical_fingerprint): while one is in force on
+// a thread (NameCanon::Scope), every string a Hasher takes there is first given to it, and the
+// names in it that only tell things apart by when they were made (message ids) are replaced by
+// names that do not depend on that order.
+class NameCanon {
+ public:
+  virtual ~NameCanon() = default;
+  // Writes `text` with its names replaced into `out` and returns true; false: `text` as it is.
+  virtual bool rename(std::string_view text, std::string& out) const = 0;
+
+  class Scope {
+   public:
+    explicit Scope(const NameCanon* canon) : outer_(current()) { current() = canon; }
+    ~Scope() { current() = outer_; }
+    Scope(const Scope&) = delete;
+    Scope& operator=(const Scope&) = delete;
+
+   private:
+    const NameCanon* outer_;
+  };
+  static const NameCanon*& current() {
+    thread_local const NameCanon* canon = nullptr;
+    return canon;
+  }
+};
+
 class Hasher {
  public:
   Hasher& add(uint64_t word) {
@@ -43,6 +70,19 @@ class Hasher {
   Hasher& add(bool value) { return add(static_cast<uint64_t>(value ? 1 : 0)); }
   // Strings are length-prefixed, so ("ab", "c") and ("a", "bc") differ.
   Hasher& add(std::string_view text) {
+    if (const NameCanon* canon = NameCanon::current(); canon != nullptr) {
+      std::string renamed;
+      if (canon->rename(text, renamed)) return add_text(renamed);
+    }
+    return add_text(text);
+  }
+  Hasher& add(const char* text) { return add(std::string_view(text)); }
+  Hasher& add(const Fingerprint& print) { return add(print.high).add(print.low); }
+
+  Fingerprint finish() const { return Fingerprint{mix(a_ ^ words_), mix(b_ + (words_ << 1) + 1)}; }
+
+ private:
+  Hasher& add_text(std::string_view text) {
     add(static_cast<uint64_t>(text.size()));
     size_t at = 0;
     for (; at + 8 <= text.size(); at += 8) {
@@ -57,14 +97,7 @@ class Hasher {
     }
     return *this;
   }
-  Hasher& add(const char* text) { return add(std::string_view(text)); }
-  Hasher& add(const Fingerprint& print) { return add(print.high).add(print.low); }
 
-  Fingerprint finish() const {
-    return Fingerprint{mix(a_ ^ words_), mix(b_ + (words_ << 1) + 1)};
-  }
-
- private:
   static constexpr uint64_t kStepA = 0x9e3779b97f4a7c15ULL;
   static constexpr uint64_t kStepB = 0xd6e8feb86659fd93ULL;
 

@@ -1,5 +1,7 @@
 #include "services/account_service.h"
 
+#include <array>
+
 #include "kernel/assert.h"
 #include "services/inbox/inbox.h"
 #include "services/sql.h"
@@ -89,6 +91,34 @@ std::string AccountService::schema_key(const Config& config) {
   if (config.account_inbox_unique) key += "+inbox-key";
   if (account_inbox_kind(config.account_inbox).store_and_ack) key += "+incoming";
   return key;
+}
+
+namespace {
+
+// MassTransit's tables (AccountInboxKind::order_read_per_message): a message's outbox rows are
+// read by seq among themselves (a send pass sends the next after last_sequence_number), its
+// inbox rows by id among themselves (the lookup's ORDER BY id, when the key is dropped); the
+// ledger's order and the rejected transfers' are read by nothing.
+constexpr std::array<UnorderedTable, 4> kMassTransitUnordered = {{
+    {"outbox", "inbox_message_id",
+     "SELECT inbox_message_id, message_id, type, transfer_id, from_account, to_account, amount,"
+     " reason, created_ms, delivered_ms, (SELECT COUNT(*) FROM outbox p"
+     " WHERE p.inbox_message_id = o.inbox_message_id AND p.seq <= o.seq) FROM outbox o"},
+    {"inbox_state", "message_id",
+     "SELECT message_id, consumer_id, received_ms, receive_count, consumed_ms, delivered_ms,"
+     " last_sequence_number IS NULL, (SELECT COUNT(*) FROM inbox_state j"
+     " WHERE j.message_id = i.message_id AND j.consumer_id = i.consumer_id AND j.id <= i.id),"
+     " (SELECT COUNT(*) FROM outbox o WHERE o.inbox_message_id = i.message_id"
+     " AND o.seq <= i.last_sequence_number) FROM inbox_state i"},
+    {"ledger", nullptr, "SELECT transfer_id, type, account, amount, created_ms FROM ledger"},
+    {"rejected_debits", nullptr, "SELECT transfer_id FROM rejected_debits"},
+}};
+
+}  // namespace
+
+std::span<const UnorderedTable> AccountService::unordered_tables(const Config& config) {
+  if (!account_inbox_kind(config.account_inbox).order_read_per_message) return {};
+  return kMassTransitUnordered;
 }
 
 AccountService::AccountService(ServiceHost& host, const Config& config, Connection& connection)

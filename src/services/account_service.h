@@ -42,6 +42,9 @@ class AccountService : private AccountCore {
   // The schema of the service's database, and the key that names it among schema templates.
   static void create_schema(SQLite::Database& db, const Config& config);
   static std::string schema_key(const Config& config);
+  // The tables whose insertion order nothing reads beyond one message's rows (UnorderedTable);
+  // none unless the inbox mechanism says so (AccountInboxKind::order_read_per_message).
+  static std::span<const UnorderedTable> unordered_tables(const Config& config);
 
   // Creates the opening accounts in one transaction (done once, by one instance).
   using AccountCore::open_accounts;
@@ -73,8 +76,12 @@ class AccountService : private AccountCore {
 
   // The explorer's view: the database's rows (the service keeps nothing else in memory between
   // two events; a handler's own state is its ServiceHost `resume`).
-  void fingerprint(Hasher& hasher, bool with_database) {
-    if (with_database) fingerprint_database(hasher);
+  // A canonical one reads the unordered tables as sets (UnorderedTable).
+  void fingerprint(Hasher& hasher, bool with_database, bool canonical = false) {
+    if (with_database) {
+      fingerprint_database(
+          hasher, canonical ? unordered_tables(config_) : std::span<const UnorderedTable>());
+    }
   }
 
   // MassTransit's InboxCleanupService, as of `as_of_ms`: deletes inbox rows delivered longer

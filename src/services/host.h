@@ -84,8 +84,9 @@ class ServiceHost {
   virtual int64_t now_ms() const = 0;
   virtual const InstanceNames& names() const = 0;
 
-  // Returns a message id never handed out before in this run (a NewId / UUID stand-in).
-  virtual std::string next_message_id() = 0;
+  // Returns a message id never handed out before in this run (a NewId / UUID stand-in), for a
+  // message the handling of message `cause` sends ("" for a message the story itself starts).
+  virtual std::string next_message_id(const std::string& cause) = 0;
 
   // A crash point inside a step (an open transaction, a publish): throws ServiceCrash when an
   // armed crash fault selects this point of this instance.

@@ -7,6 +7,8 @@
 
 #include <SQLiteCpp/SQLiteCpp.h>
 
+#include <algorithm>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -106,8 +108,9 @@ class ServiceCore {
 
   // Every row of every table of this connection's database, in rowid order, and the schema
   // (a dropped index changes the future), for the explorer. Between two events no transaction
-  // is open, so the connection sees what is committed.
-  void fingerprint_database(Hasher& hasher) {
+  // is open, so the connection sees what is committed. The tables in `unordered` go in as sets
+  // of their canonical rows instead (a canonical fingerprint, UnorderedTable).
+  void fingerprint_database(Hasher& hasher, std::span<const UnorderedTable> unordered = {}) {
     Connection::DumpPlan& plan = connection_.dump_plan();
     const int64_t version = schema_version(connection_);
     if (version != plan.schema_version) {
@@ -128,6 +131,13 @@ class ServiceCore {
     }
     for (const auto& [type, name, sql] : plan.schema) hasher.add(type).add(name).add(sql);
     for (const Connection::TableDump& table : plan.tables) {
+      const auto set = std::find_if(unordered.begin(), unordered.end(),
+                                    [&](const UnorderedTable& t) { return table.name == t.name; });
+      if (set != unordered.end()) {
+        hasher.add(table.name);
+        fingerprint_row_set(hasher, connection_.prepared(set->canonical_rows));
+        continue;
+      }
       sqlite3_stmt* rows = table.rows.get();
       const int columns = sqlite3_column_count(rows);
       hasher.add(table.name);
@@ -149,6 +159,31 @@ class ServiceCore {
       sqlite3_reset(rows);
       if (step != SQLITE_DONE) throw SQLite::Exception(db_.getHandle(), step);
     }
+  }
+
+  // The rows a statement reads, as a set: each row's values hashed alone, then the sorted row
+  // hashes.
+  static void fingerprint_row_set(Hasher& hasher, SQLite::Statement& select) {
+    StatementUse use(select);
+    std::vector<Fingerprint> rows;
+    const int columns = use->getColumnCount();
+    while (use->executeStep()) {
+      Hasher row;
+      for (int column = 0; column < columns; ++column) {
+        const SQLite::Column cell = use->getColumn(column);
+        row.add(static_cast<uint64_t>(cell.getType()));
+        if (cell.isInteger()) {
+          row.add_signed(cell.getInt64());
+        } else if (!cell.isNull()) {
+          row.add(std::string_view(static_cast<const char*>(cell.getBlob()),
+                                   static_cast<size_t>(cell.getBytes())));
+        }
+      }
+      rows.push_back(row.finish());
+    }
+    std::sort(rows.begin(), rows.end());
+    hasher.add(static_cast<uint64_t>(rows.size()));
+    for (const Fingerprint& row : rows) hasher.add(row);
   }
 
   static uint64_t resume_digest(unsigned line, uint64_t locals) {

@@ -9,10 +9,25 @@
 #include <initializer_list>
 #include <map>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
 namespace inboxsim {
+
+// A table whose insertion order no statement reads across its rows, only (if at all) among the
+// rows of one group: the rows holding one value in `group_column`. Two transactions that insert
+// into two groups of it then reach the same state in either order, up to which rowids the rows
+// got, so the explorer lets them commute and its canonical fingerprint reads the rows as a set,
+// each with its rank in its group instead of its rowid (docs/model.md, "Names nothing reads the
+// order of"). A service lists its tables so where this holds (AccountService::unordered_tables).
+struct UnorderedTable {
+  const char* name;
+  const char* group_column;  // nullptr: nothing reads the order of its rows at all
+  // Every row as the state knows it, with ranks for rowids (a row's rank in its group, a
+  // reference to another table's row as that row's rank in its group).
+  const char* canonical_rows;
+};
 
 // One connection and the statements prepared on it, kept by their SQL text. The connection may
 // outlive the world that used it (SharedDatabase pools in-memory databases per thread), so a

@@ -1,5 +1,6 @@
 #include "services/transfer_service.h"
 
+#include <array>
 #include <optional>
 
 #include "domain/dedupe_words.h"
@@ -118,6 +119,22 @@ std::string TransferService::schema_key(const Config& config) {
   return key;
 }
 
+namespace {
+
+// The saga rows are read by transfer id, processed_messages by message id, the notifications
+// counted per transfer: no statement reads their order.
+constexpr std::array<UnorderedTable, 3> kUnordered = {{
+    {"sagas", nullptr,
+     "SELECT transfer_id, state, from_account, to_account, amount, updated_ms FROM sagas"},
+    {"processed_messages", nullptr,
+     "SELECT message_id, consumer, processed_ms FROM processed_messages"},
+    {"notifications", nullptr, "SELECT transfer_id, kind, created_ms FROM notifications"},
+}};
+
+}  // namespace
+
+std::span<const UnorderedTable> TransferService::unordered_tables() { return kUnordered; }
+
 TransferService::TransferService(ServiceHost& host, const Config& config, Connection& connection)
     : ServiceCore(host, config, connection, ServiceId::transfer),
       statements_(std::make_unique<Statements>(connection_)) {}
@@ -140,7 +157,7 @@ void TransferService::request(const TransferSpec& transfer) {
     insert->bind(6, static_cast<int64_t>(host_.now_ms()));
     insert->exec();
   }
-  add_outbox(MessageType::transfer_requested, transfer.id, transfer.from, transfer.to,
+  add_outbox("", MessageType::transfer_requested, transfer.id, transfer.from, transfer.to,
              transfer.amount);
   pending_.transitions.push_back(SagaTransition{transfer.id, std::nullopt, SagaState::requested});
   TraceEvent event;
@@ -396,13 +413,14 @@ void TransferService::apply_saga_event(const Message& message) {
   event.saga_to = saga_state_name(edge->to);
   event.detail = std::string(event.saga_from) + "->" + std::string(event.saga_to);
   pending_.events.push_back(std::move(event));
-  if (edge->emit) add_outbox(*edge->emit, message.transfer, from, to, amount);
+  if (edge->emit) add_outbox(message.message_id, *edge->emit, message.transfer, from, to, amount);
 }
 
-void TransferService::add_outbox(MessageType type, const std::string& transfer,
-                                 const std::string& from, const std::string& to, int64_t amount) {
+void TransferService::add_outbox(const std::string& cause, MessageType type,
+                                 const std::string& transfer, const std::string& from,
+                                 const std::string& to, int64_t amount) {
   StatementUse insert(statements_->outbox_insert);
-  insert->bind(1, host_.next_message_id());
+  insert->bind(1, host_.next_message_id(cause));
   insert->bind(2, std::string(message_type_name(type)));
   insert->bind(3, transfer);
   insert->bind(4, from);
@@ -471,7 +489,7 @@ void TransferService::publish_rows(std::vector<std::pair<int64_t, MessagePtr>>& 
       // The bug being modelled: a relay that mints a new id on every attempt, so a
       // re-publication looks like a new message to every inbox downstream.
       auto fresh = std::make_shared<Message>(*message);
-      fresh->message_id = host_.next_message_id();
+      fresh->message_id = host_.next_message_id(message->message_id);
       message = std::move(fresh);
     }
     awaiting_confirm_.insert(seq);

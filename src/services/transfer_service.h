@@ -43,6 +43,9 @@ class TransferService : private ServiceCore {
   // The schema of the service's database, and the key that names it among schema templates.
   static void create_schema(SQLite::Database& db, const Config& config);
   static std::string schema_key(const Config& config);
+  // The tables whose insertion order nothing reads (UnorderedTable): all but the outbox, which
+  // the relay publishes in seq order.
+  static std::span<const UnorderedTable> unordered_tables();
 
   // A client asks for a transfer: the saga row in REQUESTED and the Transfer.Requested outbox
   // row, in one transaction.
@@ -69,8 +72,12 @@ class TransferService : private ServiceCore {
   void restart();
 
   // The explorer's view: the database's rows when asked, and the relay's memory.
-  void fingerprint(Hasher& hasher, bool with_database) {
-    if (with_database) fingerprint_database(hasher);
+  // A canonical one reads the unordered tables as sets (UnorderedTable).
+  void fingerprint(Hasher& hasher, bool with_database, bool canonical = false) {
+    if (with_database) {
+      fingerprint_database(hasher,
+                           canonical ? unordered_tables() : std::span<const UnorderedTable>());
+    }
     hasher.add(static_cast<uint64_t>(awaiting_confirm_.size()));
     for (const int64_t seq : awaiting_confirm_) hasher.add_signed(seq);
   }
@@ -120,8 +127,9 @@ class TransferService : private ServiceCore {
   void apply_saga_event(const Message& message);
   void write_notification(const Message& message);
   void send_email(const Message& message, std::string_view when);
-  void add_outbox(MessageType type, const std::string& transfer, const std::string& from,
-                  const std::string& to, int64_t amount);
+  // `cause`: the id of the message whose handling sends it ("" for the story's request).
+  void add_outbox(const std::string& cause, MessageType type, const std::string& transfer,
+                  const std::string& from, const std::string& to, int64_t amount);
   std::string_view participant_of(std::string_view consumer) const;
 
   std::set<int64_t> awaiting_confirm_;  // outbox seqs published, confirm not yet seen

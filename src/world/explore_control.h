@@ -71,6 +71,9 @@ struct ExploreControl {
   // (World::between_steps, docs/model.md "a row lock's grant and the step after it are one
   // event"). Tests turn it off to compare; a run made so replays only with it off.
   bool fuse_lock_steps = true;
+  // Where MessageNames::commute_in holds, the mints and unordered inserts of two messages
+  // commute (docs/model.md, "Names whose order nothing reads"). Tests turn it off to compare.
+  bool names_commute = true;
   // Tests: the broker's counters (channel numbers, next delivery tags, the next position) in the
   // state's fingerprint, which leaves them out (World::fingerprint_channel);
   // World::canonical_fingerprint leaves them out either way, to show that the two searches

@@ -389,6 +389,9 @@ struct SqlFootprint::Watched {
   sqlite3* handle = nullptr;
   uint64_t scope = 0;
   const Tables* tables = nullptr;
+  // The tables whose insertion order is read only within a group (UnorderedTable), each with
+  // the column that names its group (-1: no group, nothing reads the order).
+  std::map<std::string, int, std::less<>> unordered;
 };
 
 SqlFootprint::SqlFootprint(ExploreDriver& driver) : driver_(driver) {}
@@ -400,13 +403,26 @@ SqlFootprint::~SqlFootprint() {
   }
 }
 
-void SqlFootprint::watch(sqlite3* handle, uint64_t scope, const std::string& schema_key) {
+void SqlFootprint::watch(sqlite3* handle, uint64_t scope, const std::string& schema_key,
+                         std::span<const UnorderedTable> unordered) {
   INBOXSIM_ASSERT(sqlite3_get_autocommit(handle) != 0);
   auto watched = std::make_unique<Watched>();
   watched->owner = this;
   watched->handle = handle;
   watched->scope = scope;
   watched->tables = &tables_of(handle, schema_key);
+  for (const UnorderedTable& table : unordered) {
+    const auto known = watched->tables->find(std::string_view(table.name));
+    if (known == watched->tables->end()) continue;
+    int group = -1;
+    if (table.group_column != nullptr) {
+      const std::vector<std::string>& columns = known->second.columns;
+      const auto at = std::find(columns.begin(), columns.end(), table.group_column);
+      INBOXSIM_ASSERT(at != columns.end());
+      group = static_cast<int>(at - columns.begin());
+    }
+    watched->unordered.emplace(table.name, group);
+  }
   // The report of the races most reversed names a table's scan and next rowid.
   const std::string service(service_name(static_cast<ServiceId>(scope)));
   for (const auto& [name, table] : *watched->tables) {
@@ -540,6 +556,30 @@ void SqlFootprint::touch_row(const Watched& watched, const Table& table, bool ol
   }
 }
 
+// An insert or a delete moves where the table's next rowid comes from, which the state's rows
+// show. In a table whose order is read only within a group, an insert writes its group's order
+// instead (a new row is the last of its group in any order), and a delete nothing: a later
+// insert still comes after every row there is.
+void SqlFootprint::insert_order(const Watched& watched, const Table& table, int op) {
+  const auto unordered = watched.unordered.find(table.name);
+  if (unordered == watched.unordered.end()) {
+    touch(resource_of(ResourceClass::table_insert, watched.scope, table.name), Access::write);
+    return;
+  }
+  if (op != SQLITE_INSERT || unordered->second < 0) return;
+  sqlite3_value* cell = nullptr;
+  std::string group;
+  if (sqlite3_preupdate_new(watched.handle, unordered->second, &cell) == SQLITE_OK &&
+      cell != nullptr) {
+    const unsigned char* text = sqlite3_value_text(cell);
+    if (text != nullptr) {
+      group.assign(reinterpret_cast<const char*>(text),
+                   static_cast<size_t>(sqlite3_value_bytes(cell)));
+    }
+  }
+  touch(resource_of(ResourceClass::table_insert, watched.scope, table.name, group), Access::write);
+}
+
 void SqlFootprint::row_change(const Watched& watched, int op, std::string_view table_name,
                               int64_t old_rowid, int64_t new_rowid) {
   const auto found = watched.tables->find(table_name);
@@ -550,9 +590,7 @@ void SqlFootprint::row_change(const Watched& watched, int op, std::string_view t
   }
   const Table& table = found->second;
   touch(resource_of(ResourceClass::table_scan, watched.scope, table.name), Access::change);
-  if (op != SQLITE_UPDATE) {
-    touch(resource_of(ResourceClass::table_insert, watched.scope, table.name), Access::write);
-  }
+  if (op != SQLITE_UPDATE) insert_order(watched, table, op);
   if (op != SQLITE_INSERT) touch_row(watched, table, true, old_rowid);
   if (op != SQLITE_DELETE) touch_row(watched, table, false, new_rowid);
 }

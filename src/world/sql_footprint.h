@@ -17,7 +17,9 @@
 // of one value commute, and a change meets every read keyed on one of its values. In the same
 // way a read of a whole table queries ResourceClass::table_scan, which every row change
 // changes; an insert or a delete writes where the table's next rowid comes from
-// (ResourceClass::table_insert), which the state's rows show.
+// (ResourceClass::table_insert), which the state's rows show, except in a table whose order is
+// read only among a group's rows (UnorderedTable), where an insert writes its group's order
+// and a delete nothing.
 //
 // Reading too much only costs the explorer orders; reading too little would lose some, so
 // whatever the text does not say plainly is read whole.
@@ -25,11 +27,13 @@
 
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "kernel/footprint.h"
+#include "services/sql.h"
 
 namespace inboxsim {
 
@@ -68,8 +72,11 @@ class SqlFootprint {
   SqlFootprint& operator=(const SqlFootprint&) = delete;
 
   // Watches a connection of service `scope`'s database, whose schema `schema_key` names (the
-  // tables' columns are read once per connection and schema). REQUIRES: no transaction open.
-  void watch(sqlite3* handle, uint64_t scope, const std::string& schema_key);
+  // tables' columns are read once per connection and schema), where the insertion order of
+  // the tables in `unordered` is read only among each group's rows (an insert is ordered only
+  // with the other inserts into its group). REQUIRES: no transaction open.
+  void watch(sqlite3* handle, uint64_t scope, const std::string& schema_key,
+             std::span<const UnorderedTable> unordered = {});
 
   // While held, statements are not footprinted: the explorer's own reads (the state's
   // fingerprint reads every table) are nobody's event.
@@ -106,6 +113,7 @@ class SqlFootprint {
   void row_change(const Watched& watched, int op, std::string_view table, int64_t old_rowid,
                   int64_t new_rowid);
   void touch_row(const Watched& watched, const Table& table, bool old_row, int64_t rowid);
+  void insert_order(const Watched& watched, const Table& table, int op);
   void read_whole(const Watched& watched, std::string_view table);
   void touch(uint64_t resource, Access access);
 

@@ -19,11 +19,15 @@ class World::InstanceHost final : public ServiceHost {
 
   int64_t now_ms() const override { return world_.now_ms(); }
   const InstanceNames& names() const override { return world_.instances_[instance_].names; }
-  std::string next_message_id() override {
+  std::string next_message_id(const std::string& cause) override {
     // One counter for both services: two events that mint ids do not commute (either order
-    // gives the other one the next number), so minting is in their footprints.
-    world_.touch(resource_id(ResourceClass::mint, 0));
-    return "m-" + std::to_string(world_.next_message_number_++);
+    // gives the other one the next number), so minting is in their footprints. Where nothing
+    // reads the ids' order (MessageNames), only the mints of one cause are ordered.
+    std::string id = "m-" + std::to_string(world_.next_message_number_++);
+    if (world_.names_canonical_) world_.message_names_.minted(id, cause);
+    world_.touch(world_.names_commute_ ? resource_of(ResourceClass::mint, 0, cause)
+                                       : resource_id(ResourceClass::mint, 0));
+    return id;
   }
   void crash_point(CrashPoint point, const Message* message) override {
     world_.crash_point(instance_, point, message);
@@ -93,6 +97,9 @@ World::World(const Scenario& scenario, const Config& config, const WorldOptions&
                   : std::nullopt),
       explorer_(options.explore) {
   keep_final_tables_ = options.keep_final_tables;
+  names_canonical_ = options.explore.enabled &&
+                     MessageNames::commute_in(scenario, config_, options.explore.schedule.clocked);
+  names_commute_ = names_canonical_ && options.explore.names_commute;
   if (options.record_rows) rows_ = std::make_unique<RowRecorder>(options.row_listener);
   // Rows as footprints where an explorer reads footprints; SQLite has one pre-update hook per
   // connection, so a run that also records rows for a view footprints whole databases.
@@ -166,7 +173,10 @@ void World::add_instances(ServiceId service, int64_t count, const WorldOptions& 
     // connection before the connection goes back to the pool.
     if (rows_) rows_->watch(connection.database().getHandle(), std::string(base));
     if (sql_footprint_) {
-      sql_footprint_->watch(connection.database().getHandle(), static_cast<uint64_t>(service), key);
+      sql_footprint_->watch(connection.database().getHandle(), static_cast<uint64_t>(service), key,
+                            !names_commute_ ? std::span<const UnorderedTable>()
+                            : account       ? AccountService::unordered_tables(config_)
+                                            : TransferService::unordered_tables());
     }
     if (account) {
       instance.account = std::make_unique<AccountService>(*instance.host, config_, connection);

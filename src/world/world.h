@@ -42,6 +42,7 @@
 #include "world/handler_table.h"
 #include "world/job.h"
 #include "world/limits.h"
+#include "world/message_names.h"
 #include "world/publication_log.h"
 #include "world/retention.h"
 #include "world/row_locks.h"
@@ -152,6 +153,11 @@ class World {
   // The fingerprint without the broker's counters, even when the exploration
   // keeps them (ExploreControl::keep_broker_counters): tests compare final states by it.
   Fingerprint canonical_fingerprint();
+  // A final state's identity, as the explorers count and compare final states: where nothing
+  // reads the order of ids and of some tables' rows (MessageNames), the canonical fingerprint,
+  // so that two final states that differ only in which message got which id or rowid are
+  // one; the fingerprint otherwise.
+  Fingerprint final_fingerprint();
   // ExploreControl::log_events: the run so far as events and choices.
   const EventLog& event_log() const { return explorer_.log(); }
   // ExploreControl::log_events: a story step (not a run) is about to be played; it is logged
@@ -297,6 +303,7 @@ class World {
   std::optional<FaultSpec> inject_fault(FaultKind kind, ServiceId service, int64_t instance);
   Fingerprint fingerprint_job(const Job& job) const;
   Fingerprint fingerprint_handler(uint64_t handler) const;
+  void fingerprint_keyed_by_ids(Hasher& hasher) const;
   void fingerprint_channel(Hasher& hasher, size_t consumer, uint64_t channel,
                            int64_t delivery_tag) const;
   bool broker_counters_in_fingerprint() const;
@@ -441,6 +448,12 @@ class World {
   ExploreDriver explorer_;
   // Set while canonical_fingerprint runs: channel numbers are left out whatever the control says.
   bool canonical_only_ = false;
+  // MessageNames::commute_in held: canonical_fingerprint reads ids by their names here and the
+  // unordered tables as sets; and with ExploreControl::names_commute, two messages' mints and
+  // their inserts into the unordered tables commute (names_commute_).
+  bool names_canonical_ = false;
+  bool names_commute_ = false;
+  MessageNames message_names_;
   // Takes the `option`-th pending event and runs it (an explored run's step).
   void take_and_dispatch(size_t option);
 };

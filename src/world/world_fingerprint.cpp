@@ -20,7 +20,12 @@ Fingerprint World::canonical_fingerprint() {
     ~Restore() { flag = false; }
   } restore{canonical_only_};  // fingerprint() may throw (a database read)
   canonical_only_ = true;
+  const NameCanon::Scope names(names_canonical_ ? &message_names_ : nullptr);
   return fingerprint();
+}
+
+Fingerprint World::final_fingerprint() {
+  return names_canonical_ ? canonical_fingerprint() : fingerprint();
 }
 
 bool World::broker_counters_in_fingerprint() const {
@@ -37,8 +42,9 @@ Fingerprint World::fingerprint() {
     const size_t service = static_cast<size_t>(instance.service);
     hasher.add(instance.up).add(instance.relay_poll_scheduled).add(instance.sweep_scheduled);
     hasher.add_signed(instance.paused_until_ms).add_signed(instance.restart_after_ms);
-    if (instance.account) instance.account->fingerprint(hasher, first[service]);
-    if (instance.transfer) instance.transfer->fingerprint(hasher, first[service]);
+    const bool canonical = canonical_only_ && names_canonical_;
+    if (instance.account) instance.account->fingerprint(hasher, first[service], canonical);
+    if (instance.transfer) instance.transfer->fingerprint(hasher, first[service], canonical);
     first[service] = false;
   }
   broker_->fingerprint(hasher);
@@ -48,23 +54,8 @@ Fingerprint World::fingerprint() {
   hasher.add_signed(explorer_.outcome().faults_injected);
   hasher.add_signed(explorer_.outcome().ack_wait_expiries);
   hasher.add(next_message_number_).add(static_cast<uint64_t>(next_request_instance_));
-  for (const auto& [type, id] : publications_.published_ids()) {
-    hasher.add(static_cast<uint64_t>(type)).add(id);
-  }
-  for (const ExternalSeenStore& store : seen_stores_) {
-    hasher.add(static_cast<uint64_t>(store.keys().size()));
-    for (const std::string& key : store.keys()) hasher.add(key);
-  }
-  for (const auto& [key, message] : confirms_.awaiting()) {
-    hasher.add(static_cast<uint64_t>(key.first)).add_signed(key.second);
-    fingerprint_message(hasher, *message);
-  }
-  for (const RowLocks& locks : locks_) {
-    for (const auto& [key, holders] : locks.snapshot()) {
-      hasher.add(key);
-      for (const uint64_t handler : holders) hasher.add(fingerprint_handler(handler));
-    }
-  }
+  if (names_canonical_ && !canonical_only_) message_names_.fingerprint(hasher);
+  fingerprint_keyed_by_ids(hasher);
   std::vector<Fingerprint> running;
   for (const auto& [id, handler] : handlers_) running.push_back(fingerprint_handler(id));
   std::sort(running.begin(), running.end());
@@ -76,6 +67,53 @@ Fingerprint World::fingerprint() {
   hasher.add(static_cast<uint64_t>(pending.size()));
   for (const Fingerprint& print : pending) hasher.add(print);
   return hasher.finish();
+}
+
+// The records kept by message id (publications, seen-sets, the relay's awaited confirms, row
+// locks). Sets kept in the order of their ids' numbers: a canonical fingerprint, which renames
+// the ids, reads them as sets of renamed entries, so that the order of the numbers is not read.
+void World::fingerprint_keyed_by_ids(Hasher& hasher) const {
+  const bool renamed = canonical_only_ && names_canonical_;
+  std::vector<Fingerprint> entries;
+  const auto add_entries = [&]() {
+    std::sort(entries.begin(), entries.end());
+    hasher.add(static_cast<uint64_t>(entries.size()));
+    for (const Fingerprint& entry : entries) hasher.add(entry);
+    entries.clear();
+  };
+  for (const auto& [type, id] : publications_.published_ids()) {
+    if (renamed) {
+      entries.push_back(Hasher().add(static_cast<uint64_t>(type)).add(id).finish());
+    } else {
+      hasher.add(static_cast<uint64_t>(type)).add(id);
+    }
+  }
+  if (renamed) add_entries();
+  for (const ExternalSeenStore& store : seen_stores_) {
+    hasher.add(static_cast<uint64_t>(store.keys().size()));
+    for (const std::string& key : store.keys()) {
+      if (renamed) {
+        entries.push_back(Hasher().add(key).finish());
+      } else {
+        hasher.add(key);
+      }
+    }
+    if (renamed) add_entries();
+  }
+  for (const auto& [key, message] : confirms_.awaiting()) {
+    hasher.add(static_cast<uint64_t>(key.first)).add_signed(key.second);
+    fingerprint_message(hasher, *message);
+  }
+  for (const RowLocks& locks : locks_) {
+    for (const auto& [key, holders] : locks.snapshot()) {
+      Hasher lock;
+      Hasher& into = renamed ? lock : hasher;
+      into.add(key);
+      for (const uint64_t handler : holders) into.add(fingerprint_handler(handler));
+      if (renamed) entries.push_back(lock.finish());
+    }
+    if (renamed) add_entries();
+  }
 }
 
 // A consumer's channel goes in as "still open" or not, never as its number: the broker and the

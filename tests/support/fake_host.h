@@ -37,7 +37,9 @@ struct FakeHost final : ServiceHost {
 
   int64_t now_ms() const override { return now; }
   const InstanceNames& names() const override { return instance_names; }
-  std::string next_message_id() override { return "m-" + std::to_string(next_id++); }
+  std::string next_message_id(const std::string& /*cause*/) override {
+    return "m-" + std::to_string(next_id++);
+  }
   void crash_point(CrashPoint point, const Message*) override {
     if (crash_at == point) {
       crash_at.reset();

@@ -274,7 +274,7 @@ void AccountCore::reject(const Message& message, MessageType reply, const std::s
 void AccountCore::add_outbox(const Message& message, MessageType type, const std::string& reason) {
   StatementUse insert(statements_->outbox_insert);
   insert->bind(1, message.message_id);
-  insert->bind(2, host_.next_message_id());
+  insert->bind(2, host_.next_message_id(message.message_id));
   insert->bind(3, std::string(message_type_name(type)));
   insert->bind(4, message.transfer);
   insert->bind(5, message.from);
