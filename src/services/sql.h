@@ -19,8 +19,8 @@ namespace inboxsim {
 // rows of one group: the rows holding one value in `group_column`. Two transactions that insert
 // into two groups of it then reach the same state in either order, up to which rowids the rows
 // got, so the explorer lets them commute and its canonical fingerprint reads the rows as a set,
-// each with its rank in its group instead of its rowid (docs/model.md, "Names nothing reads the
-// order of"). A service lists its tables so where this holds (AccountService::unordered_tables).
+// each with its rank in its group instead of its rowid (docs/model.md, "Names whose order
+// nothing reads"). A service lists such tables (AccountService::unordered_tables).
 struct UnorderedTable {
   const char* name;
   const char* group_column;  // nullptr: nothing reads the order of its rows at all
