@@ -24,8 +24,9 @@ bool holds_an_id(std::string_view text) {
 
 }  // namespace
 
-bool MessageNames::commute_in(const Scenario& scenario, const Config& config, bool clocked) {
-  if (clocked || config.broker_kind != BrokerKind::rabbitmq) return false;
+bool MessageNames::commute_in(const Scenario& scenario, const Config& config,
+                              const Schedule& schedule) {
+  if (schedule.clocked || config.broker_kind != BrokerKind::rabbitmq) return false;
   if (!account_inbox_kind(config.account_inbox).order_read_per_message) return false;
   for (const auto& [name, account] : scenario.accounts) {
     if (holds_an_id(name)) return false;
@@ -37,12 +38,11 @@ bool MessageNames::commute_in(const Scenario& scenario, const Config& config, bo
              holds_an_id(step.transfer.to)));
   };
   if (std::any_of(scenario.steps.begin(), scenario.steps.end(), names_an_id)) return false;
-  if (scenario.schedule) {
-    for (const Schedule::Action& action : scenario.schedule->actions) {
-      if (names_an_id(action.step)) return false;
-    }
-  }
-  return true;
+  const auto acts_by_hand = [&](const Schedule& of) {
+    return std::any_of(of.actions.begin(), of.actions.end(),
+                       [&](const Schedule::Action& action) { return names_an_id(action.step); });
+  };
+  return !acts_by_hand(schedule) && !(scenario.schedule && acts_by_hand(*scenario.schedule));
 }
 
 Fingerprint MessageNames::name_of(std::string_view id) const {

@@ -26,8 +26,9 @@ class MessageNames final : public NameCanon {
   // retention passes delete by age, then id), with an inbox that reads orders only among one
   // message's rows (AccountInboxKind::order_read_per_message) and RabbitMQ (JetStream's
   // duplicate window is its own), and where nothing in the story names an id by its number
-  // (a message published by hand, an account or transfer whose name holds "m-" and a digit).
-  static bool commute_in(const Scenario& scenario, const Config& config, bool clocked);
+  // (a message published by hand, in the story or among the hand actions of `schedule`, the
+  // explored run's; an account or transfer whose name holds "m-" and a digit).
+  static bool commute_in(const Scenario& scenario, const Config& config, const Schedule& schedule);
 
   // An id was minted for a message that the handling of `cause` sends ("" for the story).
   void minted(const std::string& id, const std::string& cause);

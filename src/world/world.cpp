@@ -98,7 +98,7 @@ World::World(const Scenario& scenario, const Config& config, const WorldOptions&
       explorer_(options.explore) {
   keep_final_tables_ = options.keep_final_tables;
   names_canonical_ = options.explore.enabled &&
-                     MessageNames::commute_in(scenario, config_, options.explore.schedule.clocked);
+                     MessageNames::commute_in(scenario, config_, options.explore.schedule);
   names_commute_ = names_canonical_ && options.explore.names_commute;
   if (options.record_rows) rows_ = std::make_unique<RowRecorder>(options.row_listener);
   // Rows as footprints where an explorer reads footprints; SQLite has one pre-update hook per

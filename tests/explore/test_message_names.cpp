@@ -79,25 +79,39 @@ TEST_CASE("a minted id is named by its cause and its place among the cause's min
 
 TEST_CASE("names commute only where nothing reads their order", "[fingerprint]") {
   Scenario scenario = parse_ok(kFourAccounts);
-  CHECK(MessageNames::commute_in(scenario, scenario.config, false));
+  const Schedule clockless;
+  CHECK(MessageNames::commute_in(scenario, scenario.config, clockless));
   // A clock: the retention passes delete by age, then by id.
-  CHECK_FALSE(MessageNames::commute_in(scenario, scenario.config, true));
+  Schedule clocked;
+  clocked.clocked = true;
+  CHECK_FALSE(MessageNames::commute_in(scenario, scenario.config, clocked));
   // Inboxes that sweep their outbox across messages, or read ids in order.
   for (const AccountInbox inbox : {AccountInbox::none, AccountInbox::marten,
                                    AccountInbox::wolverine, AccountInbox::external_after}) {
     Config config = scenario.config;
     config.account_inbox = inbox;
-    CHECK_FALSE(MessageNames::commute_in(scenario, config, false));
+    CHECK_FALSE(MessageNames::commute_in(scenario, config, clockless));
   }
   Config jetstream = scenario.config;
   jetstream.broker_kind = BrokerKind::jetstream;
-  CHECK_FALSE(MessageNames::commute_in(scenario, jetstream, false));
+  CHECK_FALSE(MessageNames::commute_in(scenario, jetstream, clockless));
   // A story that names an id by its number: a message published by hand, an account so named.
   CHECK_FALSE(MessageNames::commute_in(library_scenario("05-duplicate-by-hand.json"),
-                                       scenario.config, false));
+                                       scenario.config, clockless));
   Scenario named = scenario;
   named.steps.front().transfer.to = "m-2";
-  CHECK_FALSE(MessageNames::commute_in(named, scenario.config, false));
+  CHECK_FALSE(MessageNames::commute_in(named, scenario.config, clockless));
+  // The playground's hand actions: a message published by hand before the moment explored.
+  Schedule by_hand;
+  Step publish;
+  publish.kind = StepKind::publish;
+  by_hand.actions.push_back(Schedule::Action{0, publish});
+  CHECK_FALSE(MessageNames::commute_in(scenario, scenario.config, by_hand));
+  Step redrive;
+  redrive.kind = StepKind::redrive;
+  Schedule redriving;
+  redriving.actions.push_back(Schedule::Action{0, redrive});
+  CHECK(MessageNames::commute_in(scenario, scenario.config, redriving));
 }
 
 TEST_CASE("commuting names loses nothing where two transfers' chains take turns (lesson 77)",
