@@ -118,72 +118,72 @@ class ServiceCore {
       plan.tables.clear();
       for (const auto& [type, name, sql] : plan.schema) {
         if (type != "table") continue;
-        const std::string select = "SELECT rowid, * FROM \"" + name + "\" ORDER BY rowid";
-        sqlite3_stmt* rows = nullptr;
-        if (sqlite3_prepare_v2(db_.getHandle(), select.c_str(), -1, &rows, nullptr) != SQLITE_OK) {
-          sqlite3_finalize(rows);
-          throw SQLite::Exception(db_.getHandle());
-        }
         plan.tables.push_back(
-            {name, std::unique_ptr<sqlite3_stmt, Connection::RawStatementFree>(rows)});
+            {name, prepare_raw("SELECT rowid, * FROM \"" + name + "\" ORDER BY rowid")});
       }
       plan.schema_version = version;
     }
     for (const auto& [type, name, sql] : plan.schema) hasher.add(type).add(name).add(sql);
     for (const Connection::TableDump& table : plan.tables) {
+      hasher.add(table.name);
       const auto set = std::find_if(unordered.begin(), unordered.end(),
                                     [&](const UnorderedTable& t) { return table.name == t.name; });
-      if (set != unordered.end()) {
-        hasher.add(table.name);
-        fingerprint_row_set(hasher, connection_.prepared(set->canonical_rows));
+      if (set == unordered.end()) {
+        sqlite3_stmt* rows = table.rows.get();
+        const int columns = sqlite3_column_count(rows);
+        step_all(rows, [&] { add_row(hasher, rows, columns); });
         continue;
       }
-      sqlite3_stmt* rows = table.rows.get();
+      // As a set: each row's values hashed alone, then the sorted row hashes.
+      auto& prepared = plan.sets[set->canonical_rows];
+      if (!prepared) prepared = prepare_raw(set->canonical_rows);
+      sqlite3_stmt* rows = prepared.get();
       const int columns = sqlite3_column_count(rows);
-      hasher.add(table.name);
-      int step = SQLITE_ROW;
-      while ((step = sqlite3_step(rows)) == SQLITE_ROW) {
-        for (int column = 0; column < columns; ++column) {
-          const int type = sqlite3_column_type(rows, column);
-          hasher.add(static_cast<uint64_t>(type));
-          if (type == SQLITE_INTEGER) {
-            hasher.add_signed(sqlite3_column_int64(rows, column));
-          } else if (type != SQLITE_NULL) {
-            // The value's bytes as stored (text, or a blob), as SQLite::Column::getString reads.
-            const auto* bytes = static_cast<const char*>(sqlite3_column_blob(rows, column));
-            const auto size = static_cast<size_t>(sqlite3_column_bytes(rows, column));
-            hasher.add(std::string_view(bytes == nullptr ? "" : bytes, size));
-          }
-        }
-      }
-      sqlite3_reset(rows);
-      if (step != SQLITE_DONE) throw SQLite::Exception(db_.getHandle(), step);
+      std::vector<Fingerprint> hashed;
+      step_all(rows, [&] {
+        Hasher row;
+        add_row(row, rows, columns);
+        hashed.push_back(row.finish());
+      });
+      std::sort(hashed.begin(), hashed.end());
+      hasher.add(static_cast<uint64_t>(hashed.size()));
+      for (const Fingerprint& row : hashed) hasher.add(row);
     }
   }
 
-  // The rows a statement reads, as a set: each row's values hashed alone, then the sorted row
-  // hashes.
-  static void fingerprint_row_set(Hasher& hasher, SQLite::Statement& select) {
-    StatementUse use(select);
-    std::vector<Fingerprint> rows;
-    const int columns = use->getColumnCount();
-    while (use->executeStep()) {
-      Hasher row;
-      for (int column = 0; column < columns; ++column) {
-        const SQLite::Column cell = use->getColumn(column);
-        row.add(static_cast<uint64_t>(cell.getType()));
-        if (cell.isInteger()) {
-          row.add_signed(cell.getInt64());
-        } else if (!cell.isNull()) {
-          row.add(std::string_view(static_cast<const char*>(cell.getBlob()),
-                                   static_cast<size_t>(cell.getBytes())));
-        }
-      }
-      rows.push_back(row.finish());
+  // One of SQLite's own statements for the explorer's reads (no copy of a value per column).
+  std::unique_ptr<sqlite3_stmt, Connection::RawStatementFree> prepare_raw(const std::string& sql) {
+    sqlite3_stmt* statement = nullptr;
+    if (sqlite3_prepare_v2(db_.getHandle(), sql.c_str(), -1, &statement, nullptr) != SQLITE_OK) {
+      sqlite3_finalize(statement);
+      throw SQLite::Exception(db_.getHandle());
     }
-    std::sort(rows.begin(), rows.end());
-    hasher.add(static_cast<uint64_t>(rows.size()));
-    for (const Fingerprint& row : rows) hasher.add(row);
+    return std::unique_ptr<sqlite3_stmt, Connection::RawStatementFree>(statement);
+  }
+
+  // Steps `rows` to its end, calling `each` at every row, and resets it.
+  template <typename Each>
+  void step_all(sqlite3_stmt* rows, Each&& each) {
+    int step = SQLITE_ROW;
+    while ((step = sqlite3_step(rows)) == SQLITE_ROW) each();
+    sqlite3_reset(rows);
+    if (step != SQLITE_DONE) throw SQLite::Exception(db_.getHandle(), step);
+  }
+
+  // The row `rows` is at: each value's type, then the integer or the value's bytes as stored
+  // (text, or a blob), as SQLite::Column::getString reads them.
+  static void add_row(Hasher& hasher, sqlite3_stmt* rows, int columns) {
+    for (int column = 0; column < columns; ++column) {
+      const int type = sqlite3_column_type(rows, column);
+      hasher.add(static_cast<uint64_t>(type));
+      if (type == SQLITE_INTEGER) {
+        hasher.add_signed(sqlite3_column_int64(rows, column));
+      } else if (type != SQLITE_NULL) {
+        const auto* bytes = static_cast<const char*>(sqlite3_column_blob(rows, column));
+        const auto size = static_cast<size_t>(sqlite3_column_bytes(rows, column));
+        hasher.add(std::string_view(bytes == nullptr ? "" : bytes, size));
+      }
+    }
   }
 
   static uint64_t resume_digest(unsigned line, uint64_t locals) {

@@ -66,6 +66,9 @@ class Connection {
     int64_t schema_version = -1;
     std::vector<std::array<std::string, 3>> schema;  // type, name, sql; by type, then name
     std::vector<TableDump> tables;
+    // The canonical fingerprint's statements of the unordered tables, by their text
+    // (UnorderedTable::canonical_rows).
+    std::map<const char*, std::unique_ptr<sqlite3_stmt, RawStatementFree>> sets;
   };
   DumpPlan& dump_plan() { return dump_plan_; }
 
