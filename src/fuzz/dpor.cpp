@@ -74,6 +74,7 @@ void Search::execute(size_t first_new) {
   options.explore.check_void_events = settings_.check_void_events;
   options.explore.fuse_lock_steps = settings_.fuse_lock_steps;
   options.explore.names_commute = settings_.names_commute;
+  options.explore.void_footprints = settings_.void_footprints;
   options.explore.keep_broker_counters = settings_.keep_broker_counters;
   options.explore.count_preemptions = bounded();
   options.explore.schedule = explore_schedule(prefix, settings_);

@@ -94,6 +94,7 @@ std::vector<NodeRun> run_node(const Scenario& scenario, const Choices& choices,
   options.explore.check_void_events = settings.check_void_events;
   options.explore.fuse_lock_steps = settings.fuse_lock_steps;
   options.explore.names_commute = settings.names_commute;
+  options.explore.void_footprints = settings.void_footprints;
   options.explore.count_preemptions = settings.preemptions >= 0;
   options.explore.continue_alone = settings.persistent_sets && settings.continue_alone;
   options.explore.explored = explored;

@@ -72,6 +72,9 @@ struct ExploreSettings {
   // Tests: off, every two mints and every two inserts into one table are ordered, as where
   // something reads their order (ExploreControl::names_commute).
   bool names_commute = true;
+  // Tests: off, a void job's footprint is the one it would have if it acted
+  // (ExploreControl::void_footprints).
+  bool void_footprints = true;
   // Tests (dynamic partial-order reduction only): the broker's counters in the state
   // (ExploreControl::keep_broker_counters); `leaf_states` are then named without them, to
   // compare with the search that leaves them out.

@@ -74,6 +74,9 @@ struct ExploreControl {
   // Where MessageNames::commute_in holds, the mints and unordered inserts of two messages
   // commute (docs/model.md, "Names whose order nothing reads"). Tests turn it off to compare.
   bool names_commute = true;
+  // A job void for good touches only what voided it (World::touch_voidness); off, it touches
+  // what it would if it acted. Tests turn it off to compare.
+  bool void_footprints = true;
   // Tests: the broker's counters (channel numbers, next delivery tags, the next position) in the
   // state's fingerprint, which leaves them out (World::fingerprint_channel);
   // World::canonical_fingerprint leaves them out either way, to show that the two searches

@@ -417,6 +417,7 @@ size_t World::instance_of(const Job& job) const {
 // What an event reads or changes of its process, its loops and its database, for the explorer's
 // footprint (kernel/footprint.h).
 void World::touch_for(const Job& job) {
+  if (touch_voidness(job)) return;
   const JobKind kind = job.kind();
   const size_t instance = instance_of(job);
   // Every event of an instance reads its process (up, incarnation, pause); what changes it
@@ -430,11 +431,13 @@ void World::touch_for(const Job& job) {
   // schedules a poll) meets them all.
   switch (kind) {
     case JobKind::confirm:
+      touch_publish_channel(instance, Access::read);
       touch_loop(instance, Loop::relay_awaiting, Access::change);
       touch_awaited(instance, std::get<job::Confirm>(job.payload).outbox_seq);
       break;
     case JobKind::relay_poll: touch_loop(instance, Loop::relay); break;  // and on_relay_poll
     case JobKind::publish_nack:
+      touch_publish_channel(instance, Access::read);
       touch_loop(instance, Loop::relay);
       touch_loop(instance, Loop::relay_awaiting);
       break;

@@ -421,6 +421,13 @@ class World {
   void touch_loop(size_t instance, Loop loop, Access access = Access::write);
   // One row's entry in an instance's relay memory of what awaits a confirm.
   void touch_awaited(size_t instance, int64_t outbox_seq);
+  // The relay's publishing channel (which a confirm or a publish nack is void without), and
+  // which incarnation an instance is in (a scheduled loop's turn is void in another): written
+  // by what changes them, read by the jobs they void.
+  void touch_publish_channel(size_t instance, Access access = Access::write);
+  void touch_incarnation(size_t instance, Access access = Access::write);
+  // A void job's footprint (touch_voidness in world_explore.cpp); false if the job is not void.
+  bool touch_voidness(const Job& job);
   void touch_row_lock(ServiceId service, const std::string& key);
   // Every lock `handler` holds or waits for (it is about to give them all up).
   void touch_row_locks_of(ServiceId service, uint64_t handler);

@@ -234,6 +234,36 @@ void World::touch_loop(size_t instance, Loop loop, Access access) {
   touch(resource_id(ResourceClass::loop, instance << 2 | static_cast<uint64_t>(loop)), access);
 }
 
+void World::touch_publish_channel(size_t instance, Access access) {
+  touch(resource_of(ResourceClass::loop, instance, "publish channel"), access);
+}
+
+void World::touch_incarnation(size_t instance, Access access) {
+  touch(resource_of(ResourceClass::instance, instance, "incarnation"), access);
+}
+
+// A job void for good (void_forever) changes nothing wherever it comes from now on; of the
+// state it reads only what made it void, which only the events that void it write (a crash,
+// the relay's channel closing): that is its footprint. The footprint it has when it acts would
+// race it with events it commutes with once void: a restart, the next poll that publishes the
+// row its confirm was for, the new channel's confirm of that row.
+bool World::touch_voidness(const Job& job) {
+  if (!explorer_.control().void_footprints || !void_forever(job)) return false;
+  switch (job.kind()) {
+    case JobKind::confirm: touch_publish_channel(job.instance, Access::read); return true;
+    case JobKind::publish_nack:
+      touch_publish_channel(job.instance, Access::read);
+      touch_incarnation(job.instance, Access::read);
+      return true;
+    case JobKind::relay_poll:
+    case JobKind::account_sweep:
+    case JobKind::durability_poll: touch_incarnation(job.instance, Access::read); return true;
+    // An ack's, a nack's or a delivery's closed channel is the broker's to tell (a restart
+    // opens new ones); a handler's end, its instance's.
+    default: return false;
+  }
+}
+
 void World::touch_awaited(size_t instance, int64_t outbox_seq) {
   touch(resource_of(ResourceClass::loop, instance, "awaits a confirm", std::to_string(outbox_seq)));
 }

@@ -160,6 +160,8 @@ void World::crashed(size_t index) {
   INBOXSIM_ASSERT(instance.up);
   if (footprinting()) {
     touch_instance(index);
+    touch_incarnation(index);
+    touch_publish_channel(index);
     touch_loop(index, Loop::relay);
     touch_loop(index, Loop::sweep);
     touch_loop(index, Loop::durability);

@@ -159,6 +159,7 @@ void World::relay_publish(size_t index, const MessagePtr& message, int64_t outbo
 // it has reconnected.
 void World::relay_channel_closed(size_t index, const Message& message) {
   if (footprinting()) {
+    touch_publish_channel(index);
     touch_loop(index, Loop::relay);
     touch_loop(index, Loop::relay_awaiting);
   }

@@ -132,16 +132,13 @@ TEST_CASE("the event log: every event after what made it, footprints sorted, sto
 
 namespace {
 
-// The happy path run once with its events logged, with `relays` transfer-service instances
-// whose relays claim what they publish or not.
-EventLog logged_happy_path(int64_t relays, RelayClaim claim = RelayClaim::none) {
-  Scenario scenario = library_scenario("01-happy-path.json");
-  scenario.config.transfer_instances = relays;
-  scenario.config.relay_claim = claim;
+// A story run once with no choice made and its events logged.
+EventLog logged_run(const Scenario& scenario, bool void_footprints = true) {
   WorldOptions options;
   options.keep_trace = false;
   options.explore.enabled = true;
   options.explore.log_events = true;
+  options.explore.void_footprints = void_footprints;
   World world(scenario, scenario.config, options);
   for (const Step& step : scenario.steps) {
     if (step.kind != StepKind::run) world.story_point();
@@ -149,6 +146,15 @@ EventLog logged_happy_path(int64_t relays, RelayClaim claim = RelayClaim::none) 
   }
   world.run_until_quiescent();
   return world.event_log();
+}
+
+// The happy path run once with its events logged, with `relays` transfer-service instances
+// whose relays claim what they publish or not.
+EventLog logged_happy_path(int64_t relays, RelayClaim claim = RelayClaim::none) {
+  Scenario scenario = library_scenario("01-happy-path.json");
+  scenario.config.transfer_instances = relays;
+  scenario.config.relay_claim = claim;
+  return logged_run(scenario);
 }
 
 bool footprints_meet(const LoggedEvent& a, const LoggedEvent& b) {
@@ -347,6 +353,79 @@ TEST_CASE("dpor loses nothing where two transfers' chains take turns (lesson 77)
   CHECK(reduced.states == 433);
 }
 
+namespace {
+
+// Lesson 77's two transfers (one message at a time) with transfer-service crashing at `at` in
+// its handler of t1's `type`: the relay's confirms of both transfers' rows are in flight when
+// it dies, and void after it.
+Scenario two_transfers_with_a_relay_crash(const std::string& type, const std::string& at) {
+  return testing::parse_ok(
+      R"({"accounts": {"alice": 10000, "bob": 0, "carol": 5000, "dave": 0},
+          "config": {"broker.prefetch": 1},
+          "steps": [{"fault": {"kind": "crash", "service": "transfer-service", "at": ")" +
+      at + R"(", "match": {"type": ")" + type + R"(", "transfer": "t1"}}},
+                    {"transfer": {"id": "t1", "from": "alice", "to": "bob", "amount": 2500}},
+                    {"transfer": {"id": "t2", "from": "carol", "to": "dave", "amount": 1000}}]})");
+}
+
+}  // namespace
+
+TEST_CASE("a confirm of a dead relay's channel meets the crash and not the restart",
+          "[dpor][footprint]") {
+  // The run as it goes with no choice made: transfer-service dies right after its relay
+  // publishes t1's debit command, whose confirm is still on the wire; it comes after the crash,
+  // void. Each meets the crash (which of the two comes first decides whether the row
+  // is marked sent), and nothing else: not the restart, nor the new relay's poll and confirms.
+  for (const bool void_footprints : {true, false}) {
+    INFO("void footprints " << void_footprints);
+    const EventLog log = logged_run(
+        two_transfers_with_a_relay_crash("Transfer.Requested", "after_publish"), void_footprints);
+    const auto restart = std::find_if(log.events.begin(), log.events.end(),
+                                      [](const LoggedEvent& e) { return e.kind == "restart"; });
+    REQUIRE(restart != log.events.end());
+    REQUIRE(restart->creator >= 0);
+    const auto crash_at = static_cast<size_t>(restart->creator);
+    const LoggedEvent& crash = log.events[crash_at];
+    size_t void_confirms = 0;
+    size_t later_meetings = 0;
+    for (size_t index = crash_at + 1; index < log.events.size(); ++index) {
+      const LoggedEvent& event = log.events[index];
+      if (event.kind != "confirm" || event.creator > static_cast<int64_t>(crash_at)) continue;
+      ++void_confirms;
+      CHECK(footprints_meet(event, crash));
+      for (size_t other = crash_at + 1; other < log.events.size(); ++other) {
+        if (other != index && footprints_meet(event, log.events[other])) ++later_meetings;
+      }
+    }
+    REQUIRE(void_confirms > 0);
+    if (void_footprints) {
+      CHECK(later_meetings == 0);
+    } else {
+      CHECK(later_meetings > 0);
+    }
+  }
+}
+
+TEST_CASE("a job void for good touches only what voided it, and that loses nothing", "[dpor]") {
+  // A confirm of the dead relay's channel, or a loop's turn of the dead incarnation, changes
+  // nothing wherever it goes from then on: its footprint is the channel or the incarnation it
+  // reads, which the crash wrote. With the footprint it has when it acts, it races the restart,
+  // the new relay's poll that publishes its row again, and that publication's confirm.
+  const Scenario scenario = two_transfers_with_a_relay_crash("Transfer.Requested", "after_publish");
+  ExploreSettings settings = with_faults(0, {});
+  settings.dpor = true;
+  settings.persistent_sets = true;
+  settings.keep_going = true;
+  settings.check_void_events = true;
+  const ExploreResult reduced = explore(scenario, settings);
+  settings.void_footprints = false;
+  const ExploreResult acting = explore(scenario, settings);
+  check_same_outcomes(reduced, acting);
+  CHECK(broken_invariants(reduced).empty());
+  CHECK(reduced.states == 532);
+  CHECK(acting.states == 631);
+}
+
 TEST_CASE("dpor loses nothing where two relays claim their rows, and the claims cut the copies",
           "[dpor]") {
   // One transfer through two transfer-service instances whose relays claim what they publish
@@ -367,6 +446,29 @@ TEST_CASE("dpor loses nothing where two relays claim their rows, and the claims 
   settings.dpor = true;
   settings.max_states = 1000;
   CHECK_FALSE(explore(scenario, settings).complete);
+}
+
+TEST_CASE(
+    "a job void for good touches only what voided it: against the breadth-first search, "
+    "and where it cuts most",
+    "[.explore_long]") {
+  // The story of the [dpor] test above, held to the breadth-first search (13,503 states with
+  // sleep sets and persistent sets); then the crash after the commit of t1's Account.Debited,
+  // where the void confirms cut two thirds of the states, with the same 4 final states.
+  check_dpor_loses_nothing(two_transfers_with_a_relay_crash("Transfer.Requested", "after_publish"),
+                           with_faults(0, {}), true);
+  ExploreSettings settings = with_faults(0, {});
+  settings.dpor = true;
+  settings.persistent_sets = true;
+  settings.keep_going = true;
+  const Scenario scenario = two_transfers_with_a_relay_crash("Account.Debited", "after_commit");
+  const ExploreResult reduced = explore(scenario, settings);
+  settings.void_footprints = false;
+  const ExploreResult acting = explore(scenario, settings);
+  check_same_outcomes(reduced, acting);
+  CHECK(reduced.leaf_states.size() == 4);
+  CHECK(reduced.states == 2928);
+  CHECK(acting.states == 8644);
 }
 
 TEST_CASE("under a preemption bound, DPOR reaches what the bound allows", "[dpor]") {
