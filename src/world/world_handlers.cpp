@@ -17,7 +17,7 @@ namespace inboxsim {
 // (a poison message: the fault's cause says which the story means).
 void World::start_handler(size_t instance_index, const Delivery& delivery, size_t attempt,
                           bool from_table) {
-  Instance& instance = instances_[instance_index];
+  const Process& instance = processes_.at(instance_index);
   const uint64_t id = handlers_.new_id();
   ActiveHandler handler;
   handler.instance = instance_index;
@@ -162,7 +162,7 @@ void World::move_to_error_queue(const ActiveHandler& handler, std::string_view r
   const Delivery& delivery = handler.delivery;
   if (handler.from_table) {
     guarded(handler.instance,
-            [&] { instances_[handler.instance].account->dead_letter(*delivery.message); });
+            [&] { processes_.at(handler.instance).account->dead_letter(*delivery.message); });
   }
   const std::string& queue = broker_->move_to_error_queue(account_error_queue_, delivery.message);
   TraceEvent event =
@@ -178,7 +178,7 @@ void World::move_to_error_queue(const ActiveHandler& handler, std::string_view r
 
 Suspend World::between_steps(size_t index, CrashPointSet points, const Message& message,
                              uint64_t resume, std::string next) {
-  const Instance& instance = instances_[index];
+  const Process& instance = processes_.at(index);
   ActiveHandler& handler = handlers_.running_handler();
   handler.resume = resume;
   handler.next_step = std::move(next);
@@ -197,7 +197,7 @@ Suspend World::between_steps(size_t index, CrashPointSet points, const Message& 
     }
   }
   const int64_t work = work_ms();
-  const int64_t start_ms = paused(instance) ? instance.paused_until_ms : now_ms();
+  const int64_t start_ms = instance.paused(now_ms()) ? instance.paused_until_ms : now_ms();
   // In an exploration every step is an event of its own: others may happen in between. All but
   // the step right after a row lock's grant, with no crash point: taking a lock is a right
   // mover (Lipton's reduction), since no other event can change what the step reads under the
@@ -217,7 +217,7 @@ Suspend World::lock_row(size_t index, const std::string& key, uint64_t resume,
   handler.resume = resume;
   handler.next_step = std::move(next);
   handler.right_after_lock = true;
-  const Instance& instance = instances_[index];
+  const Process& instance = processes_.at(index);
   RowLocks& locks = locks_of(instance.service);
   touch_row_lock(instance.service, key);
   const std::optional<uint64_t> holder = locks.owner(key);
@@ -246,8 +246,8 @@ Suspend World::sleep(size_t index, int64_t ms, uint64_t resume, std::string next
 
 void World::unlock_row(size_t index, const std::string& key) {
   INBOXSIM_ASSERT(handlers_.running() != 0);
-  RowLocks& locks = locks_of(instances_[index].service);
-  touch_row_lock(instances_[index].service, key);
+  RowLocks& locks = locks_of(processes_.at(index).service);
+  touch_row_lock(processes_.at(index).service, key);
   if (const std::optional<uint64_t> next = locks.release(key, handlers_.running())) {
     grant_lock(key, *next);
   }
@@ -256,9 +256,9 @@ void World::unlock_row(size_t index, const std::string& key) {
 // Releases the locks a handler still holds (it rolled back or its process died) and withdraws
 // it from every lock it waits for.
 void World::release_locks(size_t index, uint64_t handler) {
-  RowLocks& locks = locks_of(instances_[index].service);
+  RowLocks& locks = locks_of(processes_.at(index).service);
   if (locks.empty()) return;
-  touch_row_locks_of(instances_[index].service, handler);
+  touch_row_locks_of(processes_.at(index).service, handler);
   for (const RowLocks::Grant& grant : locks.release_all(handler)) {
     grant_lock(grant.key, grant.handler);
   }

@@ -18,7 +18,7 @@ void World::on_deliver(const job::Deliver& deliver) {
   // A delivery still on the wire when its channel closed was requeued then; this copy is void.
   if (!broker_->channel_open(delivery.consumer, delivery.channel)) return;
   const ConsumerInfo& consumer = consumers_[delivery.consumer];
-  const Instance& instance = instances_[consumer.instance];
+  const Process& instance = processes_.at(consumer.instance);
   INBOXSIM_ASSERT(instance.up);
   record(delivery_event(EventKind::deliver, now_ms(), participant::broker, consumer.participant,
                         delivery));
@@ -56,7 +56,7 @@ bool World::ack_void(const Delivery& delivery, std::string_view verb) {
 void World::send_ack(const ActiveHandler& handler, bool at_once) {
   const Delivery& delivery = handler.delivery;
   if (ack_void(delivery, "ack")) return;
-  const Instance& instance = instances_[handler.instance];
+  const Process& instance = processes_.at(handler.instance);
   if (take_fault(FaultKind::drop_ack, instance.service, instance.number, *delivery.message)) {
     TraceEvent event =
         delivery_event(EventKind::ack_lost, now_ms(), consumers_[delivery.consumer].participant,
@@ -144,7 +144,7 @@ void World::pump() {
   broker_->pump(dispatched, now_ms());
   for (Delivery& delivery : dispatched) {
     int64_t delay_ms = latency_ms();
-    const Instance& instance = instances_[consumers_[delivery.consumer].instance];
+    const Process& instance = processes_.at(consumers_[delivery.consumer].instance);
     if (const auto held =
             take_fault(FaultKind::delay, instance.service, instance.number, *delivery.message)) {
       delay_ms += held->ms;
