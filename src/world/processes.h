@@ -1,22 +1,24 @@
 // The processes: every instance of both services (docs/contract.md §8.1), in instance order, and
 // what each one's life keeps: whether it is up and which incarnation it is, its pause, when its
 // broker connection last opened (the heartbeat's phase), how long its next restart takes, its
-// relay's publishing channel, which of its loops have a turn pending; and whose turn a client's
-// request is (a load balancer's round robin). World decides when a process crashes, pauses,
-// restarts or reconnects and does what follows (the trace, the broker, the handlers, the jobs);
-// each change here is one call that returns what World needs of it. The instances' service
-// objects live here too: World builds them (it is their host) and calls them.
+// relay's publishing channel, which of its loops have a turn pending; whose each broker consumer
+// is; and whose turn a client's request is (a load balancer's round robin). World decides when a
+// process crashes, pauses, restarts or reconnects and does what follows (the trace, the broker,
+// the handlers, the jobs); each change here is one call that returns what World needs of it. The
+// instances' service objects live here too: World builds them (it is their host) and calls them.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <string_view>
 #include <vector>
 
 #include "domain/config.h"
 #include "domain/crash.h"
 #include "domain/scenario.h"
+#include "domain/topology.h"
 #include "kernel/assert.h"
 #include "services/account_service.h"
 #include "services/host.h"
@@ -64,6 +66,13 @@ struct Process {
   }
 };
 
+// Which consumer of which instance a broker consumer is.
+struct InstanceConsumer {
+  size_t instance = 0;
+  QueueConsumer role = QueueConsumer::account;
+  std::string_view participant;
+};
+
 class Processes {
  public:
   explicit Processes(const Config& config);
@@ -71,8 +80,12 @@ class Processes {
   // ---- wiring ----
   // A new instance, last in instance order, for the wiring to give its host and service object.
   Process& add(ServiceId service, int64_t number, InstanceNames names);
-  // Broker consumer `consumer` is one of instance `index`'s.
-  void add_consumer(size_t index, size_t consumer) {
+  // Broker consumer `consumer` is instance `index`'s consumer in `role`, named `participant`.
+  // REQUIRES: it is the next broker consumer (the broker numbers them from 0).
+  void add_consumer(size_t index, size_t consumer, QueueConsumer role,
+                    std::string_view participant) {
+    INBOXSIM_ASSERT(consumer == consumers_.size());
+    consumers_.push_back(InstanceConsumer{index, role, participant});
     processes_[index].consumers.push_back(consumer);
   }
 
@@ -83,6 +96,9 @@ class Processes {
   std::vector<Process>::const_iterator end() const { return processes_.end(); }
   // The service's first instance (the one that opens the accounts and runs a dropped index).
   const Process& first(ServiceId service) const;
+  // Whose broker consumer `index` is; consumer_count() of them, every instance's.
+  const InstanceConsumer& consumer(size_t index) const { return consumers_[index]; }
+  size_t consumer_count() const { return consumers_.size(); }
   // An instance of `service` that is up and not paused at `now_ms`, taking turns (a load
   // balancer's round robin, which moves past it); none when every one is down or paused.
   std::optional<size_t> available(ServiceId service, int64_t now_ms);
@@ -152,6 +168,7 @@ class Processes {
   }
 
   std::vector<Process> processes_;  // in instance order; reserved, so never moved
+  std::vector<InstanceConsumer> consumers_;  // by broker consumer index
   size_t next_request_ = 0;         // where the round robin looks first
   int64_t heartbeat_ms_ = 0;        // broker.heartbeat_ms
 };

@@ -204,10 +204,7 @@ void World::add_consumers() {
   for (size_t index = 0; index < processes_.size(); ++index) {
     const Process& instance = processes_.at(index);
     auto add = [&](size_t queue, ConsumerRole role, std::string_view participant) {
-      const size_t consumer = broker_->add_consumer(participant, queue);
-      INBOXSIM_ASSERT(consumer == consumers_.size());
-      consumers_.push_back(ConsumerInfo{index, role, participant});
-      processes_.add_consumer(index, consumer);
+      processes_.add_consumer(index, broker_->add_consumer(participant, queue), role, participant);
     };
     if (instance.service == ServiceId::account) {
       add(account_queue, ConsumerRole::account, instance.names.service);
@@ -268,8 +265,8 @@ void World::request_transfer(const TransferSpec& transfer) {
 void World::arm_fault(const FaultSpec& fault) {
   if (fault.kind == FaultKind::drop_connection && !fault.has_match) {
     INBOXSIM_ASSERT(fault.service.has_value());
-    for (size_t consumer = 0; consumer < consumers_.size(); ++consumer) {
-      const Process& instance = processes_.at(consumers_[consumer].instance);
+    for (size_t consumer = 0; consumer < processes_.consumer_count(); ++consumer) {
+      const Process& instance = processes_.at(processes_.consumer(consumer).instance);
       if (instance.service != *fault.service) continue;
       if (fault.instance && *fault.instance != instance.number) continue;
       if (broker_->connected(consumer)) reset_connection(consumer, "connection dropped");
@@ -386,7 +383,7 @@ void World::advance(int64_t ms) {
 
 size_t World::instance_of(const Job& job) const {
   const std::optional<size_t> consumer = job.on_consumer();
-  return consumer ? consumers_[*consumer].instance : job.instance;
+  return consumer ? processes_.consumer(*consumer).instance : job.instance;
 }
 
 // What an event reads or changes of its process, its loops and its database, for the explorer's

@@ -169,13 +169,8 @@ class World {
   class InstanceHost;
   friend class InstanceHost;
 
-  // Which consumer of an instance a broker consumer is.
+  // Which consumer of an instance a broker consumer is (InstanceConsumer::role).
   using ConsumerRole = QueueConsumer;
-  struct ConsumerInfo {
-    size_t instance = 0;
-    ConsumerRole role = ConsumerRole::account;
-    std::string_view participant;
-  };
   // An instance's loops and the relay's memory of what awaits a confirm (processes.h).
   using Loop = InstanceLoop;
 
@@ -352,7 +347,6 @@ class World {
 
   // The broker and what is on the wire.
   std::unique_ptr<MessageBroker> broker_;
-  std::vector<ConsumerInfo> consumers_;    // by broker consumer index
   size_t account_error_queue_ = 0;         // account-service_error
   Wire wire_;  // deliveries on their way to the consumers
   std::set<int64_t> broker_timers_;  // when a broker_timer job is scheduled

@@ -104,7 +104,7 @@ void World::take_and_dispatch(size_t option) {
     event.job = fingerprint_job(job);
     event.kind = job_kind_word(job.kind());
     const std::optional<size_t> consumer = job.on_consumer();
-    event.who = consumer ? consumers_[*consumer].participant
+    event.who = consumer ? processes_.consumer(*consumer).participant
                          : std::string_view(processes_.at(job.instance).names.service);
     event.creator = job.born;
     explorer_.begin_event(std::move(event));

@@ -33,7 +33,7 @@ void World::start_handler(size_t instance_index, const Delivery& delivery, size_
                                   FaultCause::injected});
     return;
   }
-  switch (consumers_[delivery.consumer].role) {
+  switch (processes_.consumer(delivery.consumer).role) {
     case ConsumerRole::account:
       handler.task = from_table ? instance.account->handle_stored(delivery.message)
                                 : instance.account->handle(delivery.message);
@@ -52,7 +52,7 @@ void World::start_handler(size_t instance_index, const Delivery& delivery, size_
 // Whether a handler is account-service's and its consumer's library cancels it now that its
 // channel has closed (Recoverability::cancelled_by_close).
 bool World::cancelled_by_close(const ActiveHandler& handler) const {
-  return consumers_[handler.delivery.consumer].role == ConsumerRole::account &&
+  return processes_.consumer(handler.delivery.consumer).role == ConsumerRole::account &&
          recoverability_.cancelled_by_close() &&
          !broker_->channel_open(handler.delivery.consumer, handler.delivery.channel);
 }
@@ -64,8 +64,9 @@ void World::cancel_handler(uint64_t id) {
   ActiveHandler handler = handlers_.take(id);
   release_locks(handler.instance, id);
   const Delivery& delivery = handler.delivery;
-  TraceEvent event = event_about(EventKind::consumer_fault, now_ms(),
-                                 consumers_[delivery.consumer].participant, *delivery.message);
+  TraceEvent event =
+      event_about(EventKind::consumer_fault, now_ms(),
+                  processes_.consumer(delivery.consumer).participant, *delivery.message);
   event.detail =
       "cancelled: its channel closed, so MassTransit cancelled the consume context; rolled back, "
       "locks released, not retried, nothing moved to the _error queue (" +
@@ -112,9 +113,10 @@ void World::finish_handler(uint64_t id) {
 void World::handler_faulted(ActiveHandler handler, const ConsumerFault& fault) {
   const std::string_view reason = fault.reason;
   const Delivery& delivery = handler.delivery;
-  const bool account = consumers_[delivery.consumer].role == ConsumerRole::account;
-  TraceEvent event = event_about(EventKind::consumer_fault, now_ms(),
-                                 consumers_[delivery.consumer].participant, *delivery.message);
+  const bool account = processes_.consumer(delivery.consumer).role == ConsumerRole::account;
+  TraceEvent event =
+      event_about(EventKind::consumer_fault, now_ms(),
+                  processes_.consumer(delivery.consumer).participant, *delivery.message);
   event.detail = std::string(reason) + "; rolled back" + (account ? "" : ", will nack");
   event.cause = fault.cause;
   record(std::move(event));
@@ -128,7 +130,7 @@ void World::handler_faulted(ActiveHandler handler, const ConsumerFault& fault) {
     case FaultDecision::Kind::retry: break;
   }
   TraceEvent retry =
-      delivery_event(EventKind::retry, now_ms(), consumers_[delivery.consumer].participant,
+      delivery_event(EventKind::retry, now_ms(), processes_.consumer(delivery.consumer).participant,
                      participant::broker, delivery);
   retry.target = {};
   retry.detail = std::move(decision.words);
@@ -165,9 +167,9 @@ void World::move_to_error_queue(const ActiveHandler& handler, std::string_view r
             [&] { processes_.at(handler.instance).account->dead_letter(*delivery.message); });
   }
   const std::string& queue = broker_->move_to_error_queue(account_error_queue_, delivery.message);
-  TraceEvent event =
-      delivery_event(EventKind::error_queued, now_ms(), consumers_[delivery.consumer].participant,
-                     participant::broker, delivery);
+  TraceEvent event = delivery_event(EventKind::error_queued, now_ms(),
+                                    processes_.consumer(delivery.consumer).participant,
+                                    participant::broker, delivery);
   event.detail = "moved to " + queue + " after " + std::to_string(handler.attempt + 1) +
                  " attempt(s) (" + std::string(reason) +
                  (handler.from_table ? "); the envelope leaves wolverine_incoming_envelopes"
@@ -226,9 +228,10 @@ Suspend World::lock_row(size_t index, const std::string& key, uint64_t resume,
   const Delivery& waiting = handlers_.running_handler().delivery;
   const std::string_view held_by = owner == nullptr
                                        ? std::string_view("another handler")
-                                       : consumers_[owner->delivery.consumer].participant;
-  TraceEvent event = event_about(EventKind::lock_wait, now_ms(),
-                                 consumers_[waiting.consumer].participant, *waiting.message);
+                                       : processes_.consumer(owner->delivery.consumer).participant;
+  TraceEvent event =
+      event_about(EventKind::lock_wait, now_ms(), processes_.consumer(waiting.consumer).participant,
+                  *waiting.message);
   event.detail = "waits for the row lock on " + key + ", held by " + std::string(held_by);
   record(std::move(event));
   return Suspend{true};
@@ -268,8 +271,9 @@ void World::release_locks(size_t index, uint64_t handler) {
 void World::grant_lock(const std::string& key, uint64_t handler) {
   const ActiveHandler& waiter = handlers_.at(handler);
   const Delivery& delivery = waiter.delivery;
-  TraceEvent event = event_about(EventKind::lock_granted, now_ms(),
-                                 consumers_[delivery.consumer].participant, *delivery.message);
+  TraceEvent event =
+      event_about(EventKind::lock_granted, now_ms(),
+                  processes_.consumer(delivery.consumer).participant, *delivery.message);
   event.detail = "got the row lock on " + key;
   record(std::move(event));
   schedule(now_ms(), Job::of_instance(waiter.instance, job::Resume{handler}));

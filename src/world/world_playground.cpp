@@ -186,7 +186,7 @@ void World::describe_delivery(const job::Deliver& deliver, PendingEvent& event) 
   event.kind = "deliver";
   const Delivery& delivery = wire_.at(deliver.delivery_id);
   event.message = delivery.message;
-  event.participant = consumers_[delivery.consumer].participant;
+  event.participant = processes_.consumer(delivery.consumer).participant;
   event.label = std::string(delivery.redelivered ? "redelivery" : "delivery") + " of " +
                 message_words(delivery.message.get()) + " reaches " + event.participant;
 }
@@ -195,7 +195,7 @@ void World::describe_delivery(const job::Deliver& deliver, PendingEvent& event) 
 void World::describe_ack(std::string kind, size_t consumer, int64_t delivery_tag, bool term,
                          PendingEvent& event) const {
   event.kind = std::move(kind);
-  event.participant = consumers_[consumer].participant;
+  event.participant = processes_.consumer(consumer).participant;
   event.message = unacked_message(broker_->contents(), event.participant, delivery_tag);
   event.label = "the " + (term ? std::string("term (+TERM)") : event.kind) + " of " +
                 (event.message ? message_words(event.message.get())
@@ -223,7 +223,7 @@ void World::describe_handler_step(bool resume, uint64_t handler, PendingEvent& e
   const ActiveHandler* found = handlers_.find(handler);
   if (found != nullptr) {
     event.message = found->delivery.message;
-    event.participant = consumers_[found->delivery.consumer].participant;
+    event.participant = processes_.consumer(found->delivery.consumer).participant;
   }
   event.label =
       resume && found != nullptr

@@ -167,7 +167,7 @@ void World::close_instance_connections(size_t index, const std::string& reason) 
   for (const size_t consumer : processes_.at(index).consumers) {
     if (!broker_->connected(consumer)) continue;
     TraceEvent event = instance_event(EventKind::connection_closed, now_ms(),
-                                      consumers_[consumer].participant, reason);
+                                      processes_.consumer(consumer).participant, reason);
     event.target = participant::broker;
     record(std::move(event));
     broker_->close_connection(consumer, now_ms(), "connection closed");
@@ -178,13 +178,13 @@ void World::close_instance_connections(size_t index, const std::string& reason) 
 
 void World::reset_connection(size_t consumer, std::string reason) {
   TraceEvent event = instance_event(EventKind::connection_closed, now_ms(),
-                                    consumers_[consumer].participant, std::move(reason));
+                                    processes_.consumer(consumer).participant, std::move(reason));
   event.target = participant::broker;
   record(std::move(event));
   broker_->close_connection(consumer, now_ms(), "connection closed");
   pump();
   schedule(now_ms() + kReconnectMs,
-           Job::of_instance(consumers_[consumer].instance, job::Reconnect{consumer}));
+           Job::of_instance(processes_.consumer(consumer).instance, job::Reconnect{consumer}));
 }
 
 }  // namespace inboxsim

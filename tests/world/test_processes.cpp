@@ -1,6 +1,7 @@
 // The processes' liveness bookkeeping (world/processes.h): crashes and restarts, pauses and the
-// heartbeat that notices them, the loops' flags, the requests' round robin.
+// heartbeat that notices them, the loops' flags, whose each broker consumer is, the round robin.
 #include <catch2/catch.hpp>
+#include <vector>
 
 #include "world/processes.h"
 
@@ -38,6 +39,19 @@ TEST_CASE("processes: requests take turns among the instances up and not paused"
   processes.crash(2);
   CHECK_FALSE(processes.available(ServiceId::transfer, 200).has_value());
   CHECK(processes.available(ServiceId::account, 200) == 0);
+}
+
+TEST_CASE("processes: each broker consumer is one instance's, in its role", "[processes]") {
+  Processes processes = three_processes();
+  processes.add_consumer(0, 0, QueueConsumer::account, "account-service");
+  processes.add_consumer(1, 1, QueueConsumer::saga, "transfer-service#1");
+  processes.add_consumer(1, 2, QueueConsumer::notifications, "notifications#1");
+  CHECK(processes.consumer_count() == 3);
+  CHECK(processes.consumer(2).instance == 1);
+  CHECK(processes.consumer(2).role == QueueConsumer::notifications);
+  CHECK(processes.consumer(2).participant == "notifications#1");
+  CHECK(processes.at(1).consumers == std::vector<size_t>{1, 2});
+  CHECK(processes.at(2).consumers.empty());
 }
 
 TEST_CASE("processes: a crash is a new incarnation with nothing pending, restarted later",
