@@ -18,7 +18,7 @@ class World::InstanceHost final : public ServiceHost {
   InstanceHost(World& world, size_t instance) : world_(world), instance_(instance) {}
 
   int64_t now_ms() const override { return world_.now_ms(); }
-  const InstanceNames& names() const override { return world_.instances_[instance_].names; }
+  const InstanceNames& names() const override { return world_.processes_.at(instance_).names; }
   std::string next_message_id(const std::string& cause) override {
     // One counter for both services: two events that mint ids do not commute (either order
     // gives the other one the next number), so minting is in their footprints. Where nothing
@@ -56,7 +56,7 @@ class World::InstanceHost final : public ServiceHost {
   void schedule_relay_poll() override { world_.schedule_relay_poll(instance_); }
   void schedule_account_outbox_sweep() override { world_.schedule_account_outbox_sweep(instance_); }
   ExternalSeenStore& seen_store() override {
-    return world_.seen_stores_[static_cast<size_t>(world_.instances_[instance_].service)];
+    return world_.seen_stores_[static_cast<size_t>(world_.processes_.at(instance_).service)];
   }
   void ack_now() override { world_.ack_now(instance_); }
   void schedule_durability_poll() override { world_.schedule_durability_polls(); }
@@ -92,6 +92,7 @@ World::World(const Scenario& scenario, const Config& config, const WorldOptions&
       checker_(scenario.accounts, config.transfer_notifications,
                config.transfer_notifications && config.transfer_email != EmailSend::none),
       broker_(make_broker(config, [this](TraceEvent event) { record(std::move(event)); })),
+      processes_(config_),
       faults_(options.spill_databases && options.db_dir.empty()
                   ? std::optional<size_t>(options.faults_in_memory_max)
                   : std::nullopt),
@@ -106,13 +107,9 @@ World::World(const Scenario& scenario, const Config& config, const WorldOptions&
   const bool footprints = options.explore.enabled && options.explore.footprints_by_row &&
                           (options.explore.log_events || options.explore.stop_at_frontier);
   if (footprints && !rows_) sql_footprint_ = std::make_unique<SqlFootprint>(explorer_);
-  INBOXSIM_ASSERT(config_.account_instances >= 1 && config_.account_instances <= kInstancesMax);
-  INBOXSIM_ASSERT(config_.transfer_instances >= 1 && config_.transfer_instances <= kInstancesMax);
-  // Every instance's connection is opened before any runs, so the vector never moves them.
-  instances_.reserve(static_cast<size_t>(config_.account_instances + config_.transfer_instances));
   add_instances(ServiceId::account, config_.account_instances, options);
   add_instances(ServiceId::transfer, config_.transfer_instances, options);
-  first_instance(ServiceId::account).account->open_accounts(accounts_);
+  processes_.first(ServiceId::account).account->open_accounts(accounts_);
   if (sql_footprint_) {
     // A key of the seen-set, as a row of the databases (contains reads it, but one resource with
     // one mode is enough: the seen-set inboxes read and then write the key they read).
@@ -157,16 +154,14 @@ void World::add_instances(ServiceId service, int64_t count, const WorldOptions& 
     database = std::make_unique<SharedDatabase>(db_path(options, base), key, create, count);
   }
   for (int64_t number = 1; number <= count; ++number) {
-    const size_t index = instances_.size();
-    Instance& instance = instances_.emplace_back();
-    instance.service = service;
-    instance.number = number;
-    instance.names.service = instance_participant(base, number, count);
+    const size_t index = processes_.size();
+    InstanceNames names;
+    names.service = instance_participant(base, number, count);
     if (!account) {
-      instance.names.relay = instance_participant(participant::relay, number, count);
-      instance.names.notifications =
-          instance_participant(participant::notifications, number, count);
+      names.relay = instance_participant(participant::relay, number, count);
+      names.notifications = instance_participant(participant::notifications, number, count);
     }
+    Process& instance = processes_.add(service, number, names);
     instance.host = std::make_unique<InstanceHost>(*this, index);
     Connection& connection = database->connect();
     // The recorder is destroyed before the databases (world.h): its hooks leave a pooled
@@ -206,13 +201,10 @@ void World::add_consumers() {
   const size_t transfer_queue = *queue_of[static_cast<size_t>(QueueConsumer::saga)];
   const std::optional<size_t> notifications_queue =
       queue_of[static_cast<size_t>(QueueConsumer::notifications)];
-  for (size_t index = 0; index < instances_.size(); ++index) {
-    Instance& instance = instances_[index];
+  for (size_t index = 0; index < processes_.size(); ++index) {
+    const Process& instance = processes_.at(index);
     auto add = [&](size_t queue, ConsumerRole role, std::string_view participant) {
-      const size_t consumer = broker_->add_consumer(participant, queue);
-      INBOXSIM_ASSERT(consumer == consumers_.size());
-      consumers_.push_back(ConsumerInfo{index, role, participant});
-      instance.consumers.push_back(consumer);
+      processes_.add_consumer(index, broker_->add_consumer(participant, queue), role, participant);
     };
     if (instance.service == ServiceId::account) {
       add(account_queue, ConsumerRole::account, instance.names.service);
@@ -223,13 +215,6 @@ void World::add_consumers() {
       }
     }
   }
-}
-
-World::Instance& World::first_instance(ServiceId service) {
-  for (Instance& instance : instances_) {
-    if (instance.service == service) return instance;
-  }
-  INBOXSIM_ASSERT(false);
 }
 
 // An exploration has no clock: the order of events is its choice, not a draw.
@@ -251,31 +236,18 @@ void World::mark_step(std::string detail) {
   record(instance_event(EventKind::step, now_ms(), {}, std::move(detail)));
 }
 
-// An instance that is up and not paused, taking turns (a load balancer's round robin).
-std::optional<size_t> World::available_instance(ServiceId service) {
-  const size_t count = instances_.size();
-  for (size_t tried = 0; tried < count; ++tried) {
-    const size_t index = (next_request_instance_ + tried) % count;
-    const Instance& instance = instances_[index];
-    if (instance.service != service || !instance.up || paused(instance)) continue;
-    next_request_instance_ = (index + 1) % count;
-    return index;
-  }
-  return std::nullopt;
-}
-
 void World::request_transfer(const TransferSpec& transfer) {
   // A client whose request finds transfer-service down retries until an instance is back.
-  std::optional<size_t> target = available_instance(ServiceId::transfer);
+  std::optional<size_t> target = processes_.available(ServiceId::transfer, now_ms());
   for (int64_t waited = 0; !target; ++waited) {
     INBOXSIM_ASSERT(waited < kEventsPerRunMax);
     if (!step_once()) {
       INBOXSIM_ASSERT(!halted_reason_.empty() || explorer_.stopped());
       return;  // the run has stopped at its bound: no client is served any more
     }
-    target = available_instance(ServiceId::transfer);
+    target = processes_.available(ServiceId::transfer, now_ms());
   }
-  Instance& instance = instances_[*target];
+  const Process& instance = processes_.at(*target);
   TraceEvent event;
   event.time_ms = now_ms();
   event.kind = EventKind::request;
@@ -293,8 +265,8 @@ void World::request_transfer(const TransferSpec& transfer) {
 void World::arm_fault(const FaultSpec& fault) {
   if (fault.kind == FaultKind::drop_connection && !fault.has_match) {
     INBOXSIM_ASSERT(fault.service.has_value());
-    for (size_t consumer = 0; consumer < consumers_.size(); ++consumer) {
-      const Instance& instance = instances_[consumers_[consumer].instance];
+    for (size_t consumer = 0; consumer < processes_.consumer_count(); ++consumer) {
+      const Process& instance = processes_.at(processes_.consumer(consumer).instance);
       if (instance.service != *fault.service) continue;
       if (fault.instance && *fault.instance != instance.number) continue;
       if (broker_->connected(consumer)) reset_connection(consumer, "connection dropped");
@@ -319,10 +291,10 @@ void World::arm_fault(const FaultSpec& fault) {
 }
 
 void World::drop_index(IndexName index) {
-  Instance& account = first_instance(ServiceId::account);
+  const Process& account = processes_.first(ServiceId::account);
   std::optional<std::vector<std::string>> removed = account.account->drop_index(index);
   const bool on_account = removed.has_value();
-  Instance& transfer = first_instance(ServiceId::transfer);
+  const Process& transfer = processes_.first(ServiceId::transfer);
   if (!on_account) removed = transfer.transfer->drop_index(index);
   INBOXSIM_ASSERT(removed.has_value());
   // Dropped twice, the first drop's statements are the ones that put it back.
@@ -411,7 +383,7 @@ void World::advance(int64_t ms) {
 
 size_t World::instance_of(const Job& job) const {
   const std::optional<size_t> consumer = job.on_consumer();
-  return consumer ? consumers_[*consumer].instance : job.instance;
+  return consumer ? processes_.consumer(*consumer).instance : job.instance;
 }
 
 // What an event reads or changes of its process, its loops and its database, for the explorer's
@@ -449,7 +421,7 @@ void World::touch_for(const Job& job) {
   // say which (SqlFootprint), or else the database is one resource.
   if (!sql_footprint_ && kind != JobKind::ack && kind != JobKind::nack &&
       kind != JobKind::reconnect) {
-    touch_database(instances_[instance].service);
+    touch_database(processes_.at(instance).service);
   }
 }
 
@@ -493,8 +465,8 @@ bool World::deferred_by_pause(const Job& job) {
     case JobKind::pause_end: return false;
     default: break;
   }
-  const Instance& instance = instances_[instance_of(job)];
-  if (!paused(instance)) return false;
+  const Process& instance = processes_.at(instance_of(job));
+  if (!instance.paused(now_ms())) return false;
   schedule(instance.paused_until_ms, job);
   return true;
 }
@@ -536,8 +508,8 @@ void World::committed(const CommitRecord& record_in) {
   checker_.on_commit(record_in, now_ms());
   if (record_in.service != ServiceId::transfer || !record_in.outbox_written) return;
   // Every instance's relay polls the one outbox; each finds the new row on its next poll.
-  for (size_t index = 0; index < instances_.size(); ++index) {
-    if (instances_[index].service == ServiceId::transfer) schedule_relay_poll(index);
+  for (size_t index = 0; index < processes_.size(); ++index) {
+    if (processes_.at(index).service == ServiceId::transfer) schedule_relay_poll(index);
   }
 }
 

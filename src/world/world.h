@@ -43,6 +43,7 @@
 #include "world/job.h"
 #include "world/limits.h"
 #include "world/message_names.h"
+#include "world/processes.h"
 #include "world/publication_log.h"
 #include "world/retention.h"
 #include "world/row_locks.h"
@@ -168,35 +169,10 @@ class World {
   class InstanceHost;
   friend class InstanceHost;
 
-  // Which consumer of an instance a broker consumer is.
+  // Which consumer of an instance a broker consumer is (InstanceConsumer::role).
   using ConsumerRole = QueueConsumer;
-  struct ConsumerInfo {
-    size_t instance = 0;
-    ConsumerRole role = ConsumerRole::account;
-    std::string_view participant;
-  };
-
-  // One process of a service (docs/contract.md §8.1): its liveness, its consumers, its service object on
-  // its own connection, and the host through which that object reaches the world.
-  struct Instance {
-    ServiceId service = ServiceId::account;
-    int64_t number = 1;
-    InstanceNames names;
-    bool up = true;
-    uint64_t incarnation = 1;
-    int64_t restart_after_ms = kRestartAfterMsDefault;  // its last crash fault's
-    int64_t paused_until_ms = -1;  // paused while now < paused_until_ms
-    int64_t pause_started_ms = 0;
-    int64_t connected_ms = 0;  // when its broker connection last opened: the heartbeat's phase
-    uint64_t publish_channel = 1;  // the relay's publishing channel; a closed one voids confirms
-    bool relay_poll_scheduled = false;
-    bool sweep_scheduled = false;
-    bool durability_poll_scheduled = false;
-    std::vector<size_t> consumers;  // broker consumer indices
-    std::unique_ptr<InstanceHost> host;
-    std::unique_ptr<AccountService> account;
-    std::unique_ptr<TransferService> transfer;
-  };
+  // An instance's loops and the relay's memory of what awaits a confirm (processes.h).
+  using Loop = InstanceLoop;
 
   // Wiring.
   void add_instances(ServiceId service, int64_t count, const WorldOptions& options);
@@ -259,8 +235,6 @@ class World {
   void release_locks(size_t instance, uint64_t handler);
   void grant_lock(const std::string& key, uint64_t handler);
   void reset_connection(size_t consumer, std::string reason);
-  // When the broker's heartbeat closes the connection of an instance paused now (docs/contract.md §9.0).
-  int64_t heartbeat_close_ms(const Instance& instance) const;
   // Closes the first channel whose consumer timeout is due no later than `until_ms`, moving the
   // clock there; false when none is (or the timeout is off, or there is no clock).
   bool consumer_timeout_due(int64_t until_ms);
@@ -344,7 +318,7 @@ class World {
   }
   // Schedules a periodic loop's next turn on an instance and marks it pending.
   // REQUIRES: no turn is pending and the instance is up.
-  void schedule_loop(size_t instance, job::Payload loop, bool& pending, int64_t delay_ms);
+  void schedule_loop(size_t instance, job::Payload payload, Loop loop, int64_t delay_ms);
   void maybe_cleanup();
   void on_cleanup(int64_t tick_ms);
   void record_cleanup(std::string_view service, int64_t deleted, CleanupOf cleaned,
@@ -352,9 +326,6 @@ class World {
 
   // Observation.
   void record(TraceEvent event);
-  bool paused(const Instance& instance) const { return now_ms() < instance.paused_until_ms; }
-  std::optional<size_t> available_instance(ServiceId service);
-  Instance& first_instance(ServiceId service);
   RowLocks& locks_of(ServiceId service) { return locks_[static_cast<size_t>(service)]; }
 
   // Configuration and randomness.
@@ -376,7 +347,6 @@ class World {
 
   // The broker and what is on the wire.
   std::unique_ptr<MessageBroker> broker_;
-  std::vector<ConsumerInfo> consumers_;    // by broker consumer index
   size_t account_error_queue_ = 0;         // account-service_error
   Wire wire_;  // deliveries on their way to the consumers
   std::set<int64_t> broker_timers_;  // when a broker_timer job is scheduled
@@ -385,14 +355,13 @@ class World {
 
   // The services: their databases, their instances, what the instances share.
   std::array<std::unique_ptr<SharedDatabase>, 2> databases_;
-  std::vector<Instance> instances_;
+  Processes processes_;  // every instance, its liveness, the requests' round robin
   std::array<ExternalSeenStore, 2> seen_stores_;
   std::array<RowLocks, 2> locks_;
   HandlerTable handlers_;  // every handler not yet ended, and the one running now
   // A preemption-bounded exploration: the instance that took the last step of a handler (a
   // live `resume`); -1 before any. Deliveries start handlers but do not switch the runner.
   int64_t runner_ = -1;
-  size_t next_request_instance_ = 0;
 
   // The rows behind the views (docs/usage.md, `run --html`); null unless a view asked for them.
   // Declared after the instances so that it is destroyed first, while their connections still
@@ -417,7 +386,6 @@ class World {
   bool footprinting() const { return explorer_.footprinting(); }
   // An instance's loops (ResourceClass::loop): each one's flag and its jobs; the relay's memory
   // of the rows that await a confirm is a resource of its own (two bits of the instance's id).
-  enum class Loop : uint8_t { relay, sweep, durability, relay_awaiting };
   void touch_loop(size_t instance, Loop loop, Access access = Access::write);
   // One row's entry in an instance's relay memory of what awaits a confirm.
   void touch_awaited(size_t instance, int64_t outbox_seq);

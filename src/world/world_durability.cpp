@@ -20,13 +20,12 @@
 namespace inboxsim {
 
 void World::on_durability_poll(const Job& job) {
-  Instance& instance = instances_[job.instance];
-  if (instance.incarnation != job.incarnation) return;
-  instance.durability_poll_scheduled = false;
+  if (!processes_.loop_turn(job.instance, Loop::durability, job.incarnation)) return;
+  const Process& instance = processes_.at(job.instance);
   if (footprinting()) {
     // Which nodes are live reads every account-service process.
-    for (size_t index = 0; index < instances_.size(); ++index) {
-      if (instances_[index].service == ServiceId::account) touch_instance(index, Access::read);
+    for (size_t index = 0; index < processes_.size(); ++index) {
+      if (processes_.at(index).service == ServiceId::account) touch_instance(index, Access::read);
     }
   }
   const std::vector<int64_t> live = live_nodes();
@@ -39,8 +38,8 @@ void World::on_durability_poll(const Job& job) {
 
 // Every account-service node's agent polls the one table: each is asked to run.
 void World::schedule_durability_polls() {
-  for (size_t index = 0; index < instances_.size(); ++index) {
-    if (instances_[index].service == ServiceId::account) schedule_durability_poll(index);
+  for (size_t index = 0; index < processes_.size(); ++index) {
+    if (processes_.at(index).service == ServiceId::account) schedule_durability_poll(index);
   }
 }
 
@@ -49,20 +48,21 @@ void World::schedule_durability_poll(size_t index) {
     touch_instance(index, Access::read);
     touch_loop(index, Loop::durability);
   }
-  Instance& instance = instances_[index];
+  const Process& instance = processes_.at(index);
   if (config_.account_durability_poll_ms == 0) return;  // DurabilityAgentEnabled = false
   if (instance.durability_poll_scheduled || !instance.up) return;
-  schedule_loop(index, job::DurabilityPoll{}, instance.durability_poll_scheduled,
-                config_.account_durability_poll_ms);
+  schedule_loop(index, job::DurabilityPoll{}, Loop::durability, config_.account_durability_poll_ms);
 }
 
 // The node numbers of the account-service processes that are up and whose health check is
 // fresh: a pause as long as the stale-node timeout makes a node look dead.
 std::vector<int64_t> World::live_nodes() const {
   std::vector<int64_t> live;
-  for (const Instance& instance : instances_) {
+  for (const Process& instance : processes_) {
     if (instance.service != ServiceId::account || !instance.up) continue;
-    if (paused(instance) && now_ms() - instance.pause_started_ms >= kStaleNodeTimeoutMs) continue;
+    if (instance.paused(now_ms()) && now_ms() - instance.pause_started_ms >= kStaleNodeTimeoutMs) {
+      continue;
+    }
     live.push_back(instance.account->node_number());
   }
   return live;
@@ -73,8 +73,8 @@ std::vector<int64_t> World::live_nodes() const {
 void World::start_table_handler(size_t index, const MessagePtr& message) {
   Delivery delivery;
   delivery.message = message;
-  INBOXSIM_ASSERT(!instances_[index].consumers.empty());
-  delivery.consumer = instances_[index].consumers.front();
+  INBOXSIM_ASSERT(!processes_.at(index).consumers.empty());
+  delivery.consumer = processes_.at(index).consumers.front();
   start_handler(index, delivery, 0, /*from_table=*/true);
 }
 

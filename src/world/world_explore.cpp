@@ -104,8 +104,8 @@ void World::take_and_dispatch(size_t option) {
     event.job = fingerprint_job(job);
     event.kind = job_kind_word(job.kind());
     const std::optional<size_t> consumer = job.on_consumer();
-    event.who = consumer ? consumers_[*consumer].participant
-                         : std::string_view(instances_[job.instance].names.service);
+    event.who = consumer ? processes_.consumer(*consumer).participant
+                         : std::string_view(processes_.at(job.instance).names.service);
     event.creator = job.born;
     explorer_.begin_event(std::move(event));
     broker_->take_touched();
@@ -167,7 +167,7 @@ bool World::commutes_with_the_rest(const Job& job) const {
 // never reused. Each case mirrors the early return of the job's handler (on_ack, on_confirm,
 // on_publish_nack, on_deliver, run_handler's caller, on_retry, on_relay_poll, on_account_sweep).
 bool World::void_forever(const Job& job) const {
-  const Instance& instance = instances_[job.instance];
+  const Process& instance = processes_.at(job.instance);
   const bool crashed_since = instance.incarnation != job.incarnation;
   return std::visit(
       job::Overloaded{

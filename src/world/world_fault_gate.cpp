@@ -57,7 +57,7 @@ std::string World::message_words(const Message* message) {
 std::string World::fault_label(FaultKind kind, ServiceId service, int64_t instance,
                                std::optional<CrashPoint> point, const Message* message) const {
   std::string who(service_name(service));
-  for (const Instance& candidate : instances_) {
+  for (const Process& candidate : processes_) {
     if (candidate.service == service && (instance == 0 || candidate.number == instance)) {
       who = candidate.names.service;
       break;

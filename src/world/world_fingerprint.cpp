@@ -38,7 +38,7 @@ Fingerprint World::fingerprint() {
   Hasher hasher;
   hasher.add_signed(now_ms()).add_signed(retention_.next_tick_ms());
   bool first[2] = {true, true};
-  for (Instance& instance : instances_) {
+  for (const Process& instance : processes_) {
     const size_t service = static_cast<size_t>(instance.service);
     hasher.add(instance.up).add(instance.relay_poll_scheduled).add(instance.sweep_scheduled);
     hasher.add_signed(instance.paused_until_ms).add_signed(instance.restart_after_ms);
@@ -53,7 +53,7 @@ Fingerprint World::fingerprint() {
   faults_.fingerprint(hasher);
   hasher.add_signed(explorer_.outcome().faults_injected);
   hasher.add_signed(explorer_.outcome().ack_wait_expiries);
-  hasher.add(next_message_number_).add(static_cast<uint64_t>(next_request_instance_));
+  hasher.add(next_message_number_).add(static_cast<uint64_t>(processes_.next_request()));
   if (names_canonical_ && !canonical_only_) message_names_.fingerprint(hasher);
   fingerprint_keyed_by_ids(hasher);
   std::vector<Fingerprint> running;
@@ -161,7 +161,7 @@ Fingerprint World::fingerprint_handler(uint64_t id) const {
 Fingerprint World::fingerprint_job(const Job& job) const {
   Hasher hasher;
   hasher.add(static_cast<uint64_t>(job.kind())).add(static_cast<uint64_t>(job.instance));
-  const Instance& instance = instances_[job.instance];
+  const Process& instance = processes_.at(job.instance);
   // Voided by a crash since it was scheduled, or not; never the incarnation's number.
   hasher.add_signed(job.incarnation == 0 ? 0 : job.incarnation == instance.incarnation ? 1 : 2);
   const auto settlement = [&](size_t consumer, uint64_t channel, int64_t delivery_tag) {

@@ -17,7 +17,7 @@ namespace inboxsim {
 // (a poison message: the fault's cause says which the story means).
 void World::start_handler(size_t instance_index, const Delivery& delivery, size_t attempt,
                           bool from_table) {
-  Instance& instance = instances_[instance_index];
+  const Process& instance = processes_.at(instance_index);
   const uint64_t id = handlers_.new_id();
   ActiveHandler handler;
   handler.instance = instance_index;
@@ -33,7 +33,7 @@ void World::start_handler(size_t instance_index, const Delivery& delivery, size_
                                   FaultCause::injected});
     return;
   }
-  switch (consumers_[delivery.consumer].role) {
+  switch (processes_.consumer(delivery.consumer).role) {
     case ConsumerRole::account:
       handler.task = from_table ? instance.account->handle_stored(delivery.message)
                                 : instance.account->handle(delivery.message);
@@ -52,7 +52,7 @@ void World::start_handler(size_t instance_index, const Delivery& delivery, size_
 // Whether a handler is account-service's and its consumer's library cancels it now that its
 // channel has closed (Recoverability::cancelled_by_close).
 bool World::cancelled_by_close(const ActiveHandler& handler) const {
-  return consumers_[handler.delivery.consumer].role == ConsumerRole::account &&
+  return processes_.consumer(handler.delivery.consumer).role == ConsumerRole::account &&
          recoverability_.cancelled_by_close() &&
          !broker_->channel_open(handler.delivery.consumer, handler.delivery.channel);
 }
@@ -64,8 +64,9 @@ void World::cancel_handler(uint64_t id) {
   ActiveHandler handler = handlers_.take(id);
   release_locks(handler.instance, id);
   const Delivery& delivery = handler.delivery;
-  TraceEvent event = event_about(EventKind::consumer_fault, now_ms(),
-                                 consumers_[delivery.consumer].participant, *delivery.message);
+  TraceEvent event =
+      event_about(EventKind::consumer_fault, now_ms(),
+                  processes_.consumer(delivery.consumer).participant, *delivery.message);
   event.detail =
       "cancelled: its channel closed, so MassTransit cancelled the consume context; rolled back, "
       "locks released, not retried, nothing moved to the _error queue (" +
@@ -112,9 +113,10 @@ void World::finish_handler(uint64_t id) {
 void World::handler_faulted(ActiveHandler handler, const ConsumerFault& fault) {
   const std::string_view reason = fault.reason;
   const Delivery& delivery = handler.delivery;
-  const bool account = consumers_[delivery.consumer].role == ConsumerRole::account;
-  TraceEvent event = event_about(EventKind::consumer_fault, now_ms(),
-                                 consumers_[delivery.consumer].participant, *delivery.message);
+  const bool account = processes_.consumer(delivery.consumer).role == ConsumerRole::account;
+  TraceEvent event =
+      event_about(EventKind::consumer_fault, now_ms(),
+                  processes_.consumer(delivery.consumer).participant, *delivery.message);
   event.detail = std::string(reason) + "; rolled back" + (account ? "" : ", will nack");
   event.cause = fault.cause;
   record(std::move(event));
@@ -128,7 +130,7 @@ void World::handler_faulted(ActiveHandler handler, const ConsumerFault& fault) {
     case FaultDecision::Kind::retry: break;
   }
   TraceEvent retry =
-      delivery_event(EventKind::retry, now_ms(), consumers_[delivery.consumer].participant,
+      delivery_event(EventKind::retry, now_ms(), processes_.consumer(delivery.consumer).participant,
                      participant::broker, delivery);
   retry.target = {};
   retry.detail = std::move(decision.words);
@@ -162,12 +164,12 @@ void World::move_to_error_queue(const ActiveHandler& handler, std::string_view r
   const Delivery& delivery = handler.delivery;
   if (handler.from_table) {
     guarded(handler.instance,
-            [&] { instances_[handler.instance].account->dead_letter(*delivery.message); });
+            [&] { processes_.at(handler.instance).account->dead_letter(*delivery.message); });
   }
   const std::string& queue = broker_->move_to_error_queue(account_error_queue_, delivery.message);
-  TraceEvent event =
-      delivery_event(EventKind::error_queued, now_ms(), consumers_[delivery.consumer].participant,
-                     participant::broker, delivery);
+  TraceEvent event = delivery_event(EventKind::error_queued, now_ms(),
+                                    processes_.consumer(delivery.consumer).participant,
+                                    participant::broker, delivery);
   event.detail = "moved to " + queue + " after " + std::to_string(handler.attempt + 1) +
                  " attempt(s) (" + std::string(reason) +
                  (handler.from_table ? "); the envelope leaves wolverine_incoming_envelopes"
@@ -178,7 +180,7 @@ void World::move_to_error_queue(const ActiveHandler& handler, std::string_view r
 
 Suspend World::between_steps(size_t index, CrashPointSet points, const Message& message,
                              uint64_t resume, std::string next) {
-  const Instance& instance = instances_[index];
+  const Process& instance = processes_.at(index);
   ActiveHandler& handler = handlers_.running_handler();
   handler.resume = resume;
   handler.next_step = std::move(next);
@@ -197,7 +199,7 @@ Suspend World::between_steps(size_t index, CrashPointSet points, const Message& 
     }
   }
   const int64_t work = work_ms();
-  const int64_t start_ms = paused(instance) ? instance.paused_until_ms : now_ms();
+  const int64_t start_ms = instance.paused(now_ms()) ? instance.paused_until_ms : now_ms();
   // In an exploration every step is an event of its own: others may happen in between. All but
   // the step right after a row lock's grant, with no crash point: taking a lock is a right
   // mover (Lipton's reduction), since no other event can change what the step reads under the
@@ -217,7 +219,7 @@ Suspend World::lock_row(size_t index, const std::string& key, uint64_t resume,
   handler.resume = resume;
   handler.next_step = std::move(next);
   handler.right_after_lock = true;
-  const Instance& instance = instances_[index];
+  const Process& instance = processes_.at(index);
   RowLocks& locks = locks_of(instance.service);
   touch_row_lock(instance.service, key);
   const std::optional<uint64_t> holder = locks.owner(key);
@@ -226,9 +228,10 @@ Suspend World::lock_row(size_t index, const std::string& key, uint64_t resume,
   const Delivery& waiting = handlers_.running_handler().delivery;
   const std::string_view held_by = owner == nullptr
                                        ? std::string_view("another handler")
-                                       : consumers_[owner->delivery.consumer].participant;
-  TraceEvent event = event_about(EventKind::lock_wait, now_ms(),
-                                 consumers_[waiting.consumer].participant, *waiting.message);
+                                       : processes_.consumer(owner->delivery.consumer).participant;
+  TraceEvent event =
+      event_about(EventKind::lock_wait, now_ms(), processes_.consumer(waiting.consumer).participant,
+                  *waiting.message);
   event.detail = "waits for the row lock on " + key + ", held by " + std::string(held_by);
   record(std::move(event));
   return Suspend{true};
@@ -246,8 +249,8 @@ Suspend World::sleep(size_t index, int64_t ms, uint64_t resume, std::string next
 
 void World::unlock_row(size_t index, const std::string& key) {
   INBOXSIM_ASSERT(handlers_.running() != 0);
-  RowLocks& locks = locks_of(instances_[index].service);
-  touch_row_lock(instances_[index].service, key);
+  RowLocks& locks = locks_of(processes_.at(index).service);
+  touch_row_lock(processes_.at(index).service, key);
   if (const std::optional<uint64_t> next = locks.release(key, handlers_.running())) {
     grant_lock(key, *next);
   }
@@ -256,9 +259,9 @@ void World::unlock_row(size_t index, const std::string& key) {
 // Releases the locks a handler still holds (it rolled back or its process died) and withdraws
 // it from every lock it waits for.
 void World::release_locks(size_t index, uint64_t handler) {
-  RowLocks& locks = locks_of(instances_[index].service);
+  RowLocks& locks = locks_of(processes_.at(index).service);
   if (locks.empty()) return;
-  touch_row_locks_of(instances_[index].service, handler);
+  touch_row_locks_of(processes_.at(index).service, handler);
   for (const RowLocks::Grant& grant : locks.release_all(handler)) {
     grant_lock(grant.key, grant.handler);
   }
@@ -268,8 +271,9 @@ void World::release_locks(size_t index, uint64_t handler) {
 void World::grant_lock(const std::string& key, uint64_t handler) {
   const ActiveHandler& waiter = handlers_.at(handler);
   const Delivery& delivery = waiter.delivery;
-  TraceEvent event = event_about(EventKind::lock_granted, now_ms(),
-                                 consumers_[delivery.consumer].participant, *delivery.message);
+  TraceEvent event =
+      event_about(EventKind::lock_granted, now_ms(),
+                  processes_.consumer(delivery.consumer).participant, *delivery.message);
   event.detail = "got the row lock on " + key;
   record(std::move(event));
   schedule(now_ms(), Job::of_instance(waiter.instance, job::Resume{handler}));

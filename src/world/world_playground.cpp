@@ -40,7 +40,7 @@ bool World::take_due_actions() {
 
 void World::restore_index(IndexName index) {
   const bool on_account = index != IndexName::transfer_processed_messages;
-  Instance& instance = first_instance(on_account ? ServiceId::account : ServiceId::transfer);
+  const Process& instance = processes_.first(on_account ? ServiceId::account : ServiceId::transfer);
   std::string detail(index_name(index));
   const auto found = dropped_.find(index);
   if (found == dropped_.end()) {
@@ -87,8 +87,8 @@ void World::publish_by_hand(const Step& step) {
 
 std::vector<World::InstanceState> World::instance_states() const {
   std::vector<InstanceState> out;
-  for (const Instance& instance : instances_) {
-    out.push_back(InstanceState{instance.names.service, instance.up, paused(instance)});
+  for (const Process& instance : processes_) {
+    out.push_back(InstanceState{instance.names.service, instance.up, instance.paused(now_ms())});
   }
   return out;
 }
@@ -143,7 +143,7 @@ MessagePtr unacked_message(const std::vector<QueueEntry>& contents, std::string_
 }  // namespace
 
 PendingEvent World::describe_job(const Job& job) const {
-  const Instance& instance = instances_[job.instance];
+  const Process& instance = processes_.at(job.instance);
   PendingEvent event;
   event.participant = instance.names.service;
   std::visit(
@@ -186,7 +186,7 @@ void World::describe_delivery(const job::Deliver& deliver, PendingEvent& event) 
   event.kind = "deliver";
   const Delivery& delivery = wire_.at(deliver.delivery_id);
   event.message = delivery.message;
-  event.participant = consumers_[delivery.consumer].participant;
+  event.participant = processes_.consumer(delivery.consumer).participant;
   event.label = std::string(delivery.redelivered ? "redelivery" : "delivery") + " of " +
                 message_words(delivery.message.get()) + " reaches " + event.participant;
 }
@@ -195,7 +195,7 @@ void World::describe_delivery(const job::Deliver& deliver, PendingEvent& event) 
 void World::describe_ack(std::string kind, size_t consumer, int64_t delivery_tag, bool term,
                          PendingEvent& event) const {
   event.kind = std::move(kind);
-  event.participant = consumers_[consumer].participant;
+  event.participant = processes_.consumer(consumer).participant;
   event.message = unacked_message(broker_->contents(), event.participant, delivery_tag);
   event.label = "the " + (term ? std::string("term (+TERM)") : event.kind) + " of " +
                 (event.message ? message_words(event.message.get())
@@ -207,7 +207,7 @@ void World::describe_ack(std::string kind, size_t consumer, int64_t delivery_tag
 // or to its service when it has none.
 void World::describe_confirm(const Job& job, bool confirm, int64_t outbox_seq,
                              PendingEvent& event) const {
-  const Instance& instance = instances_[job.instance];
+  const Process& instance = processes_.at(job.instance);
   event.kind = confirm ? "confirm" : "publish_nack";
   event.participant = instance.names.relay.empty() ? instance.names.service : instance.names.relay;
   if (const MessagePtr* found = confirms_.find(job.instance, outbox_seq)) event.message = *found;
@@ -223,7 +223,7 @@ void World::describe_handler_step(bool resume, uint64_t handler, PendingEvent& e
   const ActiveHandler* found = handlers_.find(handler);
   if (found != nullptr) {
     event.message = found->delivery.message;
-    event.participant = consumers_[found->delivery.consumer].participant;
+    event.participant = processes_.consumer(found->delivery.consumer).participant;
   }
   event.label =
       resume && found != nullptr

@@ -1,6 +1,5 @@
 // The processes: an instance's restarts, pauses (and the broker's heartbeat that notices them),
 // crashes at a crash point, and its connections closing and reopening.
-#include <algorithm>
 #include <string>
 #include <utility>
 #include <vector>
@@ -13,12 +12,10 @@
 namespace inboxsim {
 
 void World::on_restart(size_t index) {
-  Instance& instance = instances_[index];
-  INBOXSIM_ASSERT(!instance.up);
-  instance.up = true;
+  processes_.restart(index, now_ms());
+  const Process& instance = processes_.at(index);
   record(instance_event(EventKind::restart, now_ms(), instance.names.service,
                         "restarted with its committed data"));
-  instance.connected_ms = now_ms();
   for (const size_t consumer : instance.consumers) {
     if (!broker_->connected(consumer)) broker_->open_connection(consumer, now_ms());
   }
@@ -35,7 +32,7 @@ void World::on_restart(size_t index) {
 }
 
 void World::on_reconnect(size_t index, const job::Reconnect& reconnect) {
-  Instance& instance = instances_[index];
+  const Process& instance = processes_.at(index);
   if (!instance.up) return;
   bool opened = false;
   for (const size_t consumer : instance.consumers) {
@@ -45,30 +42,16 @@ void World::on_reconnect(size_t index, const job::Reconnect& reconnect) {
     opened = true;
   }
   if (!opened) return;
-  instance.connected_ms = now_ms();
+  processes_.connected(index, now_ms());
   pump();
 }
 
-// RabbitMQ's heartbeat receiver (rabbit_heartbeat:start_heartbeat_receiver, v4.0.9) checks the
-// socket for incoming data every heartbeat interval T, counted from when the connection opened,
-// and gives up at the second check in a row that saw nothing: between 2T and 3T after the last
-// data. The paused process sends nothing from its pause's start, and a check at that very
-// millisecond still sees its last frame: the close comes 2T after the first check at or after
-// the pause began.
-int64_t World::heartbeat_close_ms(const Instance& instance) const {
-  const int64_t interval = config_.broker_heartbeat_ms;
-  INBOXSIM_ASSERT(interval > 0);
-  const int64_t since_open = instance.pause_started_ms - instance.connected_ms;
-  const int64_t checks = std::max<int64_t>(1, (since_open + interval - 1) / interval);
-  return instance.connected_ms + (checks + 2) * interval;
-}
-
-// The broker closes a connection whose heartbeat checks saw nothing twice (above). The process
-// is alive, only paused: its handlers will run on.
+// The broker closes a connection whose heartbeat checks saw nothing twice
+// (Processes::heartbeat_close_ms). The process is alive, only paused: its handlers will run on.
 void World::on_heartbeat_timeout(const Job& job) {
-  const Instance& instance = instances_[job.instance];
-  if (instance.incarnation != job.incarnation || !paused(instance)) return;
-  if (now_ms() != heartbeat_close_ms(instance)) return;  // a check of an earlier pause
+  const Process& instance = processes_.at(job.instance);
+  if (instance.incarnation != job.incarnation || !instance.paused(now_ms())) return;
+  if (now_ms() != processes_.heartbeat_close_ms(job.instance)) return;  // an earlier pause
   close_instance_connections(
       job.instance, "two heartbeat checks in a row (every " +
                         std::to_string(config_.broker_heartbeat_ms) + " ms) saw nothing for " +
@@ -101,8 +84,8 @@ bool World::consumer_timeout_due(int64_t until_ms) {
 }
 
 void World::on_pause_end(size_t index) {
-  Instance& instance = instances_[index];
-  if (!instance.up || paused(instance)) return;
+  const Process& instance = processes_.at(index);
+  if (!instance.up || instance.paused(now_ms())) return;
   record(instance_event(EventKind::resumed, now_ms(), instance.names.service,
                         "goes on where it stopped"));
   bool closed = false;
@@ -113,34 +96,33 @@ void World::on_pause_end(size_t index) {
 }
 
 void World::pause(size_t index, int64_t ms, CrashPoint point, const Message& message) {
-  Instance& instance = instances_[index];
   if (footprinting()) touch_instance(index);
-  instance.pause_started_ms = now_ms();
-  instance.paused_until_ms = now_ms() + ms;
+  const int64_t until_ms = processes_.pause(index, now_ms(), ms);
+  const Process& instance = processes_.at(index);
   TraceEvent event = event_about(EventKind::paused, now_ms(), instance.names.service, message);
   event.duration_ms = ms;
   event.detail = "paused for " + std::to_string(ms) + " ms at " +
                  std::string(crash_point_name(point)) + " (a GC pause, a stalled disk)";
   record(std::move(event));
-  schedule(instance.paused_until_ms, Job::of_instance(index, job::PauseEnd{}));
+  schedule(until_ms, Job::of_instance(index, job::PauseEnd{}));
   // RabbitMQ's heartbeat (JetStream's pull consumers lose nothing to a silent client).
   if (config_.broker_heartbeat_ms > 0 && broker_->has_heartbeats()) {
     // A pause that ends before the close resumes the heartbeats in time (pause_end runs first
     // when the two fall on the same millisecond: it was scheduled first).
-    const int64_t close_ms = heartbeat_close_ms(instance);
-    if (close_ms < instance.paused_until_ms) {
+    const int64_t close_ms = processes_.heartbeat_close_ms(index);
+    if (close_ms < until_ms) {
       schedule(close_ms, Job::of_instance(index, job::HeartbeatTimeout{}, instance.incarnation));
     }
   }
 }
 
 void World::crash_point(size_t index, CrashPoint point, const Message* message) {
-  const Instance& instance = instances_[index];
+  const Process& instance = processes_.at(index);
   const auto fired =
       take_fault_at(FaultKind::crash, instance.service, instance.number, point, message);
   if (!fired) return;
   if (footprinting()) touch_instance(index);
-  instances_[index].restart_after_ms = fired->restart_after_ms;
+  processes_.restart_after(index, fired->restart_after_ms);
   TraceEvent event;
   if (message != nullptr) event = event_about(EventKind::crash, now_ms(), {}, *message);
   event.time_ms = now_ms();
@@ -156,8 +138,6 @@ void World::crash_point(size_t index, CrashPoint point, const Message* message) 
 // locks go), its connections close (the broker requeues what they had unacked), its memory is
 // gone; it comes back later with its committed data.
 void World::crashed(size_t index) {
-  Instance& instance = instances_[index];
-  INBOXSIM_ASSERT(instance.up);
   if (footprinting()) {
     touch_instance(index);
     touch_incarnation(index);
@@ -167,16 +147,9 @@ void World::crashed(size_t index) {
     touch_loop(index, Loop::durability);
     touch_loop(index, Loop::relay_awaiting);
   }
-  instance.up = false;
-  ++instance.incarnation;
-  instance.paused_until_ms = -1;
-  instance.relay_poll_scheduled = false;
-  instance.sweep_scheduled = false;
-  instance.durability_poll_scheduled = false;
-  // The relay's publishing channel dies with the process: a confirm still on its way belongs
-  // to a channel that no longer exists, and the new incarnation publishes again (found by
-  // `inboxsim explore`: a late confirm of the old channel used to take the new one's place).
-  ++instance.publish_channel;
+  // Its publishing channel dies with it (Processes::crash): nothing it awaited will be confirmed.
+  const Processes::Crash crash = processes_.crash(index);
+  const Process& instance = processes_.at(index);
   confirms_.forget(index);
   const std::vector<uint64_t> dying = handlers_.of_instance(index);
   // None of them may be handed a lock another of them releases.
@@ -188,15 +161,15 @@ void World::crashed(size_t index) {
   }
   if (instance.transfer) instance.transfer->crash();
   close_instance_connections(index, "process died; " + std::string(broker_->process_death_words()));
-  schedule(now_ms() + instance.restart_after_ms,
-           Job::of_instance(index, job::Restart{}, instance.incarnation));
+  schedule(now_ms() + crash.restart_after_ms,
+           Job::of_instance(index, job::Restart{}, crash.incarnation));
 }
 
 void World::close_instance_connections(size_t index, const std::string& reason) {
-  for (const size_t consumer : instances_[index].consumers) {
+  for (const size_t consumer : processes_.at(index).consumers) {
     if (!broker_->connected(consumer)) continue;
     TraceEvent event = instance_event(EventKind::connection_closed, now_ms(),
-                                      consumers_[consumer].participant, reason);
+                                      processes_.consumer(consumer).participant, reason);
     event.target = participant::broker;
     record(std::move(event));
     broker_->close_connection(consumer, now_ms(), "connection closed");
@@ -207,13 +180,13 @@ void World::close_instance_connections(size_t index, const std::string& reason) 
 
 void World::reset_connection(size_t consumer, std::string reason) {
   TraceEvent event = instance_event(EventKind::connection_closed, now_ms(),
-                                    consumers_[consumer].participant, std::move(reason));
+                                    processes_.consumer(consumer).participant, std::move(reason));
   event.target = participant::broker;
   record(std::move(event));
   broker_->close_connection(consumer, now_ms(), "connection closed");
   pump();
   schedule(now_ms() + kReconnectMs,
-           Job::of_instance(consumers_[consumer].instance, job::Reconnect{consumer}));
+           Job::of_instance(processes_.consumer(consumer).instance, job::Reconnect{consumer}));
 }
 
 }  // namespace inboxsim

@@ -15,7 +15,7 @@ namespace inboxsim {
 void World::on_confirm(const Job& job, const job::Confirm& confirm) {
   const MessagePtr* found = confirms_.find(job.instance, confirm.outbox_seq);
   if (found == nullptr) return;
-  Instance& instance = instances_[job.instance];
+  const Process& instance = processes_.at(job.instance);
   // A confirm on a channel that has closed since is never seen.
   if (instance.publish_channel != confirm.channel) return;
   const MessagePtr message = *found;
@@ -38,9 +38,8 @@ void World::on_confirm(const Job& job, const job::Confirm& confirm) {
 }
 
 void World::on_relay_poll(const Job& job) {
-  Instance& instance = instances_[job.instance];
-  if (instance.incarnation != job.incarnation) return;
-  instance.relay_poll_scheduled = false;
+  if (!processes_.loop_turn(job.instance, Loop::relay, job.incarnation)) return;
+  const Process& instance = processes_.at(job.instance);
   auto read = static_cast<size_t>(TransferService::kRelayBatchRows);  // a poll that died: as full
   guarded(job.instance, [&] { read = instance.transfer->relay_poll(); });
   if (footprinting()) {
@@ -53,13 +52,12 @@ void World::on_relay_poll(const Job& job) {
 }
 
 void World::on_account_sweep(const Job& job) {
-  Instance& instance = instances_[job.instance];
-  if (instance.incarnation != job.incarnation) return;
-  instance.sweep_scheduled = false;
+  if (!processes_.loop_turn(job.instance, Loop::sweep, job.incarnation)) return;
+  const Process& instance = processes_.at(job.instance);
   guarded(job.instance, [&] {
     if (!instance.account->sweep_outbox()) {
       // A publish not confirmed: the delivery loop tries again once reconnected.
-      instance.sweep_scheduled = true;
+      processes_.loop_again(job.instance, Loop::sweep);
       schedule(now_ms() + kReconnectMs, job);
     }
   });
@@ -107,7 +105,7 @@ void World::publish_refused(std::string_view publisher, const Message& message) 
 }
 
 PublishResult World::publish_and_confirm(size_t index, const MessagePtr& message) {
-  const Instance& instance = instances_[index];
+  const Process& instance = processes_.at(index);
   if (take_fault(FaultKind::publish_nack, instance.service, instance.number, *message)) {
     publish_refused(instance.names.service, *message);
     return PublishResult::nacked;
@@ -133,7 +131,7 @@ void World::relay_publish(size_t index, const MessagePtr& message, int64_t outbo
     touch_loop(index, Loop::relay_awaiting, Access::change);
     touch_awaited(index, outbox_seq);
   }
-  const Instance& instance = instances_[index];
+  const Process& instance = processes_.at(index);
   confirms_.relayed(outbox_seq);
   // The channel and the incarnation the publish goes out on, whatever happens meanwhile.
   const uint64_t channel = instance.publish_channel;
@@ -163,34 +161,31 @@ void World::relay_channel_closed(size_t index, const Message& message) {
     touch_loop(index, Loop::relay);
     touch_loop(index, Loop::relay_awaiting);
   }
-  Instance& instance = instances_[index];
+  const Process& instance = processes_.at(index);
   TraceEvent event = event_about(EventKind::confirm_lost, now_ms(), participant::broker, message);
   event.target = instance.names.relay;
   event.detail =
       "the relay's channel closed before the confirm arrived; the message did reach the broker, "
       "and the relay will publish every unconfirmed row again after reconnecting";
   record(std::move(event));
-  ++instance.publish_channel;
+  processes_.close_publish_channel(index);
   confirms_.forget(index);
   instance.transfer->relay_channel_closed();
   if (!instance.relay_poll_scheduled) {
-    schedule_loop(index, job::RelayPoll{}, instance.relay_poll_scheduled, kReconnectMs);
+    schedule_loop(index, job::RelayPoll{}, Loop::relay, kReconnectMs);
   }
 }
 
 void World::on_publish_nack(const Job& job, const job::PublishNack& nack) {
-  Instance& instance = instances_[job.instance];
+  const Process& instance = processes_.at(job.instance);
   if (instance.incarnation != job.incarnation || instance.publish_channel != nack.channel) return;
   guarded(job.instance, [&] { instance.transfer->relay_publish_nacked(nack.outbox_seq); });
 }
 
 // The callers check first: their delay is a random draw, which must not be made for nothing.
-void World::schedule_loop(size_t index, job::Payload loop, bool& pending, int64_t delay_ms) {
-  const Instance& instance = instances_[index];
-  INBOXSIM_ASSERT(!pending);
-  INBOXSIM_ASSERT(instance.up);
-  pending = true;
-  schedule(now_ms() + delay_ms, Job::of_instance(index, loop, instance.incarnation));
+void World::schedule_loop(size_t index, job::Payload payload, Loop loop, int64_t delay_ms) {
+  const uint64_t incarnation = processes_.loop_scheduled(index, loop);
+  schedule(now_ms() + delay_ms, Job::of_instance(index, payload, incarnation));
 }
 
 void World::schedule_relay_poll(size_t index) {
@@ -198,9 +193,9 @@ void World::schedule_relay_poll(size_t index) {
     touch_instance(index, Access::read);
     touch_loop(index, Loop::relay);
   }
-  Instance& instance = instances_[index];
+  const Process& instance = processes_.at(index);
   if (instance.relay_poll_scheduled || !instance.up) return;
-  schedule_loop(index, job::RelayPoll{}, instance.relay_poll_scheduled,
+  schedule_loop(index, job::RelayPoll{}, Loop::relay,
                 clockless() ? 0 : rng_.between(kRelayPollMsMin, kRelayPollMsMax));
 }
 
@@ -209,9 +204,9 @@ void World::schedule_account_outbox_sweep(size_t index) {
     touch_instance(index, Access::read);
     touch_loop(index, Loop::sweep);
   }
-  Instance& instance = instances_[index];
+  const Process& instance = processes_.at(index);
   if (instance.sweep_scheduled || !instance.up) return;
-  schedule_loop(index, job::AccountSweep{}, instance.sweep_scheduled, latency_ms());
+  schedule_loop(index, job::AccountSweep{}, Loop::sweep, latency_ms());
 }
 
 }  // namespace inboxsim

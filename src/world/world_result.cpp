@@ -12,8 +12,8 @@
 namespace inboxsim {
 
 RunResult World::finish() {
-  Instance& account = first_instance(ServiceId::account);
-  Instance& transfer = first_instance(ServiceId::transfer);
+  const Process& account = processes_.first(ServiceId::account);
+  const Process& transfer = processes_.first(ServiceId::transfer);
   FinalState final_state;
   final_state.balances = account.account->balances();
   final_state.for_each_ledger_entry = [&](const auto& visit) {
@@ -41,8 +41,8 @@ RunResult World::finish() {
 }
 
 RunResult World::snapshot() {
-  Instance& account = first_instance(ServiceId::account);
-  Instance& transfer = first_instance(ServiceId::transfer);
+  const Process& account = processes_.first(ServiceId::account);
+  const Process& transfer = processes_.first(ServiceId::transfer);
   const auto parked_ref = [](const ParkedMessage& parked) {
     return ParkedMessageRef{parked.queue, parked.message->transfer,
                             std::string(message_type_name(parked.message->type)),

@@ -21,8 +21,8 @@ void World::on_cleanup(int64_t tick_ms) {
   // follow (World::committed), not to the event before them.
   cleaning_ = true;
   for (ServiceId service : {ServiceId::account, ServiceId::transfer}) {
-    for (Instance& instance : instances_) {
-      if (instance.service != service || !instance.up || paused(instance)) continue;
+    for (const Process& instance : processes_) {
+      if (instance.service != service || !instance.up || instance.paused(now_ms())) continue;
       if (instance.account) {
         const CleanupCounts deleted = instance.account->cleanup_inbox(tick_ms);
         record_cleanup(instance.names.service, deleted.dedupe_rows, CleanupOf::dedupe_records,

@@ -17,8 +17,8 @@ void World::on_deliver(const job::Deliver& deliver) {
   const Delivery delivery = wire_.arrive(deliver.delivery_id);
   // A delivery still on the wire when its channel closed was requeued then; this copy is void.
   if (!broker_->channel_open(delivery.consumer, delivery.channel)) return;
-  const ConsumerInfo& consumer = consumers_[delivery.consumer];
-  const Instance& instance = instances_[consumer.instance];
+  const InstanceConsumer& consumer = processes_.consumer(delivery.consumer);
+  const Process& instance = processes_.at(consumer.instance);
   INBOXSIM_ASSERT(instance.up);
   record(delivery_event(EventKind::deliver, now_ms(), participant::broker, consumer.participant,
                         delivery));
@@ -44,9 +44,9 @@ void World::on_deliver(const job::Deliver& deliver) {
 // message. Returns true (and says so) when that is the case.
 bool World::ack_void(const Delivery& delivery, std::string_view verb) {
   if (broker_->channel_open(delivery.consumer, delivery.channel)) return false;
-  TraceEvent event =
-      delivery_event(EventKind::ack_void, now_ms(), consumers_[delivery.consumer].participant,
-                     participant::broker, delivery);
+  TraceEvent event = delivery_event(EventKind::ack_void, now_ms(),
+                                    processes_.consumer(delivery.consumer).participant,
+                                    participant::broker, delivery);
   event.detail = std::string(verb) + " on a closed channel: ignored; " +
                  std::string(broker_->closed_connection_words());
   record(std::move(event));
@@ -56,11 +56,11 @@ bool World::ack_void(const Delivery& delivery, std::string_view verb) {
 void World::send_ack(const ActiveHandler& handler, bool at_once) {
   const Delivery& delivery = handler.delivery;
   if (ack_void(delivery, "ack")) return;
-  const Instance& instance = instances_[handler.instance];
+  const Process& instance = processes_.at(handler.instance);
   if (take_fault(FaultKind::drop_ack, instance.service, instance.number, *delivery.message)) {
-    TraceEvent event =
-        delivery_event(EventKind::ack_lost, now_ms(), consumers_[delivery.consumer].participant,
-                       participant::broker, delivery);
+    TraceEvent event = delivery_event(EventKind::ack_lost, now_ms(),
+                                      processes_.consumer(delivery.consumer).participant,
+                                      participant::broker, delivery);
     event.detail = "ack lost on the wire";
     record(std::move(event));
     reset_connection(delivery.consumer, "connection reset after a lost ack");
@@ -86,9 +86,9 @@ void World::send_in_progress(uint64_t id) {
                             now_ms())) {
     return;
   }
-  TraceEvent event =
-      delivery_event(EventKind::in_progress, now_ms(), consumers_[delivery.consumer].participant,
-                     participant::broker, delivery);
+  TraceEvent event = delivery_event(EventKind::in_progress, now_ms(),
+                                    processes_.consumer(delivery.consumer).participant,
+                                    participant::broker, delivery);
   event.detail = "still working on it, the ack wait (" + std::to_string(config_.broker_ack_wait_ms) +
                  " ms) starts again";
   record(std::move(event));
@@ -102,8 +102,8 @@ void World::send_nack(const Delivery& delivery, std::string reason) {
   const int64_t deliveries = delivery.delivery_count + 1;  // NumDelivered counts this one
   const bool term = config_.consumer_term_after > 0 && deliveries >= config_.consumer_term_after;
   TraceEvent event = delivery_event(term ? EventKind::term : EventKind::nack, now_ms(),
-                                    consumers_[delivery.consumer].participant, participant::broker,
-                                    delivery);
+                                    processes_.consumer(delivery.consumer).participant,
+                                    participant::broker, delivery);
   event.detail = std::move(reason);
   if (term) {
     event.detail += "; delivered " + std::to_string(deliveries) +
@@ -124,7 +124,7 @@ void World::on_nack(const job::Nack& nack) {
 }
 
 void World::on_ack(const job::Ack& ack) {
-  const std::string_view consumer = consumers_[ack.consumer].participant;
+  const std::string_view consumer = processes_.consumer(ack.consumer).participant;
   if (const auto settled = broker_->ack(ack.consumer, ack.channel, ack.delivery_tag, now_ms())) {
     record(delivery_event(EventKind::ack, now_ms(), consumer, participant::broker, *settled));
   } else {
@@ -144,7 +144,7 @@ void World::pump() {
   broker_->pump(dispatched, now_ms());
   for (Delivery& delivery : dispatched) {
     int64_t delay_ms = latency_ms();
-    const Instance& instance = instances_[consumers_[delivery.consumer].instance];
+    const Process& instance = processes_.at(processes_.consumer(delivery.consumer).instance);
     if (const auto held =
             take_fault(FaultKind::delay, instance.service, instance.number, *delivery.message)) {
       delay_ms += held->ms;
