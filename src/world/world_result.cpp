@@ -11,6 +11,17 @@
 
 namespace inboxsim {
 
+namespace {
+
+// A parked message as the checker and the result name it.
+ParkedMessageRef parked_ref_of(const ParkedMessage& parked) {
+  return ParkedMessageRef{parked.queue, parked.message->transfer,
+                          std::string(message_type_name(parked.message->type)),
+                          parked.message->message_id};
+}
+
+}  // namespace
+
 RunResult World::finish() {
   const Process& account = processes_.first(ServiceId::account);
   const Process& transfer = processes_.first(ServiceId::transfer);
@@ -28,13 +39,8 @@ RunResult World::finish() {
   final_state.dead_lettered = stats_.stats().dead_lettered;
   final_state.quiescent = quiescent_;
   final_state.halted = halted_reason_;
-  const auto parked_ref = [](const ParkedMessage& parked) {
-    return ParkedMessageRef{parked.queue, parked.message->transfer,
-                            std::string(message_type_name(parked.message->type)),
-                            parked.message->message_id};
-  };
   final_state.for_each_parked = [&](const auto& visit) {
-    for (const ParkedMessage& parked : broker_->parked()) visit(parked_ref(parked));
+    for (const ParkedMessage& parked : broker_->parked()) visit(parked_ref_of(parked));
   };
   checker_.check_final(final_state, now_ms());
   return snapshot();
@@ -43,11 +49,6 @@ RunResult World::finish() {
 RunResult World::snapshot() {
   const Process& account = processes_.first(ServiceId::account);
   const Process& transfer = processes_.first(ServiceId::transfer);
-  const auto parked_ref = [](const ParkedMessage& parked) {
-    return ParkedMessageRef{parked.queue, parked.message->transfer,
-                            std::string(message_type_name(parked.message->type)),
-                            parked.message->message_id};
-  };
   RunResult result;
   result.config = config_to_json(config_);
   result.trace_hash = trace_.hash_hex();
@@ -60,7 +61,7 @@ RunResult World::snapshot() {
   result.dead_letter_queues = broker_->parked_totals();
   if (keep_final_tables_) {
     for (const ParkedMessage& message : broker_->parked()) {
-      const ParkedMessageRef parked = parked_ref(message);
+      const ParkedMessageRef parked = parked_ref_of(message);
       result.parked.push_back(parked.queue + ": " + parked.type + " " + parked.transfer + " (" +
                               parked.message_id + ")");
     }
