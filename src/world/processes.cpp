@@ -67,8 +67,8 @@ Processes::Crash Processes::crash(size_t index) {
   process.sweep_scheduled = false;
   process.durability_poll_scheduled = false;
   // The relay's publishing channel dies with the process: a confirm still on its way belongs
-  // to a channel that no longer exists, and the new incarnation publishes again (found by
-  // `inboxsim explore`: a late confirm of the old channel used to take the new one's place).
+  // to a channel that no longer exists (it must not take the place of the new channel's
+  // confirm), and the new incarnation publishes again.
   ++process.publish_channel;
   return Crash{process.incarnation, process.restart_after_ms};
 }

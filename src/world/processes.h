@@ -55,15 +55,18 @@ struct Process {
   std::unique_ptr<TransferService> transfer;
 
   bool paused(int64_t now_ms) const { return now_ms < paused_until_ms; }
-  bool loop_pending(InstanceLoop loop) const {
+  // The flag of `loop` (REQUIRES: a loop, not relay_awaiting), of a Process or a const one.
+  template <typename Self>
+  static auto& flag_of(Self& process, InstanceLoop loop) {
     switch (loop) {
-      case InstanceLoop::relay: return relay_poll_scheduled;
-      case InstanceLoop::sweep: return sweep_scheduled;
-      case InstanceLoop::durability: return durability_poll_scheduled;
+      case InstanceLoop::relay: return process.relay_poll_scheduled;
+      case InstanceLoop::sweep: return process.sweep_scheduled;
+      case InstanceLoop::durability: return process.durability_poll_scheduled;
       case InstanceLoop::relay_awaiting: break;
     }
     INBOXSIM_ASSERT(false);
   }
+  bool loop_pending(InstanceLoop loop) const { return flag_of(*this, loop); }
 };
 
 // Which consumer of which instance a broker consumer is.
@@ -158,13 +161,7 @@ class Processes {
 
  private:
   static bool& pending(Process& process, InstanceLoop loop) {
-    switch (loop) {
-      case InstanceLoop::relay: return process.relay_poll_scheduled;
-      case InstanceLoop::sweep: return process.sweep_scheduled;
-      case InstanceLoop::durability: return process.durability_poll_scheduled;
-      case InstanceLoop::relay_awaiting: break;
-    }
-    INBOXSIM_ASSERT(false);
+    return Process::flag_of(process, loop);
   }
 
   std::vector<Process> processes_;  // in instance order; reserved, so never moved

@@ -50,7 +50,7 @@ void World::schedule_durability_poll(size_t index) {
   }
   const Process& instance = processes_.at(index);
   if (config_.account_durability_poll_ms == 0) return;  // DurabilityAgentEnabled = false
-  if (instance.durability_poll_scheduled || !instance.up) return;
+  if (instance.loop_pending(Loop::durability) || !instance.up) return;
   schedule_loop(index, job::DurabilityPoll{}, Loop::durability, config_.account_durability_poll_ms);
 }
 

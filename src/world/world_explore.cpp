@@ -247,21 +247,20 @@ void World::touch_incarnation(size_t instance, Access access) {
 // the relay's channel closing): that is its footprint. The footprint it has when it acts would
 // race it with events it commutes with once void: a restart, the next poll that publishes the
 // row its confirm was for, the new channel's confirm of that row.
+// Asked of every event an explorer footprints: the kind first, so that the jobs it never
+// covers do not pay for void_forever's look-ups.
 bool World::touch_voidness(const Job& job) {
+  const JobKind kind = job.kind();
+  const bool channel = kind == JobKind::confirm || kind == JobKind::publish_nack;
+  const bool incarnation = kind == JobKind::publish_nack || kind == JobKind::relay_poll ||
+                           kind == JobKind::account_sweep || kind == JobKind::durability_poll;
+  // An ack's, a nack's or a delivery's closed channel is the broker's to tell (a restart opens
+  // new ones); a handler's end, its instance's: they keep the footprint they would act with.
+  if (!channel && !incarnation) return false;
   if (!explorer_.control().void_footprints || !void_forever(job)) return false;
-  switch (job.kind()) {
-    case JobKind::confirm: touch_publish_channel(job.instance, Access::read); return true;
-    case JobKind::publish_nack:
-      touch_publish_channel(job.instance, Access::read);
-      touch_incarnation(job.instance, Access::read);
-      return true;
-    case JobKind::relay_poll:
-    case JobKind::account_sweep:
-    case JobKind::durability_poll: touch_incarnation(job.instance, Access::read); return true;
-    // An ack's, a nack's or a delivery's closed channel is the broker's to tell (a restart
-    // opens new ones); a handler's end, its instance's.
-    default: return false;
-  }
+  if (channel) touch_publish_channel(job.instance, Access::read);
+  if (incarnation) touch_incarnation(job.instance, Access::read);
+  return true;
 }
 
 void World::touch_awaited(size_t instance, int64_t outbox_seq) {

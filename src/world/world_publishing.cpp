@@ -171,7 +171,7 @@ void World::relay_channel_closed(size_t index, const Message& message) {
   processes_.close_publish_channel(index);
   confirms_.forget(index);
   instance.transfer->relay_channel_closed();
-  if (!instance.relay_poll_scheduled) {
+  if (!instance.loop_pending(Loop::relay)) {
     schedule_loop(index, job::RelayPoll{}, Loop::relay, kReconnectMs);
   }
 }
@@ -194,7 +194,7 @@ void World::schedule_relay_poll(size_t index) {
     touch_loop(index, Loop::relay);
   }
   const Process& instance = processes_.at(index);
-  if (instance.relay_poll_scheduled || !instance.up) return;
+  if (instance.loop_pending(Loop::relay) || !instance.up) return;
   schedule_loop(index, job::RelayPoll{}, Loop::relay,
                 clockless() ? 0 : rng_.between(kRelayPollMsMin, kRelayPollMsMax));
 }
@@ -205,7 +205,7 @@ void World::schedule_account_outbox_sweep(size_t index) {
     touch_loop(index, Loop::sweep);
   }
   const Process& instance = processes_.at(index);
-  if (instance.sweep_scheduled || !instance.up) return;
+  if (instance.loop_pending(Loop::sweep) || !instance.up) return;
   schedule_loop(index, job::AccountSweep{}, Loop::sweep, latency_ms());
 }
 
