@@ -9,15 +9,16 @@
 #include <map>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
-#include "support/explore.h"
-#include "support/scenarios.h"
 #include "fuzz/explore.h"
 #include "kernel/footprint.h"
 #include "scenario/parse.h"
 #include "scenario/runner.h"
 #include "scenario/write.h"
+#include "support/explore.h"
+#include "support/scenarios.h"
 #include "world/world.h"
 
 namespace inboxsim {
@@ -356,8 +357,8 @@ TEST_CASE("dpor loses nothing where two transfers' chains take turns (lesson 77)
 namespace {
 
 // Lesson 77's two transfers (one message at a time) with transfer-service crashing at `at` in
-// its handler of t1's `type`: the relay's confirms of both transfers' rows are in flight when
-// it dies, and void after it.
+// its handling of t1's `type`: the relay's confirms still on the wire when it dies are void
+// after it.
 Scenario two_transfers_with_a_relay_crash(const std::string& type, const std::string& at) {
   return testing::parse_ok(
       R"({"accounts": {"alice": 10000, "bob": 0, "carol": 5000, "dave": 0},
@@ -366,6 +367,23 @@ Scenario two_transfers_with_a_relay_crash(const std::string& type, const std::st
       at + R"(", "match": {"type": ")" + type + R"(", "transfer": "t1"}}},
                     {"transfer": {"id": "t1", "from": "alice", "to": "bob", "amount": 2500}},
                     {"transfer": {"id": "t2", "from": "carol", "to": "dave", "amount": 1000}}]})");
+}
+
+// DPOR (persistent sets, past violations, every void event checked) with a void job's
+// footprint cut to what voided it, and with the footprint it would act with: the same final
+// states and broken invariants. Returns the two searches, cut first.
+std::pair<ExploreResult, ExploreResult> explore_void_footprints_both_ways(
+    const Scenario& scenario) {
+  ExploreSettings settings = with_faults(0, {});
+  settings.dpor = true;
+  settings.persistent_sets = true;
+  settings.keep_going = true;
+  settings.check_void_events = true;
+  ExploreResult cut = explore(scenario, settings);
+  settings.void_footprints = false;
+  ExploreResult acting = explore(scenario, settings);
+  check_same_outcomes(cut, acting);
+  return {std::move(cut), std::move(acting)};
 }
 
 }  // namespace
@@ -411,16 +429,8 @@ TEST_CASE("a job void for good touches only what voided it, and that loses nothi
   // nothing wherever it goes from then on: its footprint is the channel or the incarnation it
   // reads, which the crash wrote. With the footprint it has when it acts, it races the restart,
   // the new relay's poll that publishes its row again, and that publication's confirm.
-  const Scenario scenario = two_transfers_with_a_relay_crash("Transfer.Requested", "after_publish");
-  ExploreSettings settings = with_faults(0, {});
-  settings.dpor = true;
-  settings.persistent_sets = true;
-  settings.keep_going = true;
-  settings.check_void_events = true;
-  const ExploreResult reduced = explore(scenario, settings);
-  settings.void_footprints = false;
-  const ExploreResult acting = explore(scenario, settings);
-  check_same_outcomes(reduced, acting);
+  const auto [reduced, acting] = explore_void_footprints_both_ways(
+      two_transfers_with_a_relay_crash("Transfer.Requested", "after_publish"));
   CHECK(broken_invariants(reduced).empty());
   CHECK(reduced.states == 532);
   CHECK(acting.states == 631);
@@ -457,15 +467,8 @@ TEST_CASE(
   // where the void confirms cut two thirds of the states, with the same 4 final states.
   check_dpor_loses_nothing(two_transfers_with_a_relay_crash("Transfer.Requested", "after_publish"),
                            with_faults(0, {}), true);
-  ExploreSettings settings = with_faults(0, {});
-  settings.dpor = true;
-  settings.persistent_sets = true;
-  settings.keep_going = true;
-  const Scenario scenario = two_transfers_with_a_relay_crash("Account.Debited", "after_commit");
-  const ExploreResult reduced = explore(scenario, settings);
-  settings.void_footprints = false;
-  const ExploreResult acting = explore(scenario, settings);
-  check_same_outcomes(reduced, acting);
+  const auto [reduced, acting] = explore_void_footprints_both_ways(
+      two_transfers_with_a_relay_crash("Account.Debited", "after_commit"));
   CHECK(reduced.leaf_states.size() == 4);
   CHECK(reduced.states == 2928);
   CHECK(acting.states == 8644);
