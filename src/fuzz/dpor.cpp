@@ -418,6 +418,7 @@ void Search::remember(Node& node) {
   if (fresh) {
     at->second.sleep = std::move(sleeping);
     at->second.summary = std::move(node.summary);
+    at->second.summary.shrink_to_fit();  // kept for the rest of the search
     return;
   }
   // Explored again with other events asleep: what slept both times, and both subtrees.
@@ -428,6 +429,7 @@ void Search::remember(Node& node) {
   std::vector<uint32_t> merged;
   std::set_union(at->second.summary.begin(), at->second.summary.end(), node.summary.begin(),
                  node.summary.end(), std::back_inserter(merged));
+  merged.shrink_to_fit();
   at->second.summary = std::move(merged);
 }
 

@@ -53,8 +53,7 @@ uint32_t Search::intern(SummaryEntry entry) {
   hasher.add(entry.past_everything);
   hasher.add(static_cast<uint64_t>(entry.footprint.size()));
   for (const uint64_t resource : entry.footprint) hasher.add(resource);
-  hasher.add(static_cast<uint64_t>(entry.past.size()));
-  for (const uint64_t resource : entry.past) hasher.add(resource);
+  hasher.add(static_cast<uint64_t>(entry.past));  // equal sets, equal ids (ResourceSets)
   for (const Fingerprint& root : entry.roots) hasher.add(root);
   const auto [id, fresh] =
       entry_ids_.try_emplace(hasher.finish(), static_cast<uint32_t>(entries_.size()));
@@ -83,9 +82,10 @@ void Search::summarise(const EventLog& log, const std::vector<Bits>& before, siz
     entry.pending_story = event.story && event.pending;
     std::vector<Fingerprint> roots;
     std::vector<Fingerprint> interned_roots;
+    std::vector<uint64_t> past;  // entry.past's resources
     uint32_t id = 0;
     bool fresh = true;    // the entry differs from the one interned as `id`
-    size_t cone = index;  // events of the cone from here on are in entry.past and roots
+    size_t cone = index;  // events of the cone from here on are in past and roots
     for (size_t at = nodes.size(); at-- > 0;) {
       const size_t start = starts[at];
       if (start > index) continue;
@@ -96,9 +96,9 @@ void Search::summarise(const EventLog& log, const std::vector<Bits>& before, siz
         const LoggedEvent& ancestor = log.events[cone];
         if (everything(ancestor)) entry.past_everything = true;
         std::vector<uint64_t> merged;
-        std::set_union(entry.past.begin(), entry.past.end(), ancestor.footprint.begin(),
+        std::set_union(past.begin(), past.end(), ancestor.footprint.begin(),
                        ancestor.footprint.end(), std::back_inserter(merged));
-        entry.past = std::move(merged);
+        past = std::move(merged);
         fresh = true;
       }
       // Its roots here: the cone's jobs (itself included) made before this state.
@@ -116,6 +116,7 @@ void Search::summarise(const EventLog& log, const std::vector<Bits>& before, siz
       // Most states of the stack see the same cone and roots as the one above them: the
       // entry interned for that one is theirs too.
       if (fresh || roots != interned_roots) {
+        if (fresh) entry.past = cones_.intern(past);
         SummaryEntry here = entry;
         here.roots = roots;
         id = intern(std::move(here));
@@ -181,14 +182,14 @@ std::vector<Fingerprint> made_by_followers(const LoggedChoice& here,
 // Whether an event of a cached subtree (`entry`) races with this order's event `taken` (see
 // replay_races): they do not commute, and nothing orders them through the subtree, through
 // what follows `taken` (`after`), or through the entry's roots (none is in `made_after`).
-bool races(const SummaryEntry& entry, const LoggedEvent& taken, const WhatFollows& after,
-           const std::vector<Fingerprint>& made_after) {
+bool races(const SummaryEntry& entry, const std::vector<uint64_t>& past, const LoggedEvent& taken,
+           const WhatFollows& after, const std::vector<Fingerprint>& made_after) {
   if (entry.story) return false;
   if (!entry.everything && !everything(taken) &&
       !footprints_meet(entry.footprint, taken.footprint)) {
     return false;  // they commute
   }
-  if (entry.past_everything || footprints_meet(after.after_with, entry.past) ||
+  if (entry.past_everything || footprints_meet(after.after_with, past) ||
       footprints_meet(after.after_without, entry.footprint)) {
     return false;  // ordered through the subtree or through this order
   }
@@ -276,7 +277,7 @@ void Search::replay_races(const EventLog& log, const std::vector<Bits>& before,
     bool point_known = !bounded();
     for (const uint32_t id : summary) {
       const SummaryEntry& entry = entries_[id];
-      if (!races(entry, taken, after, made_after)) continue;
+      if (!races(entry, cones_[entry.past], taken, after, made_after)) continue;
       ++result_.races;
       if (!point_known) {
         // Under a bound each race is also reversed at the last switch before it (unless that

@@ -153,7 +153,9 @@ struct Visited {
 struct SummaryEntry {
   Fingerprint job;
   std::vector<uint64_t> footprint;
-  std::vector<uint64_t> past;   // sorted resources of its cone in the subtree, itself left out
+  // The sorted resources of its cone in the subtree, itself left out, as an id in the search's
+  // ResourceSets (0: none).
+  uint32_t past = 0;
   // Sorted. Handed up from a cache hit to the states above it, they are the hit state's: a
   // job made between the two is not waiting at the upper one, so no order is read into it.
   std::vector<Fingerprint> roots;
@@ -212,6 +214,31 @@ class FingerprintIds {
   }
   std::vector<Slot> slots_;
   size_t count_ = 0;
+};
+
+// Sorted sets of resources, each kept once: the id of a set equal to one kept before is that
+// one's. Most of the summary entries' cones are equal to another's (a search of 200,000 states
+// of the claiming 2+2 story with one fault kept 51 million resources in its entries' cones, 6.5
+// million of them in distinct sets), and the cones were most of a search's memory.
+class ResourceSets {
+ public:
+  ResourceSets() { intern({}); }  // id 0: the empty set
+  uint32_t intern(std::vector<uint64_t> set) {
+    Hasher hasher;
+    hasher.add(static_cast<uint64_t>(set.size()));
+    for (const uint64_t resource : set) hasher.add(resource);
+    const auto next = static_cast<uint32_t>(sets_.size());
+    const auto [id, fresh] = ids_.try_emplace(hasher.finish(), next);
+    if (!fresh && sets_[id] == set) return id;
+    // New, or another set with the same fingerprint (then kept apart, under no fingerprint).
+    sets_.push_back(std::move(set));
+    return next;
+  }
+  const std::vector<uint64_t>& operator[](uint32_t id) const { return sets_[id]; }
+
+ private:
+  FingerprintIds ids_;
+  std::vector<std::vector<uint64_t>> sets_;
 };
 
 // The depth-first search: one execution (a replay) at a time, its stack of choices, and what
@@ -299,6 +326,7 @@ class Search {
   std::unordered_map<Fingerprint, int64_t, FingerprintHash> on_stack_;
   FingerprintIds entry_ids_;
   std::vector<SummaryEntry> entries_;
+  ResourceSets cones_;  // the entries' SummaryEntry::past
   GoalTracker goals_;
   ExploreResult result_;
   bool stopped_ = false;
