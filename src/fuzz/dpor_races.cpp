@@ -86,6 +86,7 @@ void Search::summarise(const EventLog& log, const std::vector<Bits>& before, siz
     uint32_t id = 0;
     bool fresh = true;    // the entry differs from the one interned as `id`
     size_t cone = index;  // events of the cone from here on are in past and roots
+    std::vector<size_t> members;  // the cone's events from `cone` on, story steps left out
     for (size_t at = nodes.size(); at-- > 0;) {
       const size_t start = starts[at];
       if (start > index) continue;
@@ -100,16 +101,14 @@ void Search::summarise(const EventLog& log, const std::vector<Bits>& before, siz
                        ancestor.footprint.end(), std::back_inserter(merged));
         past = std::move(merged);
         fresh = true;
+        if (!ancestor.story) members.push_back(cone);
       }
       // Its roots here: the cone's jobs (itself included) made before this state.
       roots.clear();
       if (!event.story && event.creator < static_cast<int64_t>(start)) roots.push_back(event.job);
-      for (size_t member = start; member < index; ++member) {
+      for (const size_t member : members) {
         const LoggedEvent& ancestor = log.events[member];
-        if (before[index].test(member) && !ancestor.story &&
-            ancestor.creator < static_cast<int64_t>(start)) {
-          roots.push_back(ancestor.job);
-        }
+        if (ancestor.creator < static_cast<int64_t>(start)) roots.push_back(ancestor.job);
       }
       std::sort(roots.begin(), roots.end());
       roots.erase(std::unique(roots.begin(), roots.end()), roots.end());
