@@ -47,18 +47,19 @@ std::string race_words(const LoggedEvent& first, const LoggedEvent& second) {
 
 }  // namespace
 
-uint32_t Search::intern(SummaryEntry entry) {
+uint32_t Search::intern(const SummaryEntry& entry) {
   Hasher hasher;
   hasher.add(entry.job).add(entry.everything).add(entry.pending_story).add(entry.story);
   hasher.add(entry.past_everything);
-  hasher.add(static_cast<uint64_t>(entry.footprint.size()));
-  for (const uint64_t resource : entry.footprint) hasher.add(resource);
-  hasher.add(static_cast<uint64_t>(entry.past));  // equal sets, equal ids (ResourceSets)
-  for (const Fingerprint& root : entry.roots) hasher.add(root);
-  const auto [id, fresh] =
-      entry_ids_.try_emplace(hasher.finish(), static_cast<uint32_t>(entries_.size()));
-  if (fresh) entries_.push_back(std::move(entry));
-  return id;
+  // Equal sets have equal ids (SetPool).
+  hasher.add(static_cast<uint64_t>(entry.footprint)).add(static_cast<uint64_t>(entry.past));
+  hasher.add(static_cast<uint64_t>(entry.roots));
+  const auto next = static_cast<uint32_t>(entries_.size());
+  const auto [id, fresh] = entry_ids_.try_emplace(hasher.finish(), next);
+  if (!fresh && entries_[id] == entry) return id;
+  // New, or another entry with the same fingerprint (then kept apart, under no fingerprint).
+  entries_.push_back(entry);
+  return next;
 }
 
 // The summary entries of the events from `first_new` on, for every state of the stack before
@@ -76,7 +77,7 @@ void Search::summarise(const EventLog& log, const std::vector<Bits>& before, siz
     const LoggedEvent& event = log.events[index];
     SummaryEntry entry;
     entry.job = event.job;
-    entry.footprint = event.footprint;
+    entry.footprint = sets_.intern(event.footprint);
     entry.everything = event.violated;
     entry.story = event.story;
     entry.pending_story = event.story && event.pending;
@@ -115,10 +116,10 @@ void Search::summarise(const EventLog& log, const std::vector<Bits>& before, siz
       // Most states of the stack see the same cone and roots as the one above them: the
       // entry interned for that one is theirs too.
       if (fresh || roots != interned_roots) {
-        if (fresh) entry.past = cones_.intern(past);
+        if (fresh) entry.past = sets_.intern(past);
         SummaryEntry here = entry;
-        here.roots = roots;
-        id = intern(std::move(here));
+        here.roots = roots_.intern(roots);
+        id = intern(here);
         interned_roots = roots;
         fresh = false;
       }
@@ -181,18 +182,18 @@ std::vector<Fingerprint> made_by_followers(const LoggedChoice& here,
 // Whether an event of a cached subtree (`entry`) races with this order's event `taken` (see
 // replay_races): they do not commute, and nothing orders them through the subtree, through
 // what follows `taken` (`after`), or through the entry's roots (none is in `made_after`).
-bool races(const SummaryEntry& entry, const std::vector<uint64_t>& past, const LoggedEvent& taken,
+bool races(const SummaryEntry& entry, const EntrySets& sets, const LoggedEvent& taken,
            const WhatFollows& after, const std::vector<Fingerprint>& made_after) {
   if (entry.story) return false;
   if (!entry.everything && !everything(taken) &&
-      !footprints_meet(entry.footprint, taken.footprint)) {
+      !footprints_meet(sets.footprint, taken.footprint)) {
     return false;  // they commute
   }
-  if (entry.past_everything || footprints_meet(after.after_with, past) ||
-      footprints_meet(after.after_without, entry.footprint)) {
+  if (entry.past_everything || footprints_meet(after.after_with, sets.past) ||
+      footprints_meet(after.after_without, sets.footprint)) {
     return false;  // ordered through the subtree or through this order
   }
-  if (std::any_of(entry.roots.begin(), entry.roots.end(), [&](const Fingerprint& root) {
+  if (std::any_of(sets.roots.begin(), sets.roots.end(), [&](const Fingerprint& root) {
         return std::binary_search(made_after.begin(), made_after.end(), root);
       })) {
     return false;  // made, or its cone made, by what follows e
@@ -226,10 +227,10 @@ bool ask_for_waiting(Node& node, const LoggedChoice& here, int64_t bound) {
 // Asks `node` (the state before e) for the initials of a race with `entry` when everything
 // after e follows it: those of the entry's job and roots that are enabled there, or, if none
 // is, the jobs that still wait (ask_for_waiting). Returns whether it asked for one.
-bool ask_for_roots(Node& node, const SummaryEntry& entry, const LoggedChoice& here,
-                   int64_t bound) {
+bool ask_for_roots(Node& node, const SummaryEntry& entry, const EntrySets& sets,
+                   const LoggedChoice& here, int64_t bound) {
   bool found = ask_for_job(node, entry.job, bound);
-  for (const Fingerprint& root : entry.roots) {
+  for (const Fingerprint& root : sets.roots) {
     if (ask_for_job(node, root, bound)) found = true;
   }
   // Its roots are another state's (handed up from a hit below).
@@ -276,7 +277,8 @@ void Search::replay_races(const EventLog& log, const std::vector<Bits>& before,
     bool point_known = !bounded();
     for (const uint32_t id : summary) {
       const SummaryEntry& entry = entries_[id];
-      if (!races(entry, cones_[entry.past], taken, after, made_after)) continue;
+      const EntrySets sets = sets_of(entry);
+      if (!races(entry, sets, taken, after, made_after)) continue;
       ++result_.races;
       if (!point_known) {
         // Under a bound each race is also reversed at the last switch before it (unless that
@@ -297,7 +299,9 @@ void Search::replay_races(const EventLog& log, const std::vector<Bits>& before,
       }
       // Everything after e follows it: the initials are among the event's roots (the jobs of
       // its cone waiting before e), or the event itself.
-      if (!ask_for_roots(node, entry, here, settings_.preemptions) && bounded()) every(node);
+      if (!ask_for_roots(node, entry, sets, here, settings_.preemptions) && bounded()) {
+        every(node);
+      }
     }
   }
 }
@@ -477,8 +481,9 @@ void Search::ask_at_switch_point(SwitchPoint& point, const SummaryEntry* entry,
     point.asked = true;
     return;
   }
-  const bool asked = entry != nullptr ? ask_for_roots(last, *entry, here, settings_.preemptions)
-                                      : ask_for_waiting(last, here, settings_.preemptions);
+  const bool asked = entry != nullptr
+                         ? ask_for_roots(last, *entry, sets_of(*entry), here, settings_.preemptions)
+                         : ask_for_waiting(last, here, settings_.preemptions);
   if (!asked) every(last);
 }
 

@@ -152,17 +152,24 @@ struct Visited {
 // is ordered before this one by something other than their own conflict.
 struct SummaryEntry {
   Fingerprint job;
-  std::vector<uint64_t> footprint;
-  // The sorted resources of its cone in the subtree, itself left out, as an id in the search's
-  // ResourceSets (0: none).
-  uint32_t past = 0;
+  // Its sets, as ids in the search's pools (Search::sets_, Search::roots_; 0: empty):
+  uint32_t footprint = 0;
+  uint32_t past = 0;  // the sorted resources of its cone in the subtree, itself left out
   // Sorted. Handed up from a cache hit to the states above it, they are the hit state's: a
   // job made between the two is not waiting at the upper one, so no order is read into it.
-  std::vector<Fingerprint> roots;
+  uint32_t roots = 0;
   bool everything = false;      // it broke an invariant: ordered with every event
   bool past_everything = false;  // its cone holds a story step or a violation
   bool pending_story = false;   // a story step with events pending across it
   bool story = false;
+  bool operator==(const SummaryEntry& other) const = default;
+};
+
+// A summary entry's sets, looked up in the search's pools.
+struct EntrySets {
+  const std::vector<uint64_t>& footprint;
+  const std::vector<uint64_t>& past;
+  const std::vector<Fingerprint>& roots;
 };
 
 inline void tidy(std::vector<uint32_t>& ids) {
@@ -216,29 +223,31 @@ class FingerprintIds {
   size_t count_ = 0;
 };
 
-// Sorted sets of resources, each kept once: the id of a set equal to one kept before is that
-// one's. Most of the summary entries' cones are equal to another's (a search of 200,000 states
-// of the claiming 2+2 story with one fault kept 51 million resources in its entries' cones, 6.5
-// million of them in distinct sets), and the cones were most of a search's memory.
-class ResourceSets {
+// Sorted sets, each kept once: the id of a set equal to one kept before is that one's. The
+// summary entries' sets (footprints, cones, roots) are most of a search's memory, and most of
+// them equal another entry's (a search of 200,000 states of the claiming 2+2 story with one
+// fault held 51 million resources in its entries' cones, 6.5 million of them in distinct sets).
+template <typename T>
+class SetPool {
  public:
-  ResourceSets() { intern({}); }  // id 0: the empty set
-  uint32_t intern(std::vector<uint64_t> set) {
+  SetPool() { intern({}); }  // id 0: the empty set
+  uint32_t intern(std::vector<T> set) {
     Hasher hasher;
     hasher.add(static_cast<uint64_t>(set.size()));
-    for (const uint64_t resource : set) hasher.add(resource);
+    for (const T& member : set) hasher.add(member);
     const auto next = static_cast<uint32_t>(sets_.size());
     const auto [id, fresh] = ids_.try_emplace(hasher.finish(), next);
     if (!fresh && sets_[id] == set) return id;
     // New, or another set with the same fingerprint (then kept apart, under no fingerprint).
+    set.shrink_to_fit();
     sets_.push_back(std::move(set));
     return next;
   }
-  const std::vector<uint64_t>& operator[](uint32_t id) const { return sets_[id]; }
+  const std::vector<T>& operator[](uint32_t id) const { return sets_[id]; }
 
  private:
   FingerprintIds ids_;
-  std::vector<std::vector<uint64_t>> sets_;
+  std::vector<std::vector<T>> sets_;
 };
 
 // The depth-first search: one execution (a replay) at a time, its stack of choices, and what
@@ -293,7 +302,10 @@ class Search {
   }
 
   // dpor_races.cpp: happens-before, the states' summaries and the races.
-  uint32_t intern(SummaryEntry entry);
+  uint32_t intern(const SummaryEntry& entry);
+  EntrySets sets_of(const SummaryEntry& entry) const {
+    return EntrySets{sets_[entry.footprint], sets_[entry.past], roots_[entry.roots]};
+  }
   void summarise(const EventLog& log, const std::vector<Bits>& before, size_t first_new);
   void replay_races(const EventLog& log, const std::vector<Bits>& before, const LoggedChoice& here,
                     const std::vector<uint32_t>& summary);
@@ -326,7 +338,8 @@ class Search {
   std::unordered_map<Fingerprint, int64_t, FingerprintHash> on_stack_;
   FingerprintIds entry_ids_;
   std::vector<SummaryEntry> entries_;
-  ResourceSets cones_;  // the entries' SummaryEntry::past
+  SetPool<uint64_t> sets_;      // the entries' footprints and cones
+  SetPool<Fingerprint> roots_;  // the entries' roots
   GoalTracker goals_;
   ExploreResult result_;
   bool stopped_ = false;
