@@ -93,10 +93,11 @@ World::World(const Scenario& scenario, const Config& config, const WorldOptions&
                config.transfer_notifications && config.transfer_email != EmailSend::none),
       broker_(make_broker(config, [this](TraceEvent event) { record(std::move(event)); })),
       processes_(config_),
+      explorer_(options.explore),
       faults_(options.spill_databases && options.db_dir.empty()
                   ? std::optional<size_t>(options.faults_in_memory_max)
-                  : std::nullopt),
-      explorer_(options.explore) {
+                  : std::nullopt,
+              explorer_, processes_, trace_) {
   keep_final_tables_ = options.keep_final_tables;
   names_canonical_ = options.explore.enabled &&
                      MessageNames::commute_in(scenario, config_, options.explore.schedule);
@@ -288,6 +289,18 @@ void World::arm_fault(const FaultSpec& fault) {
     return;
   }
   faults_.arm(fault);
+}
+
+std::optional<FaultSpec> World::take_fault(FaultKind kind, ServiceId service, int64_t instance,
+                                           const Message& message) {
+  return faults_.take(FaultPoint{kind, service, instance, std::nullopt, &message},
+                      [this] { return choose(2); });
+}
+
+std::optional<FaultSpec> World::take_fault_at(FaultKind kind, ServiceId service, int64_t instance,
+                                              CrashPoint point, const Message* message) {
+  return faults_.take(FaultPoint{kind, service, instance, point, message},
+                      [this] { return choose(2); });
 }
 
 void World::drop_index(IndexName index) {
