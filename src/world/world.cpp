@@ -56,7 +56,7 @@ class World::InstanceHost final : public ServiceHost {
   void schedule_relay_poll() override { world_.schedule_relay_poll(instance_); }
   void schedule_account_outbox_sweep() override { world_.schedule_account_outbox_sweep(instance_); }
   ExternalSeenStore& seen_store() override {
-    return world_.seen_stores_[static_cast<size_t>(world_.processes_.at(instance_).service)];
+    return world_.shared_of(world_.processes_.at(instance_).service).seen_store;
   }
   void ack_now() override { world_.ack_now(instance_); }
   void schedule_durability_poll() override { world_.schedule_durability_polls(); }
@@ -114,8 +114,8 @@ World::World(const Scenario& scenario, const Config& config, const WorldOptions&
   if (sql_footprint_) {
     // A key of the seen-set, as a row of the databases (contains reads it, but one resource with
     // one mode is enough: the seen-set inboxes read and then write the key they read).
-    for (size_t service = 0; service < seen_stores_.size(); ++service) {
-      seen_stores_[service].listen([this, service](const std::string& key) {
+    for (size_t service = 0; service < shared_.size(); ++service) {
+      shared_[service].seen_store.listen([this, service](const std::string& key) {
         if (footprinting()) touch(resource_of(ResourceClass::seen_key, service, key));
       });
     }
@@ -148,7 +148,7 @@ void World::add_instances(ServiceId service, int64_t count, const WorldOptions& 
   };
   const std::string key =
       account ? AccountService::schema_key(config_) : TransferService::schema_key(config_);
-  auto& database = databases_[static_cast<size_t>(service)];
+  std::unique_ptr<SharedDatabase>& database = shared_of(service).database;
   if (options.spill_databases && options.db_dir.empty()) {
     database = SharedDatabase::temporary(key, create, count);
   } else {

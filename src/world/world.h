@@ -321,7 +321,7 @@ class World {
 
   // Observation.
   void record(TraceEvent event);
-  RowLocks& locks_of(ServiceId service) { return locks_[static_cast<size_t>(service)]; }
+  RowLocks& locks_of(ServiceId service) { return shared_of(service).locks; }
 
   // Configuration and randomness.
   Config config_;
@@ -348,11 +348,20 @@ class World {
   std::set<size_t> ack_wait_choices_;  // without a clock: the work queues with a broker_timer job
   AwaitedConfirms confirms_;  // what each relay awaits a publisher confirm for
 
-  // The services: their databases, their instances, what the instances share.
-  std::array<std::unique_ptr<SharedDatabase>, 2> databases_;
-  Processes processes_;  // every instance, its liveness, the requests' round robin
-  std::array<ExternalSeenStore, 2> seen_stores_;
-  std::array<RowLocks, 2> locks_;
+  // What the instances of one service share: the service's database, in which each instance
+  // holds a connection of its own; the external seen-set (a Redis SET) that the seen-set
+  // inboxes read and mark; the row locks its handlers hold across steps.
+  struct ServiceShared {
+    std::unique_ptr<SharedDatabase> database;
+    ExternalSeenStore seen_store;
+    RowLocks locks;
+  };
+  ServiceShared& shared_of(ServiceId service) { return shared_[static_cast<size_t>(service)]; }
+
+  // The services: what each one's instances share, by ServiceId, then the instances. Declared
+  // in this order so that the databases outlive the connections the instances hold.
+  std::array<ServiceShared, 2> shared_;
+  Processes processes_;    // every instance, its liveness, the requests' round robin
   HandlerTable handlers_;  // every handler not yet ended, and the one running now
   // A preemption-bounded exploration: the instance that took the last step of a handler (a
   // live `resume`); -1 before any. Deliveries start handlers but do not switch the runner.
