@@ -46,6 +46,9 @@ enum class InboxFramework : uint8_t { masstransit, wolverine };
 // envelopes (the durable inbox's incoming table) after account.keep_after_handling_ms.
 enum class InboxRetention : uint8_t { delivered_rows, handled_documents, handled_envelopes };
 
+// A row names its mechanism, its framework, its crash points and its retention, and whichever
+// of the other fields the mechanism has; a field the row leaves out keeps its default here
+// (false, none, empty), which says the mechanism lacks it.
 struct AccountInboxKind {
   AccountInbox inbox;
   std::string_view name;     // the config value: "masstransit", "external-before", ...
@@ -54,38 +57,38 @@ struct AccountInboxKind {
   // Whether the mechanism, with the ledger key, is a correct bank's inbox: the shrinker's
   // repaired_config keeps it, and the matrix's "inbox on" rows may use it. A mechanism that can
   // lose or repeat work on its own (no inbox, an external seen-set) is not.
-  bool is_a_defence;
+  bool is_a_defence = false;
   // Whether the outbox is swept after the commit by a delivery loop that resumes when the
   // process restarts (every mode but MassTransit's, whose outbox rows belong to the inbox row
   // and are sent by the passes of a delivery).
-  bool swept_outbox;
+  bool swept_outbox = false;
   // Whether the ledger is an event stream per account (Marten) rather than a ledger table.
-  bool event_stream_ledger;
+  bool event_stream_ledger = false;
   // The crash points a delivery's handler passes, in CrashPoint order.
   std::span<const CrashPoint> crash_points;
   // Whether after_mark (the external seen-set marked) comes after the business commit.
-  bool mark_after_commit;
+  bool mark_after_commit = false;
   // The dedupe probes the mechanism can reach when it catches a duplicate.
-  std::span<const Probe> probes;
+  std::span<const Probe> probes = {};
   // The config keys that act only with this mechanism (none act on every mechanism's row).
-  std::span<const std::string_view> keys;
+  std::span<const std::string_view> keys = {};
   // What the drop_index step of account.inbox_state drops in this mechanism, in words, when it
   // is not inbox_state's key itself (the Marten document's primary key); empty otherwise.
-  std::string_view dropped_key_words;
+  std::string_view dropped_key_words = {};
   InboxRetention retention;
   // What the shrinker's repair changes beyond the defences every mechanism shares (Marten's
   // rich append needs ledger_conflict = fault); null when nothing.
-  void (*repair)(Config& config);
+  void (*repair)(Config& config) = nullptr;
   // Whether the listener stores the envelope and acks the broker at once, then handles it from
   // its own table, with a durability agent that recovers the envelopes of nodes that are gone
   // (Wolverine's durable inbox): the world then runs the agent's poll and lets a handler ack
   // before it ends.
-  bool store_and_ack;
+  bool store_and_ack = false;
   // Whether the mechanism reads the order of its tables' rows and of message ids only among
   // one message's rows (MassTransit: a message's outbox rows by seq, its inbox rows by id; no
   // sweep across messages, no ORDER BY message_id): the explorer then lets the inserts and the
   // ids of two messages commute (docs/model.md, "Names whose order nothing reads").
-  bool order_read_per_message;
+  bool order_read_per_message = false;
 
   // Whether a delivery's handler passes `point`.
   bool has(CrashPoint point) const;

@@ -56,7 +56,7 @@ class World::InstanceHost final : public ServiceHost {
   void schedule_relay_poll() override { world_.schedule_relay_poll(instance_); }
   void schedule_account_outbox_sweep() override { world_.schedule_account_outbox_sweep(instance_); }
   ExternalSeenStore& seen_store() override {
-    return world_.seen_stores_[static_cast<size_t>(world_.processes_.at(instance_).service)];
+    return world_.shared_of(world_.processes_.at(instance_).service).seen_store;
   }
   void ack_now() override { world_.ack_now(instance_); }
   void schedule_durability_poll() override { world_.schedule_durability_polls(); }
@@ -93,10 +93,11 @@ World::World(const Scenario& scenario, const Config& config, const WorldOptions&
                config.transfer_notifications && config.transfer_email != EmailSend::none),
       broker_(make_broker(config, [this](TraceEvent event) { record(std::move(event)); })),
       processes_(config_),
+      explorer_(options.explore),
       faults_(options.spill_databases && options.db_dir.empty()
                   ? std::optional<size_t>(options.faults_in_memory_max)
-                  : std::nullopt),
-      explorer_(options.explore) {
+                  : std::nullopt,
+              explorer_, processes_, trace_) {
   keep_final_tables_ = options.keep_final_tables;
   names_canonical_ = options.explore.enabled &&
                      MessageNames::commute_in(scenario, config_, options.explore.schedule);
@@ -113,8 +114,8 @@ World::World(const Scenario& scenario, const Config& config, const WorldOptions&
   if (sql_footprint_) {
     // A key of the seen-set, as a row of the databases (contains reads it, but one resource with
     // one mode is enough: the seen-set inboxes read and then write the key they read).
-    for (size_t service = 0; service < seen_stores_.size(); ++service) {
-      seen_stores_[service].listen([this, service](const std::string& key) {
+    for (size_t service = 0; service < shared_.size(); ++service) {
+      shared_[service].seen_store.listen([this, service](const std::string& key) {
         if (footprinting()) touch(resource_of(ResourceClass::seen_key, service, key));
       });
     }
@@ -147,7 +148,7 @@ void World::add_instances(ServiceId service, int64_t count, const WorldOptions& 
   };
   const std::string key =
       account ? AccountService::schema_key(config_) : TransferService::schema_key(config_);
-  auto& database = databases_[static_cast<size_t>(service)];
+  std::unique_ptr<SharedDatabase>& database = shared_of(service).database;
   if (options.spill_databases && options.db_dir.empty()) {
     database = SharedDatabase::temporary(key, create, count);
   } else {
@@ -288,6 +289,18 @@ void World::arm_fault(const FaultSpec& fault) {
     return;
   }
   faults_.arm(fault);
+}
+
+std::optional<FaultSpec> World::take_fault(FaultKind kind, ServiceId service, int64_t instance,
+                                           const Message& message) {
+  return faults_.take(FaultPoint{kind, service, instance, std::nullopt, &message},
+                      [this] { return choose(2); });
+}
+
+std::optional<FaultSpec> World::take_fault_at(FaultKind kind, ServiceId service, int64_t instance,
+                                              CrashPoint point, const Message* message) {
+  return faults_.take(FaultPoint{kind, service, instance, point, message},
+                      [this] { return choose(2); });
 }
 
 void World::drop_index(IndexName index) {

@@ -1,5 +1,5 @@
 // The World: one simulated bank, and the one place that wires everything together. It owns the
-// scheduler, the PRNG, the broker, every instance of both services, the fault book, the row
+// scheduler, the PRNG, the broker, every instance of both services, the fault gate, the row
 // locks, the checker and the trace; each instance reaches them through its own ServiceHost.
 //
 // Everything happens inside World::dispatch(), one event at a time, in (time, sequence) order:
@@ -38,6 +38,7 @@
 #include "world/coverage_recorder.h"
 #include "world/explore_control.h"
 #include "world/explore_driver.h"
+#include "world/fault_gate.h"
 #include "world/faults.h"
 #include "world/handler_table.h"
 #include "world/job.h"
@@ -262,19 +263,13 @@ class World {
                         PendingEvent& event) const;
   void describe_handler_step(bool resume, uint64_t handler, PendingEvent& event) const;
   void describe_ack_wait_expiry(const job::BrokerTimer& timer, PendingEvent& event) const;
-  static std::string message_words(const Message* message);
-  void log_fault_point(FaultKind kind, ServiceId service, int64_t instance,
-                       std::optional<CrashPoint> point, const Message* message);
-  std::string fault_label(FaultKind kind, ServiceId service, int64_t instance,
-                          std::optional<CrashPoint> point, const Message* message) const;
   std::map<IndexName, std::vector<std::string>> dropped_;  // what drop_index removed
   // A scripted fault of `kind` that fires on this event, or, in an exploration with faults
-  // left, one the explorer chooses to inject here.
+  // left, one the explorer chooses to inject here (FaultGate::take, with World's choice).
   std::optional<FaultSpec> take_fault(FaultKind kind, ServiceId service, int64_t instance,
                                       const Message& message);
   std::optional<FaultSpec> take_fault_at(FaultKind kind, ServiceId service, int64_t instance,
                                          CrashPoint point, const Message* message);
-  std::optional<FaultSpec> inject_fault(FaultKind kind, ServiceId service, int64_t instance);
   Fingerprint fingerprint_job(const Job& job) const;
   Fingerprint fingerprint_handler(uint64_t handler) const;
   void fingerprint_keyed_by_ids(Hasher& hasher) const;
@@ -326,7 +321,7 @@ class World {
 
   // Observation.
   void record(TraceEvent event);
-  RowLocks& locks_of(ServiceId service) { return locks_[static_cast<size_t>(service)]; }
+  RowLocks& locks_of(ServiceId service) { return shared_of(service).locks; }
 
   // Configuration and randomness.
   Config config_;
@@ -353,11 +348,20 @@ class World {
   std::set<size_t> ack_wait_choices_;  // without a clock: the work queues with a broker_timer job
   AwaitedConfirms confirms_;  // what each relay awaits a publisher confirm for
 
-  // The services: their databases, their instances, what the instances share.
-  std::array<std::unique_ptr<SharedDatabase>, 2> databases_;
-  Processes processes_;  // every instance, its liveness, the requests' round robin
-  std::array<ExternalSeenStore, 2> seen_stores_;
-  std::array<RowLocks, 2> locks_;
+  // What the instances of one service share: the service's database, in which each instance
+  // holds a connection of its own; the external seen-set (a Redis SET) that the seen-set
+  // inboxes read and mark; the row locks its handlers hold across steps.
+  struct ServiceShared {
+    std::unique_ptr<SharedDatabase> database;
+    ExternalSeenStore seen_store;
+    RowLocks locks;
+  };
+  ServiceShared& shared_of(ServiceId service) { return shared_[static_cast<size_t>(service)]; }
+
+  // The services: what each one's instances share, by ServiceId, then the instances. Declared
+  // in this order so that the databases outlive the connections the instances hold.
+  std::array<ServiceShared, 2> shared_;
+  Processes processes_;    // every instance, its liveness, the requests' round robin
   HandlerTable handlers_;  // every handler not yet ended, and the one running now
   // A preemption-bounded exploration: the instance that took the last step of a handler (a
   // live `resume`); -1 before any. Deliveries start handlers but do not switch the runner.
@@ -369,8 +373,7 @@ class World {
   std::unique_ptr<RowRecorder> rows_;
   bool cleaning_ = false;  // a retention pass runs (on_cleanup)
 
-  // Faults and the run's progress.
-  FaultBook faults_;
+  // The run's progress.
   uint64_t next_message_number_ = 1;
   bool quiescent_ = true;
   // Set when the run stopped at a bound that is not the event count (a poison message looping
@@ -421,6 +424,9 @@ class World {
   // event that runs service code touches its whole database).
   std::unique_ptr<SqlFootprint> sql_footprint_;
   ExploreDriver explorer_;
+  // The fault gate: the faults the scenario armed, and the explorer's injections (declared after
+  // the driver, which it asks).
+  FaultGate faults_;
   // Set while canonical_fingerprint runs: channel numbers are left out whatever the control says.
   bool canonical_only_ = false;
   // MessageNames::commute_in held: canonical_fingerprint reads ids by their names here and the

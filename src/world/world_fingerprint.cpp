@@ -92,7 +92,8 @@ void World::fingerprint_keyed_by_ids(Hasher& hasher) const {
     }
   }
   if (renamed) add_entries();
-  for (const ExternalSeenStore& store : seen_stores_) {
+  for (const ServiceShared& shared : shared_) {
+    const ExternalSeenStore& store = shared.seen_store;
     hasher.add(static_cast<uint64_t>(store.keys().size()));
     for (const std::string& key : store.keys()) {
       if (renamed) {
@@ -107,7 +108,8 @@ void World::fingerprint_keyed_by_ids(Hasher& hasher) const {
     hasher.add(static_cast<uint64_t>(key.first)).add_signed(key.second);
     fingerprint_message(hasher, *message);
   }
-  for (const RowLocks& locks : locks_) {
+  for (const ServiceShared& shared : shared_) {
+    const RowLocks& locks = shared.locks;
     for (const auto& [key, holders] : locks.snapshot()) {
       Hasher lock;
       Hasher& into = renamed ? lock : hasher;
