@@ -54,12 +54,7 @@ uint32_t Search::intern(const SummaryEntry& entry) {
   // Equal sets have equal ids (SetPool).
   hasher.add(static_cast<uint64_t>(entry.footprint)).add(static_cast<uint64_t>(entry.past));
   hasher.add(static_cast<uint64_t>(entry.roots));
-  const auto next = static_cast<uint32_t>(entries_.size());
-  const auto [id, fresh] = entry_ids_.try_emplace(hasher.finish(), next);
-  if (!fresh && entries_[id] == entry) return id;
-  // New, or another entry with the same fingerprint (then kept apart, under no fingerprint).
-  entries_.push_back(entry);
-  return next;
+  return entries_.intern(entry, hasher.finish());
 }
 
 // The summary entries of the events from `first_new` on, for every state of the stack before

@@ -223,31 +223,43 @@ class FingerprintIds {
   size_t count_ = 0;
 };
 
-// Sorted sets, each kept once: the id of a set equal to one kept before is that one's. The
-// summary entries' sets (footprints, cones, roots) are most of a search's memory, and most of
-// them equal another entry's (a search of 200,000 states of the claiming 2+2 story with one
-// fault held 51 million resources in its entries' cones, 6.5 million of them in distinct sets).
+// Values kept once: the id of a value equal to one kept before is that one's. A value whose
+// fingerprint is another's but which differs from it is kept apart, under no fingerprint.
+template <typename T>
+class Interned {
+ public:
+  uint32_t intern(const T& value, const Fingerprint& print) {
+    const auto next = static_cast<uint32_t>(values_.size());
+    const auto [id, fresh] = ids_.try_emplace(print, next);
+    if (!fresh && values_[id] == value) return id;
+    values_.push_back(value);  // a copy: a vector's without spare capacity
+    return next;
+  }
+  const T& operator[](uint32_t id) const { return values_[id]; }
+
+ private:
+  FingerprintIds ids_;
+  std::vector<T> values_;
+};
+
+// Sorted sets, each kept once. The summary entries' sets (footprints, cones, roots) are most of
+// a search's memory, and most of them equal another entry's (a search of 200,000 states of the
+// claiming 2+2 story with one fault held 51 million resources in its entries' cones, 6.5
+// million of them in distinct sets).
 template <typename T>
 class SetPool {
  public:
   SetPool() { intern({}); }  // id 0: the empty set
-  uint32_t intern(std::vector<T> set) {
+  uint32_t intern(const std::vector<T>& set) {
     Hasher hasher;
     hasher.add(static_cast<uint64_t>(set.size()));
     for (const T& member : set) hasher.add(member);
-    const auto next = static_cast<uint32_t>(sets_.size());
-    const auto [id, fresh] = ids_.try_emplace(hasher.finish(), next);
-    if (!fresh && sets_[id] == set) return id;
-    // New, or another set with the same fingerprint (then kept apart, under no fingerprint).
-    set.shrink_to_fit();
-    sets_.push_back(std::move(set));
-    return next;
+    return sets_.intern(set, hasher.finish());
   }
   const std::vector<T>& operator[](uint32_t id) const { return sets_[id]; }
 
  private:
-  FingerprintIds ids_;
-  std::vector<std::vector<T>> sets_;
+  Interned<std::vector<T>> sets_;
 };
 
 // The depth-first search: one execution (a replay) at a time, its stack of choices, and what
@@ -336,8 +348,7 @@ class Search {
   std::unordered_set<Fingerprint, FingerprintHash> leaves_;
   std::unordered_map<Fingerprint, Visited, FingerprintHash> visited_;
   std::unordered_map<Fingerprint, int64_t, FingerprintHash> on_stack_;
-  FingerprintIds entry_ids_;
-  std::vector<SummaryEntry> entries_;
+  Interned<SummaryEntry> entries_;
   SetPool<uint64_t> sets_;      // the entries' footprints and cones
   SetPool<Fingerprint> roots_;  // the entries' roots
   GoalTracker goals_;

@@ -145,7 +145,7 @@ class Processes {
     Process& process = processes_[index];
     INBOXSIM_ASSERT(!process.loop_pending(loop));
     INBOXSIM_ASSERT(process.up);
-    pending(process, loop) = true;
+    Process::flag_of(process, loop) = true;
     return process.incarnation;
   }
   // A turn of `loop` scheduled for `incarnation` came due: whether it is this incarnation's (a
@@ -153,17 +153,15 @@ class Processes {
   bool loop_turn(size_t index, InstanceLoop loop, uint64_t incarnation) {
     Process& process = processes_[index];
     if (process.incarnation != incarnation) return false;
-    pending(process, loop) = false;
+    Process::flag_of(process, loop) = false;
     return true;
   }
   // The turn that came due goes again later: a turn is pending once more.
-  void loop_again(size_t index, InstanceLoop loop) { pending(processes_[index], loop) = true; }
-
- private:
-  static bool& pending(Process& process, InstanceLoop loop) {
-    return Process::flag_of(process, loop);
+  void loop_again(size_t index, InstanceLoop loop) {
+    Process::flag_of(processes_[index], loop) = true;
   }
 
+ private:
   std::vector<Process> processes_;  // in instance order; reserved, so never moved
   std::vector<InstanceConsumer> consumers_;  // by broker consumer index
   size_t next_request_ = 0;         // where the round robin looks first

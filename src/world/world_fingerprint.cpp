@@ -40,10 +40,12 @@ Fingerprint World::fingerprint() {
   bool first[2] = {true, true};
   for (const Process& instance : processes_) {
     const size_t service = static_cast<size_t>(instance.service);
-    // Each loop's flag is also implied by its pending job of this incarnation; all three go
+    hasher.add(instance.up);
+    // Each loop's flag is also implied by its pending job of this incarnation; every loop's goes
     // in, so that no loop's turn rests on that.
-    hasher.add(instance.up).add(instance.relay_poll_scheduled).add(instance.sweep_scheduled);
-    hasher.add(instance.durability_poll_scheduled);
+    for (const Loop loop : {Loop::relay, Loop::sweep, Loop::durability}) {
+      hasher.add(instance.loop_pending(loop));
+    }
     hasher.add_signed(instance.paused_until_ms).add_signed(instance.restart_after_ms);
     const bool canonical = canonical_only_ && names_canonical_;
     if (instance.account) instance.account->fingerprint(hasher, first[service], canonical);
