@@ -83,6 +83,10 @@ struct TransferService::Statements {
         outbox_release(
             db, "UPDATE outbox SET claimed_by = NULL WHERE claimed_by = ? AND sent_ms IS NULL"),
         outbox_mark_sent(db, "UPDATE outbox SET sent_ms = ? WHERE seq = ? AND sent_ms IS NULL"),
+        // With claims: the mark commits the claim's transaction, and its row lock goes.
+        outbox_mark_sent_unclaimed(db,
+                                   "UPDATE outbox SET sent_ms = ?, claimed_by = NULL"
+                                   " WHERE seq = ? AND sent_ms IS NULL"),
         outbox_unsent_count(db, "SELECT COUNT(*) FROM outbox WHERE sent_ms IS NULL"),
         notification_insert(db,
                             "INSERT INTO notifications (transfer_id, kind, created_ms)"
@@ -101,6 +105,7 @@ struct TransferService::Statements {
   LazyStatement outbox_claim;
   LazyStatement outbox_release;
   LazyStatement outbox_mark_sent;
+  LazyStatement outbox_mark_sent_unclaimed;
   LazyStatement outbox_unsent_count;
   LazyStatement notification_insert;
 };
@@ -505,7 +510,9 @@ void TransferService::relay_confirmed(int64_t outbox_seq) {
   if (awaiting_confirm_.erase(outbox_seq) == 0) return;
   UnitOfWork work(*this);
   {
-    StatementUse mark(statements_->outbox_mark_sent);
+    StatementUse mark(config_.relay_claim == RelayClaim::skip_locked
+                          ? statements_->outbox_mark_sent_unclaimed
+                          : statements_->outbox_mark_sent);
     mark->bind(1, static_cast<int64_t>(host_.now_ms()));
     mark->bind(2, static_cast<int64_t>(outbox_seq));
     mark->exec();

@@ -240,6 +240,29 @@ TEST_CASE("transfer-service: the relay republishes with the stored id after a cr
   REQUIRE(service.unsent_outbox_rows() == 0);
 }
 
+TEST_CASE("transfer-service: a claiming relay holds its row until the confirm marks it sent",
+          "[services][relay]") {
+  // relay.claim = skip_locked: the poll claims the row (the row lock MassTransit's delivery
+  // transaction holds while it sends), and the mark that the confirm commits lets it go, so a
+  // sent row does not say which relay sent it.
+  FakeHost host;
+  Config config;
+  config.relay_claim = RelayClaim::skip_locked;
+  TransferService service = make_service<TransferService>(host, config);
+  service.request(TransferSpec{"t1", "alice", "bob", 2500});
+  SQLite::Database& db = host.connection->database();
+  const auto claimed = [&] {
+    return db.execAndGet("SELECT COUNT(*) FROM outbox WHERE claimed_by IS NOT NULL").getInt();
+  };
+  REQUIRE(claimed() == 0);
+  service.relay_poll();
+  REQUIRE(host.published.size() == 1);
+  REQUIRE(claimed() == 1);
+  service.relay_confirmed(host.relay_seqs.back());
+  REQUIRE(service.unsent_outbox_rows() == 0);
+  CHECK(claimed() == 0);
+}
+
 TEST_CASE("transfer-service: an unstable relay mints a new id on every attempt", "[services]") {
   FakeHost host;
   Config config;
