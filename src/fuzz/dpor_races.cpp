@@ -79,6 +79,7 @@ void Search::summarise(const EventLog& log, const std::vector<Bits>& before, siz
     std::vector<Fingerprint> roots;
     std::vector<Fingerprint> interned_roots;
     std::vector<uint64_t> past;  // entry.past's resources
+    SetPrint past_print;
     uint32_t id = 0;
     bool fresh = true;    // the entry differs from the one interned as `id`
     size_t cone = index;  // events of the cone from here on are in past and roots
@@ -91,12 +92,11 @@ void Search::summarise(const EventLog& log, const std::vector<Bits>& before, siz
         --cone;
         if (!before[index].test(cone)) continue;
         const LoggedEvent& ancestor = log.events[cone];
-        if (everything(ancestor)) entry.past_everything = true;
-        std::vector<uint64_t> merged;
-        std::set_union(past.begin(), past.end(), ancestor.footprint.begin(),
-                       ancestor.footprint.end(), std::back_inserter(merged));
-        past = std::move(merged);
-        fresh = true;
+        if (everything(ancestor) && !entry.past_everything) {
+          entry.past_everything = true;
+          fresh = true;
+        }
+        if (widen(past, ancestor.footprint, past_print)) fresh = true;
         if (!ancestor.story) members.push_back(cone);
       }
       // Its roots here: the cone's jobs (itself included) made before this state.
@@ -111,7 +111,7 @@ void Search::summarise(const EventLog& log, const std::vector<Bits>& before, siz
       // Most states of the stack see the same cone and roots as the one above them: the
       // entry interned for that one is theirs too.
       if (fresh || roots != interned_roots) {
-        if (fresh) entry.past = sets_.intern(past);
+        if (fresh) entry.past = sets_.intern(past, past_print.finish());
         SummaryEntry here = entry;
         here.roots = roots_.intern(roots);
         id = intern(here);

@@ -242,6 +242,48 @@ class Interned {
   std::vector<T> values_;
 };
 
+// The fingerprint of a set: each member's mix summed in two lanes, so it does not depend on
+// the order the members came in, and a set widened by a few members is fingerprinted by adding
+// theirs (Search::summarise widens a cone one event at a time). Two sets that share it are
+// still kept apart (Interned compares them).
+class SetPrint {
+ public:
+  void add(uint64_t member) {
+    low_ += mix64(member ^ 0x9e3779b97f4a7c15ULL);
+    high_ += mix64(member * 0xd6e8feb86659fd93ULL + 1);
+    ++size_;
+  }
+  void add(const Fingerprint& member) { add(member.high ^ mix64(member.low)); }
+  Fingerprint finish() const { return Fingerprint{high_ ^ mix64(size_), low_ + size_}; }
+
+ private:
+  uint64_t low_ = 0;
+  uint64_t high_ = 0;
+  uint64_t size_ = 0;
+};
+
+// Widens the sorted set `set` by the sorted `more`, adding the members it gains to `print`;
+// false (and nothing allocated) when it gains none.
+inline bool widen(std::vector<uint64_t>& set, const std::vector<uint64_t>& more,
+                  SetPrint& print) {
+  if (std::includes(set.begin(), set.end(), more.begin(), more.end())) return false;
+  std::vector<uint64_t> merged;
+  merged.reserve(set.size() + more.size());
+  auto from = set.begin();
+  for (const uint64_t member : more) {
+    while (from != set.end() && *from < member) merged.push_back(*from++);
+    if (from != set.end() && *from == member) {
+      merged.push_back(*from++);
+    } else {
+      merged.push_back(member);
+      print.add(member);
+    }
+  }
+  merged.insert(merged.end(), from, set.end());
+  set = std::move(merged);
+  return true;
+}
+
 // Sorted sets, each kept once. The summary entries' sets (footprints, cones, roots) are most of
 // a search's memory, and most of them equal another entry's (a search of 200,000 states of the
 // claiming 2+2 story with one fault held 51 million resources in its entries' cones, 6.5
@@ -251,10 +293,13 @@ class SetPool {
  public:
   SetPool() { intern({}); }  // id 0: the empty set
   uint32_t intern(const std::vector<T>& set) {
-    Hasher hasher;
-    hasher.add(static_cast<uint64_t>(set.size()));
-    for (const T& member : set) hasher.add(member);
-    return sets_.intern(set, hasher.finish());
+    SetPrint print;
+    for (const T& member : set) print.add(member);
+    return sets_.intern(set, print.finish());
+  }
+  // `print` is `set`'s SetPrint.
+  uint32_t intern(const std::vector<T>& set, const Fingerprint& print) {
+    return sets_.intern(set, print);
   }
   const std::vector<T>& operator[](uint32_t id) const { return sets_[id]; }
 

@@ -58,6 +58,16 @@ class NameCanon {
   }
 };
 
+// splitmix64's finaliser: every input bit reaches every output bit.
+inline uint64_t mix64(uint64_t x) {
+  x ^= x >> 30;
+  x *= 0xbf58476d1ce4e5b9ULL;
+  x ^= x >> 27;
+  x *= 0x94d049bb133111ebULL;
+  x ^= x >> 31;
+  return x;
+}
+
 class Hasher {
  public:
   Hasher& add(uint64_t word) {
@@ -101,15 +111,7 @@ class Hasher {
   static constexpr uint64_t kStepA = 0x9e3779b97f4a7c15ULL;
   static constexpr uint64_t kStepB = 0xd6e8feb86659fd93ULL;
 
-  // splitmix64's finaliser: every input bit reaches every output bit.
-  static uint64_t mix(uint64_t x) {
-    x ^= x >> 30;
-    x *= 0xbf58476d1ce4e5b9ULL;
-    x ^= x >> 27;
-    x *= 0x94d049bb133111ebULL;
-    x ^= x >> 31;
-    return x;
-  }
+  static uint64_t mix(uint64_t x) { return mix64(x); }
 
   uint64_t a_ = 0x243f6a8885a308d3ULL;
   uint64_t b_ = 0x13198a2e03707344ULL;
