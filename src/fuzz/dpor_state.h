@@ -264,8 +264,7 @@ class SetPrint {
 
 // Widens the sorted set `set` by the sorted `more`, adding the members it gains to `print`;
 // false (and nothing allocated) when it gains none.
-inline bool widen(std::vector<uint64_t>& set, const std::vector<uint64_t>& more,
-                  SetPrint& print) {
+inline bool widen(std::vector<uint64_t>& set, const std::vector<uint64_t>& more, SetPrint& print) {
   if (std::includes(set.begin(), set.end(), more.begin(), more.end())) return false;
   std::vector<uint64_t> merged;
   merged.reserve(set.size() + more.size());

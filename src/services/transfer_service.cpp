@@ -12,8 +12,6 @@ namespace inboxsim {
 
 namespace {
 
-// Rows one relay poll publishes at most; a full batch asks for another poll at once.
-
 constexpr std::string_view kSagaConsumer = "saga";
 constexpr std::string_view kNotificationsConsumer = "notifications";
 // What a relay reads of an outbox row, in the order outbox_message() takes it.
@@ -50,7 +48,7 @@ void create_tables(SQLite::Database& db, const Config& config) {
 }  // namespace
 
 struct TransferService::Statements {
-  explicit Statements(Connection& db)
+  Statements(Connection& db, bool claims)
       : saga_insert(db,
                     "INSERT INTO sagas (transfer_id, state, from_account, to_account, amount,"
                     " updated_ms) VALUES (?, ?, ?, ?, ?, ?)"),
@@ -73,8 +71,8 @@ struct TransferService::Statements {
         outbox_unsent(db, std::string("SELECT ") + kOutboxColumns +
                               " FROM outbox WHERE sent_ms IS NULL ORDER BY seq LIMIT " +
                               std::to_string(TransferService::kRelayBatchRows)),
-        // With relay.claim = skip_locked: the rows no other relay holds, then the claim of those
-        // this relay does not hold yet, and a dead relay's claims let go.
+        // With relay.claim = skip_locked: the rows no other relay holds, the claim of those this
+        // relay does not hold yet, a dead relay's claims let go, and the mark that ends a claim.
         outbox_unclaimed(db, std::string("SELECT ") + kOutboxColumns +
                                  ", claimed_by IS NULL FROM outbox WHERE sent_ms IS NULL AND"
                                  " (claimed_by IS NULL OR claimed_by = ?1) ORDER BY seq LIMIT " +
@@ -82,11 +80,9 @@ struct TransferService::Statements {
         outbox_claim(db, "UPDATE outbox SET claimed_by = ? WHERE seq = ? AND claimed_by IS NULL"),
         outbox_release(
             db, "UPDATE outbox SET claimed_by = NULL WHERE claimed_by = ? AND sent_ms IS NULL"),
-        outbox_mark_sent(db, "UPDATE outbox SET sent_ms = ? WHERE seq = ? AND sent_ms IS NULL"),
-        // With claims: the mark commits the claim's transaction, and its row lock goes.
-        outbox_mark_sent_unclaimed(db,
-                                   "UPDATE outbox SET sent_ms = ?, claimed_by = NULL"
-                                   " WHERE seq = ? AND sent_ms IS NULL"),
+        outbox_mark_sent(db, std::string("UPDATE outbox SET sent_ms = ?") +
+                                 (claims ? ", claimed_by = NULL" : "") +
+                                 " WHERE seq = ? AND sent_ms IS NULL"),
         outbox_unsent_count(db, "SELECT COUNT(*) FROM outbox WHERE sent_ms IS NULL"),
         notification_insert(db,
                             "INSERT INTO notifications (transfer_id, kind, created_ms)"
@@ -105,7 +101,6 @@ struct TransferService::Statements {
   LazyStatement outbox_claim;
   LazyStatement outbox_release;
   LazyStatement outbox_mark_sent;
-  LazyStatement outbox_mark_sent_unclaimed;
   LazyStatement outbox_unsent_count;
   LazyStatement notification_insert;
 };
@@ -142,7 +137,8 @@ std::span<const UnorderedTable> TransferService::unordered_tables() { return kUn
 
 TransferService::TransferService(ServiceHost& host, const Config& config, Connection& connection)
     : ServiceCore(host, config, connection, ServiceId::transfer),
-      statements_(std::make_unique<Statements>(connection_)) {}
+      statements_(std::make_unique<Statements>(connection_,
+                                               config.relay_claim == RelayClaim::skip_locked)) {}
 
 TransferService::~TransferService() = default;
 
@@ -510,9 +506,7 @@ void TransferService::relay_confirmed(int64_t outbox_seq) {
   if (awaiting_confirm_.erase(outbox_seq) == 0) return;
   UnitOfWork work(*this);
   {
-    StatementUse mark(config_.relay_claim == RelayClaim::skip_locked
-                          ? statements_->outbox_mark_sent_unclaimed
-                          : statements_->outbox_mark_sent);
+    StatementUse mark(statements_->outbox_mark_sent);
     mark->bind(1, static_cast<int64_t>(host_.now_ms()));
     mark->bind(2, static_cast<int64_t>(outbox_seq));
     mark->exec();

@@ -406,8 +406,11 @@ void World::touch_for(const Job& job) {
   const JobKind kind = job.kind();
   const size_t instance = instance_of(job);
   // Every event of an instance reads its process (up, incarnation, pause); what changes it
-  // writes it: these jobs, and a crash or a pause where it strikes (crashed, pause).
-  const bool process = kind == JobKind::restart || kind == JobKind::reconnect ||
+  // writes it: these jobs, and a crash or a pause where it strikes (crashed, pause). Of the
+  // process a reconnect changes only the heartbeat's phase (Processes::connected), which only
+  // a pause's heartbeat reads: without a clock there is neither, and it only looks whether
+  // its process is up.
+  const bool process = kind == JobKind::restart || (kind == JobKind::reconnect && !clockless()) ||
                        kind == JobKind::heartbeat_timeout || kind == JobKind::pause_end;
   touch_instance(instance, process ? Access::write : Access::read);
   // A loop's turn changes its flag, and the relay's its memory of what awaits a confirm. A
