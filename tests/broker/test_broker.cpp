@@ -545,3 +545,53 @@ TEST_CASE("the journal of changed queue entries yields what contents() shows", "
     same("a redrive");
   }
 }
+
+TEST_CASE("an ack changes its queue only where its consumer had no room", "[broker][footprint]") {
+  // The explorer's footprint (docs/model.md, "Reduction: sleep sets"): an ack that gives room
+  // to a consumer that had none decides who gets the next message, so it touches the queue;
+  // one with room changes only its consumer's unacked list (it reads the channel), and it and
+  // a delivery to the same consumer leave one state in either order.
+  for (const bool quorum : {true, false}) {
+    INFO("quorum " << quorum);
+    struct OneConsumer {
+      explicit OneConsumer(bool quorum)
+          : broker([](TraceEvent) {}, /*prefetch=*/2, /*delivery_limit=*/20, quorum) {}
+      Broker broker;
+      size_t queue = broker.declare_queue("account-service", {"transfers.#"});
+      size_t consumer = broker.add_consumer("account-service", queue);
+      Delivery deliver(const std::string& id) {
+        broker.publish(message(id));
+        std::vector<Delivery> out;
+        broker.pump(out);
+        REQUIRE(out.size() == 1);
+        return out[0];
+      }
+      Fingerprint fingerprint() const {
+        Hasher hasher;
+        broker.fingerprint(hasher);
+        return hasher.finish();
+      }
+    };
+    OneConsumer ack_first(quorum);
+    OneConsumer deliver_first(quorum);
+    for (OneConsumer* bank : {&ack_first, &deliver_first}) {
+      bank->deliver("m-1");  // one of two: room left
+      bank->broker.take_touched();
+    }
+    const uint64_t queue_bit = uint64_t{1} << ack_first.queue;
+    const uint64_t channel_bit = uint64_t{1} << ack_first.consumer;
+    // With room, the ack reads its channel and leaves the queue alone.
+    REQUIRE(ack_first.broker.ack(ack_first.consumer, 1, 1));
+    BrokerTouches touched = ack_first.broker.take_touched();
+    CHECK((touched.queues & queue_bit) == 0);
+    CHECK((touched.channels_read & channel_bit) != 0);
+    ack_first.deliver("m-2");
+    // The delivery fills the consumer; the ack after it gives it room again, and touches.
+    deliver_first.deliver("m-2");
+    deliver_first.broker.take_touched();
+    REQUIRE(deliver_first.broker.ack(deliver_first.consumer, 1, 1));
+    touched = deliver_first.broker.take_touched();
+    CHECK((touched.queues & queue_bit) != 0);
+    CHECK(ack_first.fingerprint() == deliver_first.fingerprint());
+  }
+}

@@ -348,10 +348,10 @@ Delivery Broker::as_delivery(const Queued& queued, size_t consumer, uint64_t cha
 }
 
 std::optional<Broker::Queued> Broker::take_unacked(size_t consumer, uint64_t channel,
-                                                   int64_t delivery_tag) {
+                                                   int64_t delivery_tag, bool touches_queue) {
   if (!channel_open(consumer, channel)) return std::nullopt;
   Consumer& c = consumers_[consumer];
-  touch(c.queue);
+  if (touches_queue) touch(c.queue);
   auto found = c.unacked.find(delivery_tag);
   // A settlement for a tag this channel never had unacked would be a channel error in
   // RabbitMQ; our consumers settle each delivery exactly once, so it cannot happen.
@@ -364,14 +364,20 @@ std::optional<Broker::Queued> Broker::take_unacked(size_t consumer, uint64_t cha
 }
 
 std::optional<Delivery> Broker::ack(size_t consumer, uint64_t channel, int64_t delivery_tag) {
-  const std::optional<Queued> queued = take_unacked(consumer, channel, delivery_tag);
+  // An ack gives its consumer room. That decides who gets a message only where it had none (a
+  // quorum queue's line holds no full consumer; a classic queue drops one when a delivery
+  // finds it full): otherwise it changes only the consumer's unacked list, as a delivery to it
+  // does, and either order of the two leaves the same list and line. What else reads the list
+  // closes the channel, which the ack reads (docs/model.md, "An ack").
+  const bool full = !has_room(consumers_[consumer]);
+  const std::optional<Queued> queued = take_unacked(consumer, channel, delivery_tag, full);
   if (!queued) return std::nullopt;
   return as_delivery(*queued, consumer, channel, delivery_tag);
 }
 
 std::optional<Delivery> Broker::nack(size_t consumer, uint64_t channel, int64_t delivery_tag,
                                      int64_t now_ms) {
-  std::optional<Queued> queued = take_unacked(consumer, channel, delivery_tag);
+  std::optional<Queued> queued = take_unacked(consumer, channel, delivery_tag, true);
   if (!queued) return std::nullopt;
   const Delivery settled = as_delivery(*queued, consumer, channel, delivery_tag);
   requeue(consumers_[consumer], std::move(*queued), now_ms, "nack");
@@ -380,7 +386,7 @@ std::optional<Delivery> Broker::nack(size_t consumer, uint64_t channel, int64_t 
 
 std::optional<Delivery> Broker::reject(size_t consumer, uint64_t channel, int64_t delivery_tag,
                                        int64_t now_ms) {
-  std::optional<Queued> queued = take_unacked(consumer, channel, delivery_tag);
+  std::optional<Queued> queued = take_unacked(consumer, channel, delivery_tag, true);
   if (!queued) return std::nullopt;
   const Delivery settled = as_delivery(*queued, consumer, channel, delivery_tag);
   dead_letter(queues_[consumers_[consumer].queue], *queued, "rejected", now_ms);

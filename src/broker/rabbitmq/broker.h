@@ -265,7 +265,10 @@ class Broker final : public MessageBroker {
                               int64_t delivery_tag);
   // Takes an unacked delivery off its consumer, or nothing if the channel closed meanwhile.
   // REQUIRES: an open channel holds `delivery_tag` unacked.
-  std::optional<Queued> take_unacked(size_t consumer, uint64_t channel, int64_t delivery_tag);
+  // `touches_queue`: what it does decides the queue's future (a nack, a reject, an ack that
+  // gives a full consumer room), for the explorer's footprint.
+  std::optional<Queued> take_unacked(size_t consumer, uint64_t channel, int64_t delivery_tag,
+                                     bool touches_queue);
   void record(EventKind kind, const Queued& queued, std::string_view queue, std::string detail,
               int64_t now_ms);
 
