@@ -71,8 +71,8 @@ inline uint64_t mix64(uint64_t x) {
 class Hasher {
  public:
   Hasher& add(uint64_t word) {
-    a_ = mix(a_ ^ word) + kStepA;
-    b_ = mix(b_ + word * kStepB) ^ (b_ >> 29);
+    a_ = mix64(a_ ^ word) + kStepA;
+    b_ = mix64(b_ + word * kStepB) ^ (b_ >> 29);
     ++words_;
     return *this;
   }
@@ -89,7 +89,9 @@ class Hasher {
   Hasher& add(const char* text) { return add(std::string_view(text)); }
   Hasher& add(const Fingerprint& print) { return add(print.high).add(print.low); }
 
-  Fingerprint finish() const { return Fingerprint{mix(a_ ^ words_), mix(b_ + (words_ << 1) + 1)}; }
+  Fingerprint finish() const {
+    return Fingerprint{mix64(a_ ^ words_), mix64(b_ + (words_ << 1) + 1)};
+  }
 
  private:
   Hasher& add_text(std::string_view text) {
@@ -110,8 +112,6 @@ class Hasher {
 
   static constexpr uint64_t kStepA = 0x9e3779b97f4a7c15ULL;
   static constexpr uint64_t kStepB = 0xd6e8feb86659fd93ULL;
-
-  static uint64_t mix(uint64_t x) { return mix64(x); }
 
   uint64_t a_ = 0x243f6a8885a308d3ULL;
   uint64_t b_ = 0x13198a2e03707344ULL;

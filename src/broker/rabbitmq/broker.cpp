@@ -368,7 +368,7 @@ std::optional<Delivery> Broker::ack(size_t consumer, uint64_t channel, int64_t d
   // quorum queue's line holds no full consumer; a classic queue drops one when a delivery
   // finds it full): otherwise it changes only the consumer's unacked list, as a delivery to it
   // does, and either order of the two leaves the same list and line. What else reads the list
-  // closes the channel, which the ack reads (docs/model.md, "An ack").
+  // closes the channel, which the ack reads (docs/model.md, "Reduction: sleep sets").
   const bool full = !has_room(consumers_[consumer]);
   const std::optional<Queued> queued = take_unacked(consumer, channel, delivery_tag, full);
   if (!queued) return std::nullopt;
