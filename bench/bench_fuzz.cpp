@@ -271,6 +271,8 @@ bool time_exploration() {
   reference.config.transfer_instances = 2;
   inboxsim::Scenario claiming = reference;  // relays that claim their rows
   claiming.config.relay_claim = inboxsim::RelayClaim::skip_locked;
+  inboxsim::Scenario one_transfer = reference;  // its first transfer alone
+  one_transfer.steps.erase(one_transfer.steps.begin() + 1, one_transfer.steps.end());
   using inboxsim::FaultKind;
   std::printf("explore, --reduction dpor,persistent (one thread; a bounded row is bounded "
               "partial-order reduction):\n\n"
@@ -307,6 +309,26 @@ bool time_exploration() {
        200'000, "complete", 2},
   };
   for (const ExploreRow& row : rows) time_explore_row(row);
+  // The claiming 2+2 story with one fault of each kind that completes, and what one transfer
+  // costs through two relays that claim nothing (docs/exploration.md, "How far it reaches").
+  const std::vector<std::pair<const char*, FaultKind>> claiming_kinds = {
+      {"the same with claims, one nack anywhere", FaultKind::nack},
+      {"the same with claims, one publish_nack anywhere", FaultKind::publish_nack},
+      {"the same with claims, one duplicate anywhere", FaultKind::duplicate},
+      {"the same with claims, one drop_connection anywhere", FaultKind::drop_connection},
+  };
+  for (const auto& [words, kind] : claiming_kinds) {
+    time_explore_row({words, &claiming, 1, {kind}, 1'000'000, "complete", -1});
+  }
+  const ExploreRow one_unclaimed = {
+      "one transfer, 2+2 instances, relays that claim nothing, no fault",
+      &one_transfer,
+      0,
+      {},
+      1'000'000,
+      "",
+      -1};
+  time_explore_row(one_unclaimed);
   return true;
 }
 

@@ -33,7 +33,7 @@ enum class ResourceClass : uint8_t {
   row_lock = 9,      // a row lock of a service, by key
   seen_key = 10,     // a key of a service's external seen-set
   row_key = 11,      // the rows of a table holding one value in one column
-  table_scan = 12,   // a table as a whole: a read with no key writes it, every row change reads it
+  table_scan = 12,   // a table as a whole: a read with no key queries it, a row change changes it
   table_insert = 13  // where a table's next rowid comes from: inserts and deletes write it
 };
 
