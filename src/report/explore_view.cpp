@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <ostream>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "kernel/text.h"
 #include "report/campaign_view.h"  // add_defences_json
@@ -47,6 +49,20 @@ bool expected_break(const ExploreResult& result, Invariant invariant) {
     return goal.goal.reachable && goal.goal.kind == Goal::Kind::broken &&
            goal.goal.invariant == invariant;
   });
+}
+
+// The pairs of events whose races the search reversed most, most first, at most `count` (what
+// its states are spent on); a tie goes by the pair's words.
+std::vector<std::pair<std::string, int64_t>> most_reversed(const ExploreResult& result,
+                                                           size_t count) {
+  std::vector<std::pair<int64_t, std::string>> pairs;
+  for (const auto& [pair, races] : result.races_by_pair) pairs.emplace_back(-races, pair);
+  std::sort(pairs.begin(), pairs.end());
+  std::vector<std::pair<std::string, int64_t>> most;
+  for (size_t i = 0; i < pairs.size() && i < count; ++i) {
+    most.emplace_back(pairs[i].second, -pairs[i].first);
+  }
+  return most;
 }
 
 void print_goals(std::ostream& out, const ExploreResult& result) {
@@ -126,13 +142,9 @@ nlohmann::ordered_json explore_json(const ExploreResult& result) {
     reduction["cache_hits"] = result.cache_hits;
     reduction["sleep_blocked"] = result.sleep_blocked;
     reduction["full_expansions"] = result.full_expansions;
-    // The pairs of events whose races it reversed most (what its states are spent on).
-    std::vector<std::pair<int64_t, std::string>> pairs;
-    for (const auto& [pair, count] : result.races_by_pair) pairs.emplace_back(-count, pair);
-    std::sort(pairs.begin(), pairs.end());
     nlohmann::ordered_json& most = reduction["races_most_reversed"] = nlohmann::ordered_json::array();
-    for (size_t i = 0; i < pairs.size() && i < 5; ++i) {
-      most.push_back({{"events", pairs[i].second}, {"races", -pairs[i].first}});
+    for (const auto& [pair, races] : most_reversed(result, 5)) {
+      most.push_back({{"events", pair}, {"races", races}});
     }
   }
   nlohmann::ordered_json& violations = out["violations"] = nlohmann::ordered_json::array();
@@ -188,6 +200,16 @@ void print_explore(std::ostream& out, const ExploreResult& result) {
     out << "  dynamic partial-order reduction: " << result.replays << " order(s) run, "
         << result.races << " race(s) reversed, " << result.cache_hits
         << " order(s) cut at a state explored before\n";
+    // Where a search stops short, what it spent its states on says what would have to commute.
+    if (!result.complete && !result.races_by_pair.empty()) {
+      out << "  races it reversed most:";
+      const char* separator = " ";
+      for (const auto& [pair, races] : most_reversed(result, 3)) {
+        out << separator << printable(pair) << " (" << races << ")";
+        separator = "; ";
+      }
+      out << "\n";
+    }
   }
   if (result.persistent_sets_unsound) {
     out << "  (searched without persistent sets: a consumer's prefetch or a relay's batch could "

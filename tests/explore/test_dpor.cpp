@@ -8,12 +8,14 @@
 #include <iterator>
 #include <map>
 #include <set>
+#include <sstream>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "fuzz/explore.h"
 #include "kernel/footprint.h"
+#include "report/explore_view.h"
 #include "scenario/parse.h"
 #include "scenario/runner.h"
 #include "scenario/write.h"
@@ -502,6 +504,40 @@ TEST_CASE("dpor loses nothing where two relays claim their rows, and the claims 
   settings.dpor = true;
   settings.max_states = 1000;
   CHECK_FALSE(explore(scenario, settings).complete);
+}
+
+TEST_CASE("a search that stops short says which races it reversed most", "[dpor]") {
+  // Two relays that claim nothing: each command goes out twice and the copies' inbox passes
+  // race (about 25,000 states), so 1,000 states stop the search short.
+  Scenario scenario = library_scenario("01-happy-path.json");
+  scenario.config.transfer_instances = 2;
+  ExploreSettings settings = with_faults(0, {});
+  settings.dpor = true;
+  settings.max_states = 1000;
+  const ExploreResult stopped = explore(scenario, settings);
+  REQUIRE_FALSE(stopped.complete);
+  const nlohmann::ordered_json most = explore_json(stopped)["reduction"]["races_most_reversed"];
+  REQUIRE(most.size() >= 3);
+  CHECK(most[0]["races"].get<int64_t>() >= most[1]["races"].get<int64_t>());
+  CHECK(most[1]["races"].get<int64_t>() >= most[2]["races"].get<int64_t>());
+  // The text names the three the JSON puts first, with their counts, in that order, before
+  // the verdict.
+  std::string line = "\n  races it reversed most: ";
+  for (size_t i = 0; i < 3; ++i) {
+    if (i > 0) line += "; ";
+    line += most[i]["events"].get<std::string>() + " (" +
+            std::to_string(most[i]["races"].get<int64_t>()) + ")";
+  }
+  std::ostringstream text;
+  print_explore(text, stopped);
+  CHECK_THAT(text.str(), Catch::Contains(line + "\nINCOMPLETE: "));
+  // A complete search's verdict is its answer: no such line.
+  scenario.config.transfer_instances = 1;
+  const ExploreResult complete = explore(scenario, settings);
+  REQUIRE(complete.complete);
+  std::ostringstream proven;
+  print_explore(proven, complete);
+  CHECK_THAT(proven.str(), !Catch::Contains("races it reversed most"));
 }
 
 TEST_CASE(
