@@ -65,6 +65,24 @@ std::vector<std::pair<std::string, int64_t>> most_reversed(const ExploreResult& 
   return most;
 }
 
+// Where the budget stopped a search with no verdict, what it spent its states on says what
+// would have to commute; a complete search, or one that stopped at a break, has its answer.
+void print_races_most_reversed(std::ostream& out, const ExploreResult& result) {
+  const bool undecided =
+      !result.complete && std::all_of(result.counterexamples.begin(), result.counterexamples.end(),
+                                      [&](const ExploreCounterexample& cx) {
+                                        return expected_break(result, cx.invariant);
+                                      });
+  if (!undecided || result.races_by_pair.empty()) return;
+  out << "  races it reversed most:";
+  const char* separator = " ";
+  for (const auto& [pair, races] : most_reversed(result, 3)) {
+    out << separator << printable(pair) << " (" << races << ")";
+    separator = "; ";
+  }
+  out << "\n";
+}
+
 void print_goals(std::ostream& out, const ExploreResult& result) {
   int64_t met = 0;
   int64_t failed = 0;
@@ -200,16 +218,7 @@ void print_explore(std::ostream& out, const ExploreResult& result) {
     out << "  dynamic partial-order reduction: " << result.replays << " order(s) run, "
         << result.races << " race(s) reversed, " << result.cache_hits
         << " order(s) cut at a state explored before\n";
-    // Where a search stops short, what it spent its states on says what would have to commute.
-    if (!result.complete && !result.races_by_pair.empty()) {
-      out << "  races it reversed most:";
-      const char* separator = " ";
-      for (const auto& [pair, races] : most_reversed(result, 3)) {
-        out << separator << printable(pair) << " (" << races << ")";
-        separator = "; ";
-      }
-      out << "\n";
-    }
+    print_races_most_reversed(out, result);
   }
   if (result.persistent_sets_unsound) {
     out << "  (searched without persistent sets: a consumer's prefetch or a relay's batch could "

@@ -531,13 +531,24 @@ TEST_CASE("a search that stops short says which races it reversed most", "[dpor]
   std::ostringstream text;
   print_explore(text, stopped);
   CHECK_THAT(text.str(), Catch::Contains(line + "\nINCOMPLETE: "));
-  // A complete search's verdict is its answer: no such line.
+  // A complete search's verdict is its answer, and so is a break the search stopped at: no
+  // such line.
   scenario.config.transfer_instances = 1;
   const ExploreResult complete = explore(scenario, settings);
   REQUIRE(complete.complete);
   std::ostringstream proven;
   print_explore(proven, complete);
   CHECK_THAT(proven.str(), !Catch::Contains("races it reversed most"));
+  ExploreSettings duplicate = with_faults(1, {FaultKind::duplicate});
+  duplicate.dpor = true;
+  const ExploreResult broken = explore(library_scenario("27-defence-all-off.json"), duplicate);
+  REQUIRE_FALSE(broken.complete);
+  REQUIRE_FALSE(broken.counterexamples.empty());
+  REQUIRE_FALSE(broken.races_by_pair.empty());
+  std::ostringstream violated;
+  print_explore(violated, broken);
+  CHECK_THAT(violated.str(), Catch::Contains("VIOLATED"));
+  CHECK_THAT(violated.str(), !Catch::Contains("races it reversed most"));
 }
 
 TEST_CASE(
