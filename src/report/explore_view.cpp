@@ -65,15 +65,10 @@ std::vector<std::pair<std::string, int64_t>> most_reversed(const ExploreResult& 
   return most;
 }
 
-// Where the budget stopped a search with no verdict, what it spent its states on says what
-// would have to commute; a complete search, or one that stopped at a break, has its answer.
+// Said before an INCOMPLETE verdict: what the search spent its states on says what would have
+// to commute (a complete search, or one that stopped at a break, has its answer).
 void print_races_most_reversed(std::ostream& out, const ExploreResult& result) {
-  const bool undecided =
-      !result.complete && std::all_of(result.counterexamples.begin(), result.counterexamples.end(),
-                                      [&](const ExploreCounterexample& cx) {
-                                        return expected_break(result, cx.invariant);
-                                      });
-  if (!undecided || result.races_by_pair.empty()) return;
+  if (result.races_by_pair.empty()) return;
   out << "  races it reversed most:";
   const char* separator = " ";
   for (const auto& [pair, races] : most_reversed(result, 3)) {
@@ -218,7 +213,6 @@ void print_explore(std::ostream& out, const ExploreResult& result) {
     out << "  dynamic partial-order reduction: " << result.replays << " order(s) run, "
         << result.races << " race(s) reversed, " << result.cache_hits
         << " order(s) cut at a state explored before\n";
-    print_races_most_reversed(out, result);
   }
   if (result.persistent_sets_unsound) {
     out << "  (searched without persistent sets: a consumer's prefetch or a relay's batch could "
@@ -255,6 +249,7 @@ void print_explore(std::ostream& out, const ExploreResult& result) {
     out << "PROVEN: no order of this story with at most " << expiries_words(result)
         << result.faults << " fault(s) of these kinds breaks an invariant" << others << "\n";
   } else {
+    print_races_most_reversed(out, result);
     out << "INCOMPLETE: --max-states stopped the search after " << result.states
         << " states; no violation" << others << " among them\n";
   }
